@@ -1,0 +1,51 @@
+# Quick start: `make demo` and `make test`. Each target creates or reuses .venv and installs what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+DB     ?= out/demo.duckdb
+
+# Stamps record which extras are installed, so targets reinstall only when pyproject.toml changes.
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.core: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml $(VENV)/.core
+	# torch 2.13.0 is a CPU build on this machine's disk; install it first so nothing pulls a CUDA build.
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e '.[dev,html,telemetry,train]'
+	touch $@
+
+.PHONY: demo test bench lint install clean
+install: $(VENV)/.core
+
+demo: $(VENV)/.core
+	@mkdir -p out
+	@rm -f $(DB)
+	$(VENV)/bin/gpuyield ingest slurm --db $(DB) \
+		--sacct examples/slurm-lab/sacct-X-D-wide.psv \
+		--events examples/slurm-lab/sacctmgr-event-format.psv \
+		--nodes examples/slurm-lab/scontrol-show-nodes-oneliner.txt \
+		--manifest examples/slurm-lab/manifest.toml \
+		--until 2026-11-30T11:00:00
+	$(VENV)/bin/gpuyield report --db $(DB)
+	@$(PY) -c "import matplotlib" 2>/dev/null || $(PIP) install -e '.[html]'
+	$(VENV)/bin/gpuyield report --db $(DB) --html out/demo-report.html
+	@echo "HTML report: $$(pwd)/out/demo-report.html"
+
+test: $(VENV)/.dev
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.dev
+	$(PY) -m bench
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf out bench/out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""``python -m gpuyield``."""
+
+from gpuyield.cli import main
+
+main()

@@ -1,0 +1,48 @@
+"""What every command shares: error mapping, JSON output, the console."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from gpuyield.errors import GpuyieldError
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(error: GpuyieldError) -> NoReturn:
+    """Print a library error as one line plus its hint, and exit 1 (no traceback)."""
+    err_console.print(f"[bold red]error:[/] {error.message}", markup=True, highlight=False)
+    if error.hint:
+        err_console.print(f"[bold]hint:[/] {error.hint}", markup=True, highlight=False)
+    raise typer.Exit(code=1)
+
+
+@contextmanager
+def errors_mapped() -> Iterator[None]:
+    """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback."""
+    try:
+        yield
+    except GpuyieldError as error:
+        fail(error)
+
+
+def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call one library function with errors mapped."""
+    with errors_mapped():
+        return fn(*args, **kwargs)
+
+
+def print_json(data: Any) -> None:
+    """Write JSON to stdout without Rich markup, so it can be piped."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str))
+    sys.stdout.write("\n")

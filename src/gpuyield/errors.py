@@ -1,0 +1,115 @@
+"""Errors raised by gpuyield.
+
+Every error the library raises on purpose derives from one root, so the CLI can catch exactly these,
+print the message and the hint, and exit with status 1 (no traceback)::
+
+    GpuyieldError                 root; carries a one-line ``hint`` saying how to fix it
+    ├── InputError (ValueError)   the user's input is wrong: a flag, a number, a config value
+    │   ├── ParseError            a malformed file: carries ``path``, ``line`` and ``field``
+    │   ├── UnknownFormat         a file whose format cannot be recognised
+    │   ├── ManifestError         the release manifest is inconsistent (unknown run, bad regex)
+    │   ├── UnknownIdError        an id not in a catalog or scenario list; carries close matches
+    │   └── EmptyDataError        a command needs data that is not in the database yet
+    ├── ConservationError         the ledger's categories do not add up to installed GPU-seconds
+    ├── DataConsistencyError      inputs contradict each other (a job on a node with no capacity)
+    └── MissingExtraError         an optional dependency is not installed; the hint is the pip line
+
+``assert`` is used only for internal invariants, never for user input.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class GpuyieldError(Exception):
+    """Root of every error gpuyield raises on purpose."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InputError(GpuyieldError, ValueError):
+    """The user's input (a flag, a value, a config file) is invalid."""
+
+
+class ParseError(InputError):
+    """A file could not be parsed; names the file, the 1-based line and the field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.field = field
+        where = ":".join(str(p) for p in (self.path, line) if p is not None)
+        prefix = f"{where}: " if where else ""
+        in_field = f" (field {field})" if field else ""
+        super().__init__(f"{prefix}{message}{in_field}", hint=hint)
+        self.reason = message
+
+
+class UnknownFormat(InputError):
+    """A file whose format could not be recognised."""
+
+
+class ManifestError(InputError):
+    """The release manifest is invalid or names something that does not exist."""
+
+
+class UnknownIdError(InputError):
+    """An id that is not known; ``choices`` are the closest known ids."""
+
+    def __init__(self, kind: str, value: str, known: Iterable[str]) -> None:
+        known_list = sorted(known)
+        self.choices = closest(value, known_list)
+        hint = (
+            f"did you mean {', '.join(repr(c) for c in self.choices)}?"
+            if self.choices
+            else f"known {kind}s: {', '.join(known_list[:12])}"
+        )
+        super().__init__(f"unknown {kind} {value!r}", hint=hint)
+        self.kind = kind
+        self.value = value
+
+
+class EmptyDataError(InputError):
+    """A command needs data that has not been ingested."""
+
+
+class ConservationError(GpuyieldError):
+    """Ledger categories do not sum to installed GPU-seconds. Always a bug or contradictory data."""
+
+
+class DataConsistencyError(GpuyieldError):
+    """Inputs contradict each other, e.g. a job allocated more GPUs than its nodes have."""
+
+
+class MissingExtraError(GpuyieldError):
+    """An optional dependency is missing; the hint is the install line."""
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(
+            f"this feature needs the optional dependency {module!r}",
+            hint=f"pip install 'gpuyield[{extra}]'",
+        )
+        self.extra = extra
+        self.module = module
+
+
+def closest(value: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known names closest to ``value`` (for "did you mean" hints)."""
+    return difflib.get_close_matches(value, list(known), n=n, cutoff=0.5)
