@@ -1,0 +1,751 @@
+"""A format-faithful Slurm accounting generator for a large GPU cluster (default 100k GPUs).
+
+Writes what the ledger ingests, in the exact shapes real Slurm 22.05 prints (compare with
+/work/shared/data/slurm-local/, captured from a real cluster):
+
+* ``sacct.psv``: ``sacct -a -P -X -D --format=<SACCT_FIELDS>`` with its header;
+* ``events.psv``: ``sacctmgr -P show event All_Time format=...`` (one "Cluster Registered TRES" row,
+  node DOWN / DOWN* / DRAIN events);
+* ``nodes.txt``: ``scontrol -o show nodes``;
+* ``manifest.toml``: a release manifest naming the lineage runs of the biggest jobs.
+
+Placement: nodes are cut into *lanes* (a GPU slice of one node, or a contiguous node range), one
+lane per job size; the jobs of a lane run back to back, so no node is ever oversubscribed. The job mix
+follows Meta's RSC-1 end states (Kokolis et al., arXiv 2410.21680: 60% COMPLETED, 24% FAILED, 10%
+PREEMPTED, 2% REQUEUED, ...), node events follow its 6.5 failures per 1,000 node-days (see
+/work/shared/reference/facts.md, section 3).
+
+Usage: ``python -m bench.gen_slurm --jobs 1000000 --out DIR``. Numbers are built with numpy and the
+text with DuckDB's ``COPY ... TO`` (string expressions), so 10M rows take well under a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+# Bump when the output changes, so cached files under bench/out/ are regenerated.
+GENERATOR_VERSION = 1
+
+SACCT_FORMAT = (
+    "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,"
+    "ElapsedRaw,TimelimitRaw,AllocTRES,NodeList,NNodes,Comment,Reason,Cluster"
+)
+EVENT_HEADER = (
+    "Cluster|Cluster Nodes|NodeName|Event|EventRaw|State|StateRaw|TimeStart|TimeEnd|Duration|"
+    "Reason|User|TRES"
+)
+
+# Final job states; the index is the code used in the arrays. Shares follow RSC-1 (see module doc);
+# CANCELLED is not in RSC-1's list and takes a few points from COMPLETED.
+STATES = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "PREEMPTED",
+    "REQUEUED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "RUNNING",
+    "DEADLINE",
+)
+STATE_SHARES = (0.57, 0.24, 0.03, 0.10, 0.02, 0.02, 0.01, 0.01, 0.0, 0.0)
+S_COMPLETED, S_FAILED, S_CANCELLED, S_PREEMPTED, S_REQUEUED = 0, 1, 2, 3, 4
+S_TIMEOUT, S_NODE_FAIL, S_OOM, S_RUNNING, S_DEADLINE = 5, 6, 7, 8, 9
+# ExitCode as sacct prints it per state (OUT_OF_MEMORY is 0:125 in Slurm; FAILED gets 1..3:0).
+EXIT_CODES = ("0:0", "", "0:0", "0:0", "0:0", "0:0", "0:0", "0:125", "0:0", "1:0")
+
+JOB_NAMES = ("train", "eval", "sweep", "finetune", "bench", "debug", "data-prep", "infer")
+REASONS = ("None", "None", "None", "Priority", "Resources")
+# Lineage runs (named in manifest.toml) by job class; everything else is an experiment run.
+LINEAGE_RUNS = ("pt-flagship", "ft-flagship", "pt-mid", "ablate-mid")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClusterSpec:
+    """The cluster's hardware; defaults are a 100k-GPU H100 cluster (12,500 nodes x 8 GPUs)."""
+
+    name: str = "cl100k"
+    num_nodes: int = 12_500
+    gpus_per_node: int = 8
+    cpus_per_node: int = 112
+    #: RealMemory in MB, as scontrol prints it.
+    mem_mb_per_node: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        for name in ("num_nodes", "gpus_per_node", "cpus_per_node", "mem_mb_per_node"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"cluster.{name} must be > 0")
+        if self.num_nodes > 99_999:
+            raise ValueError("cluster.num_nodes must be <= 99999 (node names have 5 digits)")
+
+    @property
+    def num_gpus(self) -> int:
+        return self.num_nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobClass:
+    """One job size and the share of the cluster's nodes whose lanes run it."""
+
+    gpus_per_job: int
+    node_share: float
+    #: Relative mean job length; only ratios matter (lanes are stretched to fill the window).
+    mean_duration_h: float
+
+
+# Many small jobs, a few huge ones; shares sum to 1 (the 8-GPU class takes any rounding remainder).
+JOB_CLASSES = (
+    JobClass(gpus_per_job=1, node_share=0.04, mean_duration_h=1.0),
+    JobClass(gpus_per_job=2, node_share=0.04, mean_duration_h=1.5),
+    JobClass(gpus_per_job=4, node_share=0.06, mean_duration_h=2.0),
+    JobClass(gpus_per_job=8, node_share=0.12, mean_duration_h=3.0),
+    JobClass(gpus_per_job=16, node_share=0.06, mean_duration_h=4.0),
+    JobClass(gpus_per_job=32, node_share=0.06, mean_duration_h=5.0),
+    JobClass(gpus_per_job=64, node_share=0.06, mean_duration_h=6.0),
+    JobClass(gpus_per_job=128, node_share=0.06, mean_duration_h=8.0),
+    JobClass(gpus_per_job=512, node_share=0.06, mean_duration_h=10.0),
+    JobClass(gpus_per_job=1024, node_share=0.10, mean_duration_h=12.0),
+    JobClass(gpus_per_job=4096, node_share=0.10, mean_duration_h=16.0),
+    JobClass(gpus_per_job=16384, node_share=0.24, mean_duration_h=24.0),
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GenParams:
+    """What to generate; the same parameters always give the same bytes."""
+
+    num_jobs: int
+    #: Window start, epoch seconds UTC (default 2026-10-01T00:00:00).
+    window_start_s: int = 1_790_812_800
+    #: Window length; 0 means 30 days per million jobs (at least one day).
+    window_days: float = 0.0
+    seed: int = 0
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+
+    def __post_init__(self) -> None:
+        if self.num_jobs <= 0:
+            raise ValueError("gen.num_jobs must be > 0")
+        if self.window_days < 0:
+            raise ValueError("gen.window_days must be >= 0")
+
+    @property
+    def window_s(self) -> int:
+        days = self.window_days or max(1.0, 30.0 * self.num_jobs / 1_000_000)
+        return int(days * 86_400)
+
+    @property
+    def window_end_s(self) -> int:
+        return self.window_start_s + self.window_s
+
+    def cache_key(self) -> str:
+        c = self.cluster
+        return (
+            f"slurm-v{GENERATOR_VERSION}-j{self.num_jobs}-n{c.num_nodes}x{c.gpus_per_node}"
+            f"-w{self.window_start_s}+{self.window_s}-s{self.seed}"
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Generated:
+    """Paths of one generated data set and its headline counts."""
+
+    out_dir: Path
+    sacct_path: Path
+    events_path: Path
+    nodes_path: Path
+    manifest_path: Path
+    num_rows: int
+    num_events: int
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lanes:
+    """Disjoint slices of the cluster; each runs its jobs back to back."""
+
+    first_node: np.ndarray  # int32, 0-based
+    num_nodes: np.ndarray  # int32
+    gpus: np.ndarray  # int32, GPUs of each job on this lane (total over its nodes)
+    class_index: np.ndarray  # int16, index into JOB_CLASSES
+
+
+def build_lanes(cluster: ClusterSpec) -> Lanes:
+    """Cut the nodes into lanes, class by class, from node 0 upward."""
+    gpn = cluster.gpus_per_node
+    nodes_by_class = [int(c.node_share * cluster.num_nodes) for c in JOB_CLASSES]
+    nodes_by_class[3] += cluster.num_nodes - sum(nodes_by_class)  # remainder to the 8-GPU class
+    first, parts = 0, []
+    for index, (cls, pool) in enumerate(zip(JOB_CLASSES, nodes_by_class, strict=True)):
+        nodes_per_lane = max(1, cls.gpus_per_job // gpn)
+        lanes_per_node = max(1, gpn // cls.gpus_per_job)
+        count = (pool // nodes_per_lane) * lanes_per_node
+        lane_first = first + (np.arange(count) // lanes_per_node) * nodes_per_lane
+        gpus = min(cls.gpus_per_job, gpn) * nodes_per_lane
+        parts.append((lane_first, nodes_per_lane, gpus, index))
+        first += pool
+    return Lanes(
+        first_node=np.concatenate([p[0] for p in parts]).astype(np.int32),
+        num_nodes=np.concatenate([np.full(len(p[0]), p[1]) for p in parts]).astype(np.int32),
+        gpus=np.concatenate([np.full(len(p[0]), p[2]) for p in parts]).astype(np.int32),
+        class_index=np.concatenate([np.full(len(p[0]), p[3]) for p in parts]).astype(np.int16),
+    )
+
+
+def assign_jobs_to_lanes(lanes: Lanes, num_jobs: int, rng: np.random.Generator) -> np.ndarray:
+    """Lane of each job, sorted; a class gets jobs in proportion to lanes / mean job length."""
+    mean_h = np.array([c.mean_duration_h for c in JOB_CLASSES])
+    lanes_per_class = np.bincount(lanes.class_index, minlength=len(JOB_CLASSES))
+    weight = lanes_per_class / mean_h
+    exact = num_jobs * weight / weight.sum()
+    per_class = np.floor(exact).astype(np.int64)
+    leftover = num_jobs - int(per_class.sum())
+    per_class[np.argsort(per_class - exact)[:leftover]] += 1  # largest remainders
+    lane_offset = np.concatenate([[0], np.cumsum(lanes_per_class)])
+    picks = [
+        lane_offset[c] + rng.integers(lanes_per_class[c], size=n)
+        for c, n in enumerate(per_class)
+        if n
+    ]
+    return np.sort(np.concatenate(picks)).astype(np.int32)
+
+
+def group_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Boolean mask: True where a run of equal keys begins."""
+    first = np.ones(len(sorted_keys), dtype=bool)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return first
+
+
+def lay_out_times(
+    lane: np.ndarray, params: GenParams, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end (epoch s) and a "still running" mask, jobs back to back within each lane.
+
+    Each lane's jobs are stretched to fill [window start, window end - tail]; half the lanes have no
+    tail, so their last job is still running at the window end. Most lanes' first job started before
+    the window (sacct -S returns it because it ran into the window).
+    """
+    n = len(lane)
+    duration = rng.lognormal(0.0, 1.0, n)
+    gap = rng.exponential(0.15, n)
+    first = group_starts(lane)
+    last = np.roll(first, -1)
+    busy = np.cumsum(duration + gap)
+    base = np.maximum.accumulate(np.where(first, busy - duration - gap, 0.0))
+    lane_total = np.repeat((busy - base)[last], np.diff(np.append(np.flatnonzero(first), n)))
+    num_lanes = int(first.sum())
+    tail = np.where(rng.random(num_lanes) < 0.5, 0.0, rng.uniform(0.0, 0.05, num_lanes))
+    span = params.window_s * (1.0 - np.repeat(tail, np.bincount(np.cumsum(first) - 1)))
+    scale = span / lane_total
+    end_f = params.window_start_s + (busy - base) * scale
+    start_f = end_f - duration * scale
+    start, end = np.floor(start_f).astype(np.int64), np.floor(end_f).astype(np.int64)
+    running = last & (end >= params.window_end_s - 1)
+    end[running] = params.window_end_s
+    early = first & (rng.random(n) < 0.7)
+    back = np.minimum(end - start, 86_400)[early]  # at most a day before the window
+    start[early] -= np.floor(rng.random(int(early.sum())) * back).astype(np.int64)
+    return start, end, running
+
+
+def draw_states(
+    lane: np.ndarray, elapsed: np.ndarray, running: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Final state code of each row, and which rows are requeued (their successor is the rerun)."""
+    n = len(lane)
+    state = rng.choice(len(STATES), size=n, p=np.array(STATE_SHARES)).astype(np.int8)
+    state[(state == S_TIMEOUT) & (elapsed < 120)] = S_FAILED  # a time limit is whole minutes
+    state[running] = S_RUNNING
+    last = np.roll(group_starts(lane), -1)
+    coin = rng.random(n) < 0.5
+    requeued = ~last & (
+        (state == S_REQUEUED) | ((state == S_PREEMPTED) & coin) | ((state == S_NODE_FAIL) & coin)
+    )
+    return state, requeued
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobRows:
+    """Numeric columns of sacct.psv, one row per allocation, in output order."""
+
+    columns: dict[str, np.ndarray]
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.columns["raw_id"])
+
+
+def build_rows(params: GenParams, rng: np.random.Generator) -> JobRows:
+    """All numbers of sacct.psv: placement, times, states, ids, arrays and requeue chains."""
+    lanes = build_lanes(params.cluster)
+    lane = assign_jobs_to_lanes(lanes, params.num_jobs, rng)
+    start, end, running = lay_out_times(lane, params, rng)
+    state, requeued = draw_states(lane, end - start, running, rng)
+    n = len(lane)
+    # A rerun (the row after a requeued one) is the same job: it takes the chain head's identity.
+    rerun = np.zeros(n, dtype=bool)
+    rerun[1:] = requeued[:-1]
+    head = np.maximum.accumulate(np.where(rerun, 0, np.arange(n)))
+    wait = np.floor(rng.exponential(600.0, n)).astype(np.int64)
+    submit = np.where(rerun, np.roll(end, 1), start - wait)
+    order = np.lexsort((lane, submit))
+    raw_id = np.zeros(n, dtype=np.int64)
+    heads_in_order = order[~rerun[order]]
+    raw_id[heads_in_order] = 1_000_001 + np.arange(len(heads_in_order))
+    raw_id = raw_id[head]
+    class_index = lanes.class_index[lane]
+    array_id, array_task = make_arrays(raw_id, rerun, head, class_index, order)
+    cls_small = class_index <= 3
+    columns = {
+        "raw_id": raw_id,
+        "array_id": array_id,
+        "array_task": array_task,
+        "name": rng.integers(len(JOB_NAMES), size=n, dtype=np.int8)[head],
+        "user": rng.integers(1, 401, size=n, dtype=np.int16)[head],
+        "run": run_codes(lane, lanes, raw_id, rng)[head],
+        "partition": np.where(cls_small & (rng.random(n) < 0.2), 1, 0).astype(np.int8)[head],
+        "qos": rng.choice(3, size=n, p=[0.8, 0.15, 0.05]).astype(np.int8)[head],
+        "state": state,
+        "canceller": rng.integers(1000, 1400, size=n, dtype=np.int16),
+        "fail_code": rng.integers(1, 4, size=n, dtype=np.int8),
+        "submit": submit,
+        "start": start,
+        "end": np.where(running, -1, end),
+        "elapsed": end - start,
+        "timelimit_min": time_limits(state, end - start, rng),
+        "gpus": lanes.gpus[lane],
+        "num_nodes": lanes.num_nodes[lane],
+        "first_node": lanes.first_node[lane],
+        "reason": np.where(rerun, -1, rng.integers(len(REASONS), size=n)).astype(np.int8),
+    }
+    return JobRows(columns={k: v[order] for k, v in columns.items()})
+
+
+def make_arrays(
+    raw_id: np.ndarray,
+    rerun: np.ndarray,
+    head: np.ndarray,
+    class_index: np.ndarray,
+    order: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Array job id and task index (-1: not an array): groups of 8 one-GPU jobs, 10% of groups.
+
+    As in real Slurm (see the slurm-local README), task raw ids are not consecutive and the last
+    task keeps the array's own id.
+    """
+    n = len(raw_id)
+    candidates = order[(class_index[order] == 0) & ~rerun[order]]
+    num_groups = len(candidates) // 8
+    array_id = np.full(n, -1, dtype=np.int64)
+    array_task = np.full(n, -1, dtype=np.int32)
+    chosen = np.flatnonzero(np.arange(num_groups) % 10 == 3)
+    for task in range(8):
+        members = candidates[chosen * 8 + task]
+        array_id[members] = raw_id[candidates[chosen * 8]]
+        array_task[members] = 7 if task == 0 else task - 1
+    return array_id[head], array_task[head]
+
+
+def run_codes(
+    lane: np.ndarray, lanes: Lanes, raw_id: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Run of each row as a code: 0..3 name LINEAGE_RUNS, -1 no comment, larger an experiment run.
+
+    The biggest lanes carry the lineage runs (the manifest releases three, marks one diverged).
+    """
+    class_index = lanes.class_index[lane]
+    lane_rank = lane - np.searchsorted(lanes.class_index, class_index)
+    code = raw_id // 5 + 100  # experiments: about five jobs per run
+    code = np.where(class_index == len(JOB_CLASSES) - 1, 0, code)
+    code = np.where((class_index == len(JOB_CLASSES) - 2) & (lane_rank == 0), 1, code)
+    code = np.where((class_index == len(JOB_CLASSES) - 3) & (lane_rank % 5 == 0), 2, code)
+    code = np.where((class_index == len(JOB_CLASSES) - 3) & (lane_rank % 5 == 1), 3, code)
+    return np.where(rng.random(len(lane)) < 0.05, -1, code)
+
+
+def time_limits(state: np.ndarray, elapsed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """TimelimitRaw in minutes (-1 prints UNLIMITED); a TIMEOUT ran just past its limit."""
+    n = len(state)
+    limit = np.ceil(elapsed * rng.uniform(1.1, 4.0, n) / 60).astype(np.int64) + 1
+    limit = np.where(rng.random(n) < 0.2, -1, limit)
+    return np.where(state == S_TIMEOUT, np.maximum(1, (elapsed - 30) // 60), limit)
+
+
+def sacct_sql(params: GenParams) -> str:
+    """The SELECT that turns the numeric columns into sacct -P text, one column per field."""
+    c = params.cluster
+    cpus_per_gpu = c.cpus_per_node // c.gpus_per_node
+    mem_g_per_gpu = c.mem_mb_per_node // 1024 // c.gpus_per_node
+    names = ", ".join(f"'{name}'" for name in JOB_NAMES)
+    reasons = ", ".join(f"'{r}'" for r in REASONS)
+    states = ", ".join(f"'{s}'" for s in STATES)
+    exits = ", ".join(f"'{e}'" for e in EXIT_CODES)
+    lineage = ", ".join(f"'{r}'" for r in LINEAGE_RUNS)
+
+    def ts(col: str) -> str:
+        return f"strftime(make_timestamp({col} * 1000000), '%Y-%m-%dT%H:%M:%S')"
+
+    def host(col: str) -> str:
+        return f"lpad(({col} + 1)::VARCHAR, 5, '0')"
+
+    mem = f"gpus * {mem_g_per_gpu}"
+    return f"""
+    SELECT
+      CASE WHEN array_id >= 0 THEN array_id::VARCHAR || '_' || array_task::VARCHAR
+           ELSE raw_id::VARCHAR END AS "JobID",
+      raw_id::VARCHAR AS "JobIDRaw",
+      ([{names}])[name + 1] AS "JobName",
+      'u' || lpad(user::VARCHAR, 4, '0') AS "User",
+      'team' || lpad((user % 40)::VARCHAR, 2, '0') AS "Account",
+      (['gpu', 'scavenger'])[partition + 1] AS "Partition",
+      (['normal', 'high', 'low'])[qos + 1] AS "QOS",
+      CASE WHEN state = {S_CANCELLED} THEN 'CANCELLED by ' || (canceller::INT)::VARCHAR
+           ELSE ([{states}])[state + 1] END AS "State",
+      CASE WHEN state = {S_FAILED} THEN fail_code::VARCHAR || ':0'
+           ELSE ([{exits}])[state + 1] END AS "ExitCode",
+      {ts("submit")} AS "Submit",
+      {ts("submit")} AS "Eligible",
+      {ts("start")} AS "Start",
+      CASE WHEN "end" < 0 THEN 'Unknown' ELSE {ts('"end"')} END AS "End",
+      elapsed::VARCHAR AS "ElapsedRaw",
+      CASE WHEN timelimit_min < 0 THEN 'UNLIMITED' ELSE timelimit_min::VARCHAR END
+        AS "TimelimitRaw",
+      'billing=' || (gpus * {cpus_per_gpu})::VARCHAR || ',cpu=' || (gpus * {cpus_per_gpu})::VARCHAR
+        || ',gres/gpu=' || gpus::VARCHAR || ',mem='
+        || CASE WHEN ({mem}) % 1024 = 0 THEN (({mem}) // 1024)::VARCHAR || 'T'
+                ELSE ({mem})::VARCHAR || 'G' END
+        || ',node=' || num_nodes::VARCHAR AS "AllocTRES",
+      CASE WHEN num_nodes = 1 THEN 'n' || {host("first_node")}
+           ELSE 'n[' || {host("first_node")} || '-' || {host("first_node + num_nodes - 1")} || ']'
+      END AS "NodeList",
+      num_nodes::VARCHAR AS "NNodes",
+      CASE WHEN run < 0 OR state = {S_RUNNING} THEN ''
+           WHEN run < 100 THEN 'run=' || ([{lineage}])[run + 1]
+           ELSE 'run=exp-' || run::VARCHAR END AS "Comment",
+      CASE WHEN reason < 0 THEN 'BeginTime' ELSE ([{reasons}])[reason + 1] END AS "Reason",
+      '{c.name}' AS "Cluster"
+    FROM jobs
+    """
+
+
+def write_sacct(rows: JobRows, params: GenParams, path: Path) -> None:
+    """Write sacct.psv with DuckDB: -P prints no quotes and no escapes."""
+    table = pa.table(rows.columns)
+    with duckdb.connect() as con:
+        con.execute("SET preserve_insertion_order = true")
+        con.register("jobs", table)
+        con.execute(
+            f"COPY ({sacct_sql(params)}) TO '{path}' "
+            "(FORMAT csv, DELIMITER '|', HEADER true, QUOTE '', ESCAPE '')"
+        )
+
+
+# Node event kinds: (State, StateRaw, User, median hours, reasons). StateRaw values are Slurm's
+# node state bits as the real sacctmgr printed them (DOWN 1, DOWN* 2049, idle+DRAIN 514).
+EVENT_KINDS = (
+    (
+        "DRAIN",
+        514,
+        "root(0)",
+        6.0,
+        (
+            "GPU XID 79 fallen off the bus",
+            "ECC errors on gpu3",
+            "NVLink errors",
+            "HCA link flapping",
+        ),
+    ),
+    ("DOWN", 1, "root(0)", 2.0, ("PSU fault", "kernel panic")),
+    ("DRAIN", 514, "root(0)", 8.0, ("scheduled maintenance: firmware update",)),
+)
+EVENT_KIND_SHARES = (0.6, 0.25, 0.15)
+# Node failures per node-day: RSC-1's 6.5 per 1,000 (facts.md, section 3).
+NODE_EVENTS_PER_NODE_DAY = 6.5e-3
+
+
+def slurm_time(epoch_s: int) -> str:
+    """Slurm's ``YYYY-MM-DDTHH:MM:SS`` (UTC here)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch_s))
+
+
+def slurm_duration(seconds: int) -> str:
+    """sacctmgr's Duration: ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day."""
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3600)
+    clock = f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def node_name(index: int) -> str:
+    return f"n{index + 1:05d}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeEvents:
+    """Node events, sorted by node then start; end -1 means still open at the window end."""
+
+    node: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    kind: np.ndarray  # index into EVENT_KINDS, or -1: "Not responding" after a NODE_FAIL
+    reason: np.ndarray  # index into the kind's reasons
+
+
+def build_events(rows: JobRows, params: GenParams, rng: np.random.Generator) -> NodeEvents:
+    """Random node incidents at RSC-1's rate, plus a DOWN* on a node of every NODE_FAIL job."""
+    cols = rows.columns
+    nf = np.flatnonzero(cols["state"] == S_NODE_FAIL)
+    nf_node = cols["first_node"][nf] + rng.integers(0, cols["num_nodes"][nf])
+    nf_start = cols["end"][nf] - rng.integers(0, 60, len(nf))
+    nf_end = nf_start + rng.integers(300, 3600, len(nf))
+    count = round(NODE_EVENTS_PER_NODE_DAY * params.cluster.num_nodes * params.window_s / 86_400)
+    kind = rng.choice(len(EVENT_KINDS), size=count, p=np.array(EVENT_KIND_SHARES))
+    median_s = np.array([k[3] for k in EVENT_KINDS])[kind] * 3600
+    start = rng.integers(params.window_start_s, params.window_end_s, count)
+    end = start + np.floor(median_s * rng.lognormal(0.0, 0.8, count)).astype(np.int64)
+    num_reasons = np.array([len(k[4]) for k in EVENT_KINDS])[kind]
+    node = np.concatenate([nf_node, rng.integers(0, params.cluster.num_nodes, count)])
+    start = np.concatenate([nf_start, start])
+    end = np.concatenate([nf_end, end])
+    kinds = np.concatenate([np.full(len(nf), -1), kind])
+    reason = np.concatenate([np.zeros(len(nf), dtype=np.int64), rng.integers(0, num_reasons)])
+    order = np.lexsort((start, node))
+    node, start, end, kinds, reason = (a[order] for a in (node, start, end, kinds, reason))
+    # A node is in one state at a time: a new event closes the one before it.
+    same_node_next = np.append(node[1:] == node[:-1], False)
+    next_start = np.append(start[1:], 0)
+    end = np.where(same_node_next, np.minimum(end, next_start), end)
+    end = np.where(end >= params.window_end_s, -1, end)
+    keep = start < params.window_end_s
+    return NodeEvents(
+        node=node[keep], start=start[keep], end=end[keep], kind=kinds[keep], reason=reason[keep]
+    )
+
+
+def cluster_tres(cluster: ClusterSpec, num_nodes: int, *, registered: bool) -> str:
+    """TRES string of ``num_nodes`` nodes, in the key order sacctmgr prints."""
+    cpus, gpus = cluster.cpus_per_node * num_nodes, cluster.gpus_per_node * num_nodes
+    mem = f"mem={cluster.mem_mb_per_node * num_nodes}M"
+    if registered:
+        return (
+            f"billing={cpus},cpu={cpus},energy=0,fs/disk=0,gres/gpu={gpus},{mem},"
+            f"node={num_nodes},pages=0,vmem=0"
+        )
+    return f"billing={cpus},cpu={cpus},gres/gpu={gpus},{mem}"
+
+
+def event_lines(events: NodeEvents, params: GenParams, registered_s: int) -> list[str]:
+    """events.psv as ``sacctmgr -P show event All_Time format=...`` prints it."""
+    c = params.cluster
+    capture = params.window_end_s
+    lines = [
+        EVENT_HEADER,
+        f"{c.name}|n[00001-{c.num_nodes:05d}]||Cluster|1||0|{slurm_time(registered_s)}|Unknown|"
+        f"{slurm_duration(capture - registered_s)}|Cluster Registered TRES||"
+        + cluster_tres(c, c.num_nodes, registered=True),
+    ]
+    node_tres = cluster_tres(c, 1, registered=False)
+    for node, start, end, kind, reason in zip(
+        events.node.tolist(),
+        events.start.tolist(),
+        events.end.tolist(),
+        events.kind.tolist(),
+        events.reason.tolist(),
+        strict=True,
+    ):
+        if kind < 0:
+            state, raw, user, why = "DOWN*", 2049, "slurm(64030)", "Not responding"
+        else:
+            state, raw, user, _, reasons = EVENT_KINDS[kind]
+            why = reasons[reason]
+        stop = capture if end < 0 else end
+        lines.append(
+            f"{c.name}||{node_name(node)}|Node|2|{state}|{raw}|{slurm_time(start)}|"
+            f"{'Unknown' if end < 0 else slurm_time(end)}|{slurm_duration(stop - start)}|"
+            f"{why}|{user}|{node_tres}"
+        )
+    return lines
+
+
+def allocated_gpus_per_node(rows: JobRows, num_nodes: int) -> np.ndarray:
+    """GPUs allocated on each node at the window end (jobs still RUNNING), spread evenly."""
+    cols = rows.columns
+    running = np.flatnonzero(cols["state"] == S_RUNNING)
+    nnodes = cols["num_nodes"][running]
+    nodes = np.repeat(cols["first_node"][running], nnodes) + (
+        np.arange(int(nnodes.sum())) - np.repeat(np.cumsum(nnodes) - nnodes, nnodes)
+    )
+    per_node = np.repeat(cols["gpus"][running] // nnodes, nnodes)
+    alloc = np.zeros(num_nodes, dtype=np.int64)
+    np.add.at(alloc, nodes, per_node)
+    return alloc
+
+
+def node_lines(rows: JobRows, events: NodeEvents, params: GenParams, boot_s: int) -> list[str]:
+    """nodes.txt as ``scontrol -o show nodes`` prints it (key order of Slurm 22.05.8)."""
+    c = params.cluster
+    alloc = allocated_gpus_per_node(rows, c.num_nodes)
+    open_events = {
+        n: (k, r, s)
+        for n, k, r, s, e in zip(
+            events.node.tolist(),
+            events.kind.tolist(),
+            events.reason.tolist(),
+            events.start.tolist(),
+            events.end.tolist(),
+            strict=True,
+        )
+        if e < 0
+    }
+    cpus_per_gpu = c.cpus_per_node // c.gpus_per_node
+    mem_g_per_gpu = c.mem_mb_per_node // 1024 // c.gpus_per_node
+    boot, capture = slurm_time(boot_s), slurm_time(params.window_end_s)
+    lines = []
+    for index, gpus in enumerate(alloc.tolist()):
+        name = node_name(index)
+        state = "IDLE" if gpus == 0 else ("ALLOCATED" if gpus == c.gpus_per_node else "MIXED")
+        alloc_tres, reason = "", ""
+        if gpus:
+            alloc_tres = f"cpu={gpus * cpus_per_gpu},mem={gpus * mem_g_per_gpu}G,gres/gpu={gpus}"
+        if index in open_events:
+            kind, why_index, since = open_events[index]
+            if kind < 0:
+                state, why, who = "DOWN+NOT_RESPONDING", "Not responding", "slurm"
+            else:
+                kind_state, _, who, _, reasons = EVENT_KINDS[kind]
+                state = "DOWN" if kind_state == "DOWN" else f"{state}+DRAIN"
+                why, who = reasons[why_index], who.split("(")[0]
+            reason = f" Reason={why} [{who}@{slurm_time(since)}]"
+        lines.append(
+            f"NodeName={name} Arch=x86_64 CoresPerSocket={c.cpus_per_node // 2}  "
+            f"CPUAlloc={gpus * cpus_per_gpu} CPUEfctv={c.cpus_per_node} CPUTot={c.cpus_per_node} "
+            "CPULoad=0.00 AvailableFeatures=(null) ActiveFeatures=(null) "
+            f"Gres=gpu:{c.gpus_per_node} NodeAddr={name} NodeHostName={name} Port=6818 "
+            "Version=22.05.8 OS=Linux 5.15.0-105-generic #115-Ubuntu SMP  "
+            f"RealMemory={c.mem_mb_per_node} AllocMem={gpus * mem_g_per_gpu * 1024} "
+            f"FreeMem={c.mem_mb_per_node // 2} Sockets=2 Boards=1 State={state} ThreadsPerCore=1 "
+            "TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=gpu,scavenger  "
+            f"BootTime={boot} SlurmdStartTime={boot} LastBusyTime={capture} "
+            f"CfgTRES=cpu={c.cpus_per_node},mem={c.mem_mb_per_node}M,billing={c.cpus_per_node},"
+            f"gres/gpu={c.gpus_per_node} AllocTRES={alloc_tres} CapWatts=n/a CurrentWatts=0 "
+            f"AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s{reason}"
+        )
+    return lines
+
+
+MANIFEST = """\
+# Release manifest of the generated cluster (bench/gen_slurm.py).
+[runs]
+match = "comment:run=(?P<run>[^,\\\\s]+)"
+
+[[releases]]
+model = "flagship-v1"
+runs = ["pt-flagship", "ft-flagship"]
+
+[[releases]]
+model = "mid-v1"
+runs = ["pt-mid"]
+
+[[diverged]]
+run = "ablate-mid"
+
+[run_settings.pt-flagship]
+checkpoint_interval_s = 1800
+
+[run_settings.ft-flagship]
+checkpoint_interval_s = 900
+
+[run_settings.pt-mid]
+checkpoint_interval_s = 3600
+"""
+
+
+def generate(params: GenParams, out_dir: Path) -> Generated:
+    """Write sacct.psv, events.psv, nodes.txt and manifest.toml into ``out_dir``."""
+    began = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(params.seed)
+    rows = build_rows(params, rng)
+    events = build_events(rows, params, rng)
+    # Registered an hour (rounded) before the earliest job start, so capacity covers every job.
+    registered_s = (int(rows.columns["start"].min()) // 3600 - 1) * 3600
+    paths = {n: out_dir / n for n in ("sacct.psv", "events.psv", "nodes.txt", "manifest.toml")}
+    # Write to temporary names first so an interrupted run never leaves a half file in the cache.
+    write_sacct(rows, params, paths["sacct.psv"].with_suffix(".tmp"))
+    paths["events.psv"].write_text("\n".join(event_lines(events, params, registered_s)) + "\n")
+    paths["nodes.txt"].write_text("\n".join(node_lines(rows, events, params, registered_s)) + "\n")
+    paths["manifest.toml"].write_text(MANIFEST)
+    paths["sacct.psv"].with_suffix(".tmp").rename(paths["sacct.psv"])
+    return Generated(
+        out_dir=out_dir,
+        sacct_path=paths["sacct.psv"],
+        events_path=paths["events.psv"],
+        nodes_path=paths["nodes.txt"],
+        manifest_path=paths["manifest.toml"],
+        num_rows=rows.num_rows,
+        num_events=len(events.node),
+        seconds=time.perf_counter() - began,
+    )
+
+
+def cached(params: GenParams, cache_root: Path) -> Generated:
+    """The data set for ``params`` under ``cache_root/<key>``, generated only if missing."""
+    out_dir = cache_root / params.cache_key()
+    names = ("sacct.psv", "events.psv", "nodes.txt", "manifest.toml")
+    if all((out_dir / n).exists() for n in names):
+        with (out_dir / "sacct.psv").open("rb") as f:
+            num_rows = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b"")) - 1
+        num_events = len((out_dir / "events.psv").read_text().splitlines()) - 2
+        return Generated(
+            out_dir=out_dir,
+            sacct_path=out_dir / names[0],
+            events_path=out_dir / names[1],
+            nodes_path=out_dir / names[2],
+            manifest_path=out_dir / names[3],
+            num_rows=num_rows,
+            num_events=num_events,
+            seconds=0.0,
+        )
+    return generate(params, out_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gen_slurm", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--jobs", type=int, required=True, help="number of sacct rows (allocations)"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="directory to write into")
+    parser.add_argument("--nodes", type=int, default=12_500, help="nodes of 8 GPUs (default 12500)")
+    parser.add_argument(
+        "--days", type=float, default=0.0, help="window length (default 30 per 1M jobs)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    args = parser.parse_args(argv)
+    params = GenParams(
+        num_jobs=args.jobs,
+        window_days=args.days,
+        seed=args.seed,
+        cluster=ClusterSpec(num_nodes=args.nodes),
+    )
+    result = generate(params, args.out)
+    size_mb = result.sacct_path.stat().st_size / 1e6
+    print(
+        f"{result.num_rows} sacct rows ({size_mb:.0f} MB), {result.num_events} node events, "
+        f"{params.cluster.num_gpus} GPUs, {params.window_s / 86_400:g} days -> {args.out} "
+        f"in {result.seconds:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
