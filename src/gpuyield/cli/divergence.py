@@ -1,7 +1,73 @@
-"""`gpuyield divergence`: placeholder group, filled in by its issue."""
+"""`gpuyield divergence`: find loss spikes, divergence, grad-norm explosions in run telemetry."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="(not yet built)", no_args_is_help=True)
+app = typer.Typer(
+    help="Find loss spikes, divergence, NaNs, grad-norm explosions and loss-scale collapse.",
+    no_args_is_help=True,
+)
+
+_FORMATS = "jsonl, tensorboard, wandb, mlflow, megatron, csv"
+
+
+@app.callback()
+def divergence() -> None:
+    """Find loss spikes, divergence, NaNs, grad-norm explosions and loss-scale collapse in runs."""
+
+
+@app.command("scan")
+def scan_command(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Telemetry file or directory: gpuyield JSONL, TensorBoard log dir or event file, "
+            "W&B history export, MLflow run dir, Megatron-LM log, or a CSV with step and loss.",
+            show_default=False,
+        ),
+    ],
+    format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help=f"Input format ({_FORMATS}); detected from the content if omitted.",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print {"events": [{"step": N, "kind": ...}]} as JSON.')
+    ] = False,
+) -> None:
+    """List the divergence events in FILE, with evidence and the checkpoint to roll back to."""
+    from gpuyield.cli._common import call, console, print_json
+    from gpuyield.guard.scan import scan
+
+    result = call(scan, file, format)
+    if as_json:
+        print_json(result.to_json())
+        return
+    from rich.table import Table
+
+    console.print(
+        f"{result.path}: {result.num_steps} steps read as {result.format}"
+        + (f", {result.torn_lines} torn line(s) skipped" if result.torn_lines else "")
+    )
+    if not result.events:
+        console.print("no divergence events found")
+        return
+    table = Table("step", "kind", "metric", "value", "threshold", "baseline", "roll back to")
+    for e in result.events:
+        table.add_row(
+            str(e.step),
+            e.kind.value,
+            e.metric,
+            f"{e.value:.6g}",
+            f"{e.threshold:.6g}",
+            "" if e.baseline is None else f"{e.baseline:.6g}",
+            "" if e.rollback_step is None else str(e.rollback_step),
+        )
+    console.print(table)

@@ -1,0 +1,311 @@
+"""``Recorder``: append-only run telemetry (JSON Lines) that costs next to nothing per step.
+
+Call it from rank 0 of the training job (other ranks get a recorder that does nothing)::
+
+    rec = Recorder(run="pt-main", directory="/shared/telemetry")
+    rec.job_start()
+    for step in range(start, total):
+        ...
+        rec.step(step, loss=loss_value, grad_norm=gn, tokens=tokens_seen)
+        if step % 1000 == 0:
+            save_checkpoint(); rec.checkpoint_saved(step, duration_s=save_seconds)
+    rec.job_end("completed")
+
+Why it is cheap: ``step()`` appends one tuple to a deque (thread-safe, no lock) and returns. A
+daemon thread wakes every ``flush_interval_s`` seconds, or as soon as ``flush_every`` records are
+waiting, turns the tuples into JSON lines and appends them with one ``os.write`` per batch.
+Checkpoints and job ends flush synchronously and ``fsync``, so what the ledger needs most is on disk
+when it matters.
+
+Why it is crash safe: the file is opened with ``O_APPEND`` and only whole lines are written, so a
+killed process loses at most the records since the last flush plus, at worst, one torn last line; it
+never rewrites earlier lines. A restart that appends to the same file first ends a torn line with a
+newline, so the next ``job_start`` starts on a line of its own; the reader skips and counts torn
+lines.
+
+Format: docs/contracts.md, "Run telemetry". Non-finite numbers are written as ``NaN``/``Infinity``
+(what Python's json module reads and writes), because a NaN loss is exactly what must be recorded.
+This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from gpuyield.errors import InputError
+
+#: Format version written in every line ("v").
+FORMAT_VERSION = 1
+
+_STEP = 0  # tag of buffered step tuples; other events are buffered as ready-made dicts
+
+
+def slurm_job_id(environ: dict[str, str] | None = None) -> str | None:
+    """The Slurm job id the ledger knows this job by (``<array job>_<task>`` for array tasks)."""
+    env = os.environ if environ is None else environ
+    array_job, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
+    if array_job and task:
+        return f"{array_job}_{task}"
+    return env.get("SLURM_JOB_ID") or None
+
+
+def host_name(environ: dict[str, str] | None = None) -> str:
+    """The Slurm node name when inside a job (what sacct's NodeList shows), else the hostname."""
+    env = os.environ if environ is None else environ
+    return env.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+def is_rank_zero(environ: dict[str, str] | None = None) -> bool:
+    """Whether this process is global rank 0 (torchrun's RANK, else Slurm's SLURM_PROCID)."""
+    env = os.environ if environ is None else environ
+    rank = env.get("RANK", env.get("SLURM_PROCID", "0"))
+    return rank.strip() == "0"
+
+
+def _number(value: Any) -> str:
+    """A JSON number; NaN and Inf as Python's json module writes them."""
+    number = float(value)
+    if math.isfinite(number):
+        return repr(number)
+    return "NaN" if math.isnan(number) else ("Infinity" if number > 0 else "-Infinity")
+
+
+def _step_line(item: tuple[Any, ...]) -> str:
+    _, t, step, loss, grad_norm, loss_scale, tokens = item
+    parts = [f'{{"v":1,"event":"step","t":{_number(t)},"step":{int(step)}']
+    if loss is not None:
+        parts.append(f',"loss":{_number(loss)}')
+    if grad_norm is not None:
+        parts.append(f',"grad_norm":{_number(grad_norm)}')
+    if loss_scale is not None:
+        parts.append(f',"loss_scale":{_number(loss_scale)}')
+    if tokens is not None:
+        parts.append(f',"tokens":{int(tokens)}')
+    parts.append("}\n")
+    return "".join(parts)
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":")) + "\n"
+
+
+class Recorder:
+    """Append-only telemetry of one run: job starts/ends, steps, checkpoints, evals."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        run: str | None = None,
+        directory: str | Path | None = None,
+        flush_every: int = 4096,
+        flush_interval_s: float = 5.0,
+        enabled: bool | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if path is None and run is None:
+            raise InputError(
+                "Recorder needs a path or a run name",
+                hint="Recorder(run='pt-main') writes ./pt-main.jsonl",
+            )
+        if flush_every < 1:
+            raise InputError(f"recorder.flush_every must be >= 1, got {flush_every}")
+        if not flush_interval_s > 0:
+            raise InputError(f"recorder.flush_interval_s must be > 0, got {flush_interval_s}")
+        base = Path(directory or os.environ.get("GPUYIELD_TELEMETRY_DIR", "."))
+        self.path = Path(path) if path is not None else base / f"{run}.jsonl"
+        self.run = run if run is not None else self.path.stem
+        self.enabled = is_rank_zero() if enabled is None else enabled
+        self._flush_every = flush_every
+        self._flush_interval_s = flush_interval_s
+        self._clock = clock
+        self._pending: deque[Any] = deque()
+        self._write_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._error: BaseException | None = None
+        self._fd: int | None = None
+        self._thread: threading.Thread | None = None
+        if self.enabled:
+            self._open()
+
+    # -- the hot path -------------------------------------------------------------------------
+
+    def step(
+        self,
+        step: int,
+        loss: float | None = None,
+        grad_norm: float | None = None,
+        loss_scale: float | None = None,
+        tokens: int | None = None,
+    ) -> None:
+        """Record one training step; never blocks on I/O. Pass Python numbers (``loss.item()``)."""
+        if not self.enabled:
+            return
+        pending = self._pending
+        pending.append((_STEP, self._clock(), step, loss, grad_norm, loss_scale, tokens))
+        if len(pending) >= self._flush_every:
+            self._wake.set()
+
+    # -- rare events: written through, fsynced where the ledger depends on them ----------------
+
+    def job_start(self) -> None:
+        """Record the start of this job (Slurm job id, host, pid); call once per process start."""
+        self._event(
+            "job_start",
+            run=self.run,
+            job_id=slurm_job_id(),
+            host=host_name(),
+            pid=os.getpid(),
+        )
+        self.flush()
+
+    def checkpoint_saved(self, step: int, duration_s: float) -> None:
+        """Record a finished checkpoint save (call right after it); flushed and fsynced."""
+        if not duration_s >= 0:
+            raise InputError(f"checkpoint_saved.duration_s must be >= 0, got {duration_s!r}")
+        self._event("checkpoint_saved", step=int(step), duration_s=float(duration_s))
+        self.flush(fsync=True)
+
+    def checkpoint_loaded(self, step: int) -> None:
+        """Record that the run resumed from the checkpoint of ``step``."""
+        self._event("checkpoint_loaded", step=int(step))
+        self.flush()
+
+    def eval(self, step: int, **metrics: float) -> None:
+        """Record evaluation metrics at ``step`` (e.g. ``rec.eval(1000, val_loss=2.4)``)."""
+        self._event("eval", step=int(step), metrics={k: float(v) for k, v in metrics.items()})
+
+    def job_end(self, status: str = "completed") -> None:
+        """Record the end of this job, flush, fsync and close the file."""
+        if not status:
+            raise InputError("job_end.status must not be empty")
+        self._event("job_end", status=status)
+        self.close()
+
+    def __enter__(self) -> Recorder:
+        self.job_start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._closed:
+            return
+        self.job_end("completed" if exc_type is None else "failed")
+
+    # -- flushing --------------------------------------------------------------------------------
+
+    def flush(self, *, fsync: bool = False) -> None:
+        """Write everything buffered now (and fsync if asked); raises a background write error."""
+        if not self.enabled:
+            return
+        self._drain()
+        if fsync and self._fd is not None:
+            os.fsync(self._fd)
+        self._raise_background_error()
+
+    def close(self) -> None:
+        """Flush, fsync, stop the flusher thread and close the file. Idempotent."""
+        if self._closed or not self.enabled:
+            self._closed = True
+            return
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._drain()
+        assert self._fd is not None
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+        atexit.unregister(self._at_exit)
+        self._raise_background_error()
+
+    def _event(self, event: str, **fields: Any) -> None:
+        if not self.enabled:
+            return
+        if self._closed:
+            raise InputError(f"Recorder for {self.path} is closed; cannot record {event!r}")
+        self._pending.append({"v": FORMAT_VERSION, "event": event, "t": self._clock(), **fields})
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._end_torn_line()
+        self._thread = threading.Thread(
+            target=self._flush_loop, name=f"gpuyield-recorder-{self.run}", daemon=True
+        )
+        self._thread.start()
+        # A clean interpreter exit without job_end (an exception in training) still flushes.
+        atexit.register(self._at_exit)
+
+    def _end_torn_line(self) -> None:
+        """If a killed writer left a partial last line, end it so our lines start clean."""
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            return
+        with self.path.open("rb") as handle:
+            handle.seek(size - 1)
+            last = handle.read(1)
+        if last != b"\n":
+            self._write_all(b"\n")
+
+    def _flush_loop(self) -> None:
+        while not self._closed:
+            self._wake.wait(self._flush_interval_s)
+            self._wake.clear()
+            try:
+                self._drain()
+            except BaseException as error:  # kept, and raised on the caller's next flush/close
+                self._error = error
+                return
+
+    def _drain(self) -> None:
+        """Serialise and write every buffered record, in order, as whole lines."""
+        pending = self._pending
+        with self._write_lock:
+            if self._fd is None:
+                return
+            lines: list[str] = []
+            # popleft until empty: records appended meanwhile by step() are simply taken too.
+            while pending:
+                item = pending.popleft()
+                lines.append(_step_line(item) if type(item) is tuple else _event_line(item))
+            if lines:
+                self._write_all("".join(lines).encode())
+
+    def _write_all(self, data: bytes) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def _raise_background_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise InputError(
+                f"Recorder could not write {self.path}: {error}",
+                hint="pass numbers to step() (loss.item(), not a tensor) and a writable path",
+            ) from error
+
+    def _at_exit(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._drain()

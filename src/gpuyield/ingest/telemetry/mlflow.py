@@ -1,0 +1,98 @@
+"""Reader for an MLflow file store (``mlruns/``), read straight from disk.
+
+The file store keeps one file per metric key under ``<run>/metrics/`` (keys with ``/`` become
+sub-directories), each line ``<timestamp ms> <value> <step>``, and the run's ``meta.yaml`` beside
+it. That layout is stable and simple, so this reader parses it without importing mlflow (which takes
+seconds to import and warns about the file store on recent versions); tests write the store with the
+real ``mlflow`` package. ``path`` may be a run directory, an experiment directory or the store root;
+it must hold exactly one run.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from gpuyield.errors import InputError, ParseError
+from gpuyield.ingest.telemetry import _keys
+from gpuyield.ingest.telemetry.records import StepRecord, TelemetryFormat, TelemetryLog
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is an MLflow file-store run directory."""
+    meta = path / "meta.yaml"
+    if not (path / "metrics").is_dir() or not meta.is_file():
+        return False
+    return any(line.startswith("run_id:") for line in meta.read_text().splitlines())
+
+
+def find_run(path: Path) -> Path:
+    """The one run directory at, or up to two levels under, ``path``."""
+    if is_run_dir(path):
+        return path
+    candidates = [p for p in path.glob("*") if p.is_dir()] + [
+        p for p in path.glob("*/*") if p.is_dir()
+    ]
+    runs = sorted(p for p in candidates if is_run_dir(p))
+    if len(runs) == 1:
+        return runs[0]
+    if not runs:
+        raise InputError(
+            f"{path}: no MLflow run here (a run directory holds meta.yaml and metrics/)",
+            hint="pass mlruns/<experiment id>/<run id>",
+        )
+    listed = ", ".join(str(r.relative_to(path)) for r in runs[:8])
+    raise InputError(
+        f"{path} holds {len(runs)} MLflow runs ({listed})",
+        hint="pass one run's directory: mlruns/<experiment id>/<run id>",
+    )
+
+
+def _metric_keys(metrics_dir: Path) -> dict[str, Path]:
+    return {p.relative_to(metrics_dir).as_posix(): p for p in metrics_dir.rglob("*") if p.is_file()}
+
+
+def _read_metric(path: Path) -> list[tuple[int, float, float]]:
+    """(step, epoch seconds, value) per line of one metric file."""
+    points: list[tuple[int, float, float]] = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) not in (2, 3):
+            raise ParseError("expected '<timestamp ms> <value> <step>'", path=path, line=number)
+        try:
+            timestamp_ms, value = int(parts[0]), float(parts[1])
+            step = int(parts[2]) if len(parts) == 3 else 0
+        except ValueError as error:
+            raise ParseError(f"not a number: {error}", path=path, line=number) from error
+        points.append((step, timestamp_ms / 1000.0, value))
+    return points
+
+
+def read(path: str | Path) -> TelemetryLog:
+    """Read loss, grad norm, loss scale and tokens per step from one MLflow file-store run."""
+    path = Path(path)
+    run = find_run(path)
+    files = _metric_keys(run / "metrics")
+    by_step: dict[int, dict[str, float]] = {}
+    times: dict[int, float] = {}
+    for field_name, key in _keys.metric_columns(files).items():
+        for step, t, value in _read_metric(files[key]):
+            by_step.setdefault(step, {})[field_name] = value
+            times[step] = min(times.get(step, math.inf), t)
+    records = []
+    for step in sorted(by_step):
+        values = by_step[step]
+        tokens = values.get("tokens")
+        records.append(
+            StepRecord(
+                step=step,
+                t=times[step],
+                loss=values.get("loss"),
+                grad_norm=values.get("grad_norm"),
+                loss_scale=values.get("loss_scale"),
+                tokens=int(tokens) if tokens is not None and math.isfinite(tokens) else None,
+            )
+        )
+    return TelemetryLog(path=str(run), format=TelemetryFormat.MLFLOW, records=tuple(records))
