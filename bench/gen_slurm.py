@@ -10,9 +10,9 @@ Writes what the ledger ingests, in the exact shapes real Slurm 22.05 prints (com
 * ``manifest.toml``: a release manifest naming the lineage runs of the biggest jobs.
 
 Placement: nodes are cut into *lanes* (a GPU slice of one node, or a contiguous node range), one
-lane per job size; the jobs of a lane run back to back, so no node is ever oversubscribed. The job mix
-follows Meta's RSC-1 end states (Kokolis et al., arXiv 2410.21680: 60% COMPLETED, 24% FAILED, 10%
-PREEMPTED, 2% REQUEUED, ...), node events follow its 6.5 failures per 1,000 node-days (see
+lane per job size; the jobs of a lane run back to back, so no node is ever oversubscribed. The job
+mix follows Meta's RSC-1 end states (Kokolis et al., arXiv 2410.21680: 60% COMPLETED, 24% FAILED,
+10% PREEMPTED, 2% REQUEUED, ...), node events follow its 6.5 failures per 1,000 node-days (see
 /work/shared/reference/facts.md, section 3).
 
 Usage: ``python -m bench.gen_slurm --jobs 1000000 --out DIR``. Numbers are built with numpy and the
