@@ -1,0 +1,264 @@
+"""Catalogs shipped with gpuyield: accelerators and models, each number with its source and status.
+
+The data lives in ``gpuyield/data/catalog/*.toml`` (read with ``importlib.resources``); this module
+turns it into typed records and looks them up by id or alias. An unknown id is an ``UnknownIdError``
+that lists the closest ids.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield.estimate.numbers import Range, parse_range
+
+
+class SourceStatus(StrEnum):
+    """How far a catalog number has been checked (facts.md marks P / S / C)."""
+
+    # Read in the primary source (vendor page, model card, paper).
+    PRIMARY = "primary"
+    # From a source quoting the primary one; to confirm before relying on it.
+    SECONDARY = "secondary"
+    # Commonly assumed or from a single unverified quote.
+    UNCONFIRMED = "unconfirmed"
+
+
+class Precision(StrEnum):
+    """Number format whose dense peak throughput an estimate divides by."""
+
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FieldSource:
+    """Source of one field when it differs from its entry's."""
+
+    #: Where the number comes from.
+    source: str
+    #: How far it has been checked.
+    status: SourceStatus
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Accelerator:
+    """One accelerator chip (or one GPU of a multi-GPU package)."""
+
+    #: Short slug (``h100-sxm``).
+    id: str
+    #: Full name.
+    name: str
+    #: Dense BF16 peak, TFLOP/s per chip.
+    peak_tflops_bf16: float
+    #: Dense FP8 peak, TFLOP/s per chip; None when the chip has no FP8.
+    peak_tflops_fp8: float | None
+    #: HBM capacity per chip, GB (1e9 bytes).
+    hbm_gb: float
+    #: HBM bandwidth per chip, TB/s (1e12 bytes per second).
+    hbm_bandwidth_tbps: float
+    #: Where the numbers come from.
+    source: str
+    #: How far they have been checked.
+    status: SourceStatus
+    #: Dense INT8 peak, TOP/s, where the vendor gives one (TPUs).
+    peak_tops_int8: float | None = None
+    #: Other ids that find this entry.
+    aliases: tuple[str, ...] = ()
+    #: Caveats about the numbers.
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("peak_tflops_bf16", "hbm_gb", "hbm_bandwidth_tbps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"accelerator.{name} must be > 0 for {self.id}")
+        if self.peak_tflops_fp8 is not None and self.peak_tflops_fp8 <= 0:
+            raise ValueError(f"accelerator.peak_tflops_fp8 must be > 0 for {self.id}")
+
+    def peak_tflops(self, precision: Precision | str) -> float:
+        """Dense peak TFLOP/s in ``precision``; an error if the chip lacks that format."""
+        precision = parse_precision(precision)
+        if precision is Precision.BF16:
+            return self.peak_tflops_bf16
+        if self.peak_tflops_fp8 is None:
+            raise InputError(
+                f"{self.id} has no FP8 peak in the catalog",
+                hint="use --precision bf16 for this accelerator",
+            )
+        return self.peak_tflops_fp8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Model:
+    """A model with published size, data and (usually) training compute."""
+
+    #: Short slug (``llama-3.1-405b``).
+    id: str
+    #: Full name.
+    name: str
+    #: Parameters used per token (equal to total for a dense model).
+    active_params: Range
+    #: All parameters (MoE models: far more than active).
+    total_params: Range
+    #: Training tokens; None when no token count applies (vision adapters).
+    tokens: Range | None
+    #: GPU-hours the authors report, on ``accelerator``; None when unpublished.
+    reported_gpu_hours: Range | None
+    #: Catalog id of the accelerator it trained on.
+    accelerator: str
+    #: Number format of training.
+    precision: Precision
+    #: Where the numbers come from.
+    source: str
+    #: How far they have been checked.
+    status: SourceStatus
+    #: GPUs of the main training run, where published.
+    num_gpus: Range | None = None
+    #: Achieved TFLOP/s per GPU, where published.
+    achieved_tflops_per_gpu: Range | None = None
+    #: False for announced but unreleased models.
+    released: bool = True
+    #: Sources of single fields that differ from ``source``.
+    field_sources: Mapping[str, FieldSource] = field(default_factory=dict)
+    #: Caveats.
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.active_params.low <= 0:
+            raise ValueError(f"model.active_params must be > 0 for {self.id}")
+        if self.active_params.high > self.total_params.high:
+            raise ValueError(f"model.active_params exceeds model.total_params for {self.id}")
+        for name in self.field_sources:
+            if name not in _MODEL_FIELDS:
+                raise ValueError(f"model.field_sources names unknown field {name!r} for {self.id}")
+
+
+_ACCELERATOR_KEYS = frozenset(Accelerator.__dataclass_fields__)
+_MODEL_FIELDS = frozenset(Model.__dataclass_fields__)
+_MODEL_RANGES = (
+    "active_params",
+    "total_params",
+    "tokens",
+    "reported_gpu_hours",
+    "num_gpus",
+    "achieved_tflops_per_gpu",
+)
+
+
+def parse_precision(value: Precision | str) -> Precision:
+    """``bf16`` or ``fp8``; anything else is an ``InputError``."""
+    try:
+        return Precision(str(value).lower())
+    except ValueError:
+        raise InputError(
+            f"--precision: unknown precision {value!r}", hint="use bf16 or fp8"
+        ) from None
+
+
+def get_accelerator(accelerator_id: str) -> Accelerator:
+    """The accelerator with this id or alias."""
+    return _lookup("accelerator", accelerator_id, _accelerators())
+
+
+def list_accelerators() -> list[Accelerator]:
+    """Every accelerator in the catalog, in file order."""
+    return list(dict.fromkeys(_accelerators().values()))
+
+
+def get_model(model_id: str) -> Model:
+    """The model with this id."""
+    return _lookup("model", model_id, _models())
+
+
+def list_models() -> list[Model]:
+    """Every model in the catalog, in file order."""
+    return list(_models().values())
+
+
+def _lookup(kind: str, wanted: str, table: Mapping[str, Any]) -> Any:
+    key = wanted.strip().lower()
+    if key in table:
+        return table[key]
+    canonical = {entry.id for entry in table.values()}
+    raise UnknownIdError(kind, wanted, canonical)
+
+
+def _read_catalog(name: str) -> tuple[str, dict[str, Any]]:
+    resource = resources.files("gpuyield").joinpath("data").joinpath("catalog").joinpath(name)
+    text = resource.read_text(encoding="utf-8")
+    try:
+        return str(resource), tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ParseError(str(error), path=str(resource)) from error
+
+
+@cache
+def _accelerators() -> dict[str, Accelerator]:
+    path, data = _read_catalog("accelerators.toml")
+    table: dict[str, Accelerator] = {}
+    for index, raw in enumerate(data.get("accelerator", [])):
+        entry = _check_keys(raw, _ACCELERATOR_KEYS, path, f"accelerator[{index}]")
+        try:
+            values = {**entry, "status": SourceStatus(entry["status"])}
+            values["aliases"] = tuple(entry.get("aliases", ()))
+            values.setdefault("peak_tflops_fp8", None)
+            record = Accelerator(**values)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ParseError(str(error), path=path, field=f"accelerator[{index}]") from error
+        _register(table, record, (record.id, *record.aliases), path)
+    return table
+
+
+@cache
+def _models() -> dict[str, Model]:
+    path, data = _read_catalog("models.toml")
+    table: dict[str, Model] = {}
+    for index, raw in enumerate(data.get("model", [])):
+        where = f"model[{index}]"
+        entry = _check_keys(raw, _MODEL_FIELDS, path, where)
+        try:
+            record = _build_model(entry, where)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ParseError(str(error), path=path, field=where) from error
+        _register(table, record, (record.id,), path)
+    return table
+
+
+def _build_model(entry: dict[str, Any], where: str) -> Model:
+    values = dict(entry)
+    for name in _MODEL_RANGES:
+        if name in values:
+            values[name] = parse_range(str(values[name]), arg=f"{where}.{name}")
+    values.setdefault("tokens", None)
+    values.setdefault("reported_gpu_hours", None)
+    values["precision"] = Precision(values["precision"])
+    values["status"] = SourceStatus(values["status"])
+    values["field_sources"] = {
+        name: FieldSource(source=raw["source"], status=SourceStatus(raw["status"]))
+        for name, raw in values.get("field_sources", {}).items()
+    }
+    model = Model(**values)
+    get_accelerator(model.accelerator)  # an unknown accelerator id is a catalog bug
+    return model
+
+
+def _check_keys(
+    raw: dict[str, Any], allowed: frozenset[str], path: str, where: str
+) -> dict[str, Any]:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ParseError(f"unknown keys {unknown}", path=path, field=where)
+    return raw
+
+
+def _register(table: dict[str, Any], record: Any, keys: tuple[str, ...], path: str) -> None:
+    for key in keys:
+        if key.lower() in table:
+            raise ParseError(f"duplicate id or alias {key!r}", path=path, field="id")
+        table[key.lower()] = record

@@ -1,0 +1,186 @@
+"""Numbers as people type them (`405B`, `15T`, `2^24`, `$30M`, `40%`), ranges, and their display.
+
+Every numeric input of the estimator is a ``Range``: a single number is a range whose low, central
+and high values are equal. ``low:high`` gives a range whose central value is the geometric mean
+when both ends are positive (these quantities span orders of magnitude, so the middle of 100B:400B
+is 200B, not 250B), and ``low:central:high`` states all three.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from gpuyield.errors import InputError
+
+#: Decimal suffixes. `G` is accepted because the essay writes `405G`; `B` (billion) is usual.
+SUFFIXES: dict[str, float] = {
+    "k": 1e3,
+    "m": 1e6,
+    "b": 1e9,
+    "g": 1e9,
+    "t": 1e12,
+    "p": 1e15,
+}
+
+_HINT = (
+    "write a number like 405B, 15T, 16k, 16M, 2^24, 1.5e12, $30M or 40%, "
+    "or a range low:high or low:central:high"
+)
+_DECIMAL = r"(?:\d{1,3}(?:,\d{3})+|\d[\d_]*)(?:\.\d*)?|\.\d+"
+_NUMBER_RE = re.compile(
+    rf"^(?P<dollar>\$)?(?P<mantissa>{_DECIMAL})(?P<exponent>[eE][+-]?\d+)?"
+    r"(?P<suffix>[kKmMbBgGtTpP])?(?P<percent>%)?$"
+)
+_POWER_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)?)\^(?P<power>-?\d+)$")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Range:
+    """A quantity known to lie between ``low`` and ``high``, with a best guess ``central``."""
+
+    #: Smallest plausible value.
+    low: float
+    #: Best single value (equal to low and high for an exact input).
+    central: float
+    #: Largest plausible value.
+    high: float
+
+    def __post_init__(self) -> None:
+        for name in ("low", "central", "high"):
+            if not math.isfinite(getattr(self, name)):
+                raise InputError(f"range.{name} must be a finite number, got {getattr(self, name)}")
+        if not self.low <= self.central <= self.high:
+            raise InputError(
+                f"range must satisfy low <= central <= high, got "
+                f"{self.low:g} : {self.central:g} : {self.high:g}",
+                hint="write ranges as low:high or low:central:high, smallest first",
+            )
+
+    @classmethod
+    def point(cls, value: float) -> Range:
+        """An exact value."""
+        return cls(low=value, central=value, high=value)
+
+    @property
+    def is_point(self) -> bool:
+        """True when low, central and high are the same number."""
+        return self.low == self.central == self.high
+
+    def to_json(self) -> float | dict[str, float]:
+        """A plain number for an exact value, else ``{"low", "central", "high"}``."""
+        if self.is_point:
+            return self.central
+        return {"low": self.low, "central": self.central, "high": self.high}
+
+
+def parse_number(text: str, *, arg: str) -> float:
+    """Read one number as people type it; ``arg`` names the argument in the error message."""
+    cleaned = text.strip()
+    power = _POWER_RE.match(cleaned)
+    if power:
+        value = float(power["base"]) ** int(power["power"])
+    else:
+        match = _NUMBER_RE.match(cleaned)
+        if match is None:
+            raise InputError(f"{arg}: cannot read {text!r} as a number", hint=_HINT)
+        mantissa = match["mantissa"].replace(",", "").replace("_", "")
+        value = float(mantissa + (match["exponent"] or ""))
+        if match["suffix"]:
+            value *= SUFFIXES[match["suffix"].lower()]
+        if match["percent"]:
+            value /= 100.0
+    if not math.isfinite(value):
+        raise InputError(f"{arg}: {text!r} is too large to be a number", hint=_HINT)
+    return value
+
+
+def parse_range(text: str, *, arg: str) -> Range:
+    """Read a number or a range ``low:high`` / ``low:central:high``."""
+    parts = text.split(":")
+    if len(parts) > 3:
+        raise InputError(f"{arg}: {text!r} has more than three parts", hint=_HINT)
+    values = [parse_number(part, arg=arg) for part in parts]
+    if len(values) == 1:
+        return Range.point(values[0])
+    if len(values) == 2:
+        low, high = values
+        central = math.sqrt(low * high) if low > 0 and high > 0 else (low + high) / 2
+        values = [low, central, high]
+    low, central, high = values
+    if not low <= central <= high:
+        raise InputError(
+            f"{arg}: range {text!r} is not ordered low <= central <= high",
+            hint="write ranges as low:high or low:central:high, smallest first",
+        )
+    return Range(low=low, central=central, high=high)
+
+
+#: Anything a library function accepts as a number: typed text, a plain number, or a Range.
+NumberLike = str | float | int | Range
+
+
+def as_range(value: NumberLike, *, arg: str) -> Range:
+    """Turn any accepted input into a ``Range``, naming ``arg`` in errors."""
+    if isinstance(value, Range):
+        return value
+    if isinstance(value, str):
+        return parse_range(value, arg=arg)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{arg}: expected a number, got {type(value).__name__}", hint=_HINT)
+    if not math.isfinite(value):
+        raise InputError(f"{arg}: {value!r} is not a finite number", hint=_HINT)
+    return Range.point(float(value))
+
+
+def require_positive(value: Range, *, arg: str) -> Range:
+    """Raise unless every end of the range is > 0 (counts, rates, sizes and prices are)."""
+    if value.low <= 0:
+        raise InputError(f"{arg} must be > 0, got {format_number(value.low)}")
+    return value
+
+
+def require_fraction(value: Range, *, arg: str) -> Range:
+    """Raise unless the range lies in (0, 1] (MFU, efficiency): a typed `40` would mean 4000%."""
+    if value.low <= 0 or value.high > 1:
+        raise InputError(
+            f"{arg} must be a fraction in (0, 1], got {format_range(value)}",
+            hint="write 0.4 or 40%",
+        )
+    return value
+
+
+def format_number(value: float, unit: str = "") -> str:
+    """A short human form: 3.65e25, 30.84M, 65.1, 0.345; ``unit`` is appended after a space."""
+    text = _format_bare(value)
+    return f"{text} {unit}".rstrip() if unit else text
+
+
+def _format_bare(value: float) -> str:
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if value == int(value) and magnitude < 1e6:
+        return f"{int(value):,}"  # counts like 16,384 GPUs read better exact
+    if magnitude >= 1e16 or magnitude < 1e-3:
+        return f"{value:.3e}".replace("e+", "e")
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if magnitude >= scale:
+            return f"{value / scale:.4g}{suffix}"
+    return f"{value:.4g}"
+
+
+def format_range(value: Range, unit: str = "") -> str:
+    """``format_number`` for a point, ``low .. central .. high`` for a range."""
+    if value.is_point:
+        return format_number(value.central, unit)
+    parts = " .. ".join(_format_bare(v) for v in (value.low, value.central, value.high))
+    return f"{parts} {unit}".rstrip() if unit else parts
+
+
+def format_percent(value: Range) -> str:
+    """A fraction shown as a percentage (0.345 -> 34.5%)."""
+    if value.is_point:
+        return f"{value.central * 100:.3g}%"
+    return " .. ".join(f"{v * 100:.3g}%" for v in (value.low, value.central, value.high))
