@@ -54,8 +54,15 @@ def max_active_params(
     Every generated token (batch 1, no speculation) reads each active weight once plus the KV cache
     (``kv_bytes`` = context tokens * KV bytes per token), from HBM at ``efficiency`` of peak.
     """
-    bytes_per_token = efficiency * num_chips * bandwidth_tbps * TBPS / tokens_per_s
+    bytes_per_token = bytes_read_per_token(tokens_per_s, efficiency, num_chips, bandwidth_tbps)
     return (bytes_per_token - kv_bytes) / bytes_per_param
+
+
+def bytes_read_per_token(
+    tokens_per_s: float, efficiency: float, num_chips: float, bandwidth_tbps: float
+) -> float:
+    """HBM bytes ``num_chips`` chips can read in the time of one generated token."""
+    return efficiency * num_chips * bandwidth_tbps * TBPS / tokens_per_s
 
 
 def params_for_budget(gpu_hours: float, peak_tflops: float, mfu: float, tokens: float) -> float:
