@@ -1,0 +1,211 @@
+"""Node and cluster events: ``sacctmgr -P show event All_Time [format=...]`` into the store.
+
+Two layouts are read, by header: the default (``Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User``)
+and the long one with ``format=Cluster,ClusterNodes,NodeName,Event,EventRaw,State,StateRaw,Start,End,
+Duration,Reason,User,TRES``. Rows without a node name are cluster events ("Cluster Registered TRES"):
+they say from when the cluster existed and, in the long layout, how many GPUs it had.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import duckdb
+import pyarrow as pa
+
+from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.ingest._files import FileInfo
+from gpuyield.ingest._sql import NO_TIME_VALUES, Problem, store_rejects
+
+SOURCE = "slurm.events"
+
+_HEADER_ALIASES = {
+    "cluster": "cluster",
+    "cluster nodes": "cluster_nodes",
+    "clusternodes": "cluster_nodes",
+    "nodename": "node",
+    "node name": "node",
+    "event": "event",
+    "state": "state",
+    "timestart": "start",
+    "start": "start",
+    "timeend": "end",
+    "end": "end",
+    "reason": "reason",
+    "user": "user",
+    "tres": "tres",
+}
+_REQUIRED = ("node", "start", "end", "state", "reason")
+# Maintenance is chosen, not suffered: the state says MAINT, or the reason says so in words.
+_PLANNED_REASON = re.compile(r"\b(maint\w*|planned|scheduled|upgrade\w*|firmware)\b", re.IGNORECASE)
+_GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
+_HINT = "give the output of `sacctmgr -P show event All_Time` (with its header)"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EventsStage:
+    """What reading one event file produced."""
+
+    rows_read: int
+    """Data rows in the file."""
+    rows_rejected: int
+    """Rows rejected in lenient mode."""
+    node_events: pa.Table
+    """Typed node events (columns as the ``node_events`` table, without ingest id)."""
+    cluster_events: pa.Table
+    """Typed cluster events (columns as the ``cluster_events`` table, without ingest id)."""
+    as_of_s: int | None
+    """Latest time in the file."""
+    problems: tuple[Problem, ...]
+    """Rows rejected in lenient mode, with why (stored in ``rejects`` by ``load_events``)."""
+
+
+def is_planned(state: str, reason: str | None) -> bool:
+    """Planned downtime (maintenance) versus a fault."""
+    return "MAINT" in state.upper() or bool(reason and _PLANNED_REASON.search(reason))
+
+
+def parse_time(text: str, tz: str) -> int | None:
+    """Epoch seconds of a Slurm time, None for Unknown/None; ValueError when it is not a time."""
+    text = text.strip()
+    if text in NO_TIME_VALUES:
+        return None
+    value = datetime.fromisoformat(text.replace(" ", "T"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=ZoneInfo(tz))
+    return int(value.timestamp())
+
+
+def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> EventsStage:
+    """Parse an sacctmgr event file into typed tables (strict: first bad row raises ParseError)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        raise UnknownFormat(f"{path}: empty event file", hint=_HINT)
+    header = [h.strip().lower() for h in lines[0].split("|")]
+    keys = [_HEADER_ALIASES.get(h) for h in header]
+    missing = [k for k in _REQUIRED if k not in keys]
+    if missing:
+        raise UnknownFormat(f"{path}: not an sacctmgr event listing (no {missing[0]})", hint=_HINT)
+    reason_at = keys.index("reason")
+    node_rows: list[dict[str, object]] = []
+    cluster_rows: list[dict[str, object]] = []
+    problems: list[Problem] = []
+    latest: int | None = None
+    data_lines = [(n, t) for n, t in enumerate(lines[1:], start=2) if t.strip()]
+    for number, text in data_lines:
+        parts = text.split("|")
+        if len(parts) > len(keys):  # a pipe inside the free-text reason
+            extra = len(parts) - len(keys)
+            parts = [*parts[:reason_at], "|".join(parts[reason_at : reason_at + extra + 1]),
+                     *parts[reason_at + extra + 1 :]]  # fmt: skip
+        try:
+            row = _typed_row(parts, keys, number, tz, default_cluster)
+        except ParseError as error:
+            if not lenient:
+                raise ParseError(
+                    error.reason, path=path, line=number, field=error.field, hint=_HINT
+                ) from None
+            problems.append(Problem(line=number, field=error.field or "", message=error.reason,
+                                    raw=text))  # fmt: skip
+            continue
+        times = [t for t in (row["start_s"], row["end_s"]) if isinstance(t, int)]
+        latest = max([latest, *times]) if latest is not None else max(times)
+        (cluster_rows if row.pop("is_cluster") else node_rows).append(row)
+    return EventsStage(
+        rows_read=len(data_lines),
+        rows_rejected=len(problems),
+        node_events=_table(node_rows, _NODE_COLUMNS),
+        cluster_events=_table(cluster_rows, _CLUSTER_COLUMNS),
+        as_of_s=latest,
+        problems=tuple(problems),
+    )
+
+
+def _typed_row(
+    parts: list[str], keys: list[str | None], number: int, tz: str, default_cluster: str
+) -> dict[str, object]:
+    if len(parts) != len(keys):
+        raise ParseError(f"row has {len(parts)} fields, header has {len(keys)}", field="(record)")
+    raw = {k: v for k, v in zip(keys, parts, strict=True) if k is not None}
+    times: dict[str, int | None] = {}
+    for key, name in (("start", "TimeStart"), ("end", "TimeEnd")):
+        try:
+            times[key] = parse_time(raw[key], tz)
+        except ValueError:
+            raise ParseError(f"not a time: {raw[key]!r}", field=name) from None
+    if times["start"] is None:
+        raise ParseError("event without a start time", field="TimeStart")
+    end = times["end"]
+    if end is not None and end < times["start"]:
+        raise ParseError("event ends before it starts", field="TimeEnd")
+    node = raw["node"].strip()
+    cluster = raw.get("cluster", "").strip() or default_cluster
+    common = {"cluster": cluster, "start_s": times["start"], "end_s": end, "line": number}
+    if not node:
+        gpus = _GPU_TRES.search(raw.get("tres", ""))
+        return {
+            **common,
+            "is_cluster": True,
+            "num_gpus": int(gpus.group(1)) if gpus else None,
+            "node_list": raw.get("cluster_nodes", "").strip() or None,
+        }
+    state = raw["state"].strip().upper()
+    if not state:
+        raise ParseError("node event without a state", field="State")
+    reason = raw["reason"].strip() or None
+    return {
+        **common,
+        "is_cluster": False,
+        "node": node,
+        "state": state,
+        "reason": reason,
+        "user_name": raw.get("user", "").strip() or None,
+        "planned": is_planned(state, reason),
+    }
+
+
+_NODE_COLUMNS = {
+    "cluster": pa.string(), "node": pa.string(), "state": pa.string(), "reason": pa.string(),
+    "user_name": pa.string(), "start_s": pa.int64(), "end_s": pa.int64(), "planned": pa.bool_(),
+    "line": pa.int64(),
+}  # fmt: skip
+_CLUSTER_COLUMNS = {
+    "cluster": pa.string(), "start_s": pa.int64(), "end_s": pa.int64(), "num_gpus": pa.int64(),
+    "node_list": pa.string(), "line": pa.int64(),
+}  # fmt: skip
+
+
+def _table(rows: list[dict[str, object]], columns: dict[str, pa.DataType]) -> pa.Table:
+    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in columns.items()})
+
+
+def load_events(
+    con: duckdb.DuckDBPyConnection, stage: EventsStage, ingest_id: int, path: Path
+) -> None:
+    """Replace events by natural key and store rejects; runs inside the ingest transaction."""
+    if stage.problems:
+        store_rejects(con, ingest_id, path, list(stage.problems))
+    con.register("new_node_events", stage.node_events)
+    con.execute(
+        """DELETE FROM node_events WHERE (cluster, node, start_s, state) IN
+           (SELECT cluster, node, start_s, state FROM new_node_events)"""
+    )
+    con.execute(
+        f"""INSERT INTO node_events SELECT cluster, node, state, reason, user_name, start_s, end_s,
+            planned, {ingest_id}, line FROM new_node_events"""
+    )
+    con.unregister("new_node_events")
+    con.register("new_cluster_events", stage.cluster_events)
+    con.execute(
+        """DELETE FROM cluster_events WHERE (cluster, start_s) IN
+           (SELECT cluster, start_s FROM new_cluster_events)"""
+    )
+    con.execute(
+        f"""INSERT INTO cluster_events SELECT cluster, start_s, end_s, num_gpus, node_list,
+            {ingest_id}, line FROM new_cluster_events"""
+    )
+    con.unregister("new_cluster_events")

@@ -1,0 +1,72 @@
+"""Slurm hostlists (``n[001-004,007],gpu-a1``): expansion in Python and as a DuckDB SQL macro."""
+
+from __future__ import annotations
+
+import re
+
+from gpuyield.errors import InputError
+
+# Top-level items of a hostlist: a name with at most one bracket group, then an optional suffix.
+_ITEM = re.compile(r"([^,\[\]]*)(?:\[([^\]]*)\])?([^,\[\]]*)(?:,|$)")
+_EMPTY_LISTS = frozenset({"", "None assigned", "(null)", "None"})
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Expand a Slurm hostlist into node names, keeping zero padding (``n[08-10]`` -> n08, n09, n10)."""
+    text = text.strip()
+    if text in _EMPTY_LISTS:
+        return []
+    names: list[str] = []
+    pos = 0
+    while pos < len(text):
+        match = _ITEM.match(text, pos)
+        if match is None or match.end() == pos:
+            raise InputError(f"cannot read hostlist {text!r} at {text[pos:]!r}")
+        prefix, ranges, suffix = match.groups()
+        if ranges is None:
+            names.append(prefix + suffix)
+        else:
+            names.extend(prefix + n + suffix for n in _expand_ranges(ranges, text))
+        pos = match.end()
+    if any(not n for n in names):
+        raise InputError(f"empty host name in hostlist {text!r}")
+    return names
+
+
+def _expand_ranges(ranges: str, text: str) -> list[str]:
+    out: list[str] = []
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise InputError(f"bad range {part!r} in hostlist {text!r}")
+        width = len(low)
+        stop = int(high) if high else int(low)
+        if stop < int(low):
+            raise InputError(f"descending range {part!r} in hostlist {text!r}")
+        out.extend(str(i).zfill(width) for i in range(int(low), stop + 1))
+    return out
+
+
+# The same expansion in SQL, so millions of job node lists expand inside DuckDB.
+# Items with two bracket groups (rack[1-2]-n[1-4]) are rare; the SQL marks them and Python expands them.
+HOSTLIST_MACRO_SQL = r"""
+CREATE OR REPLACE TEMP MACRO hostlist_items(hl) AS
+    regexp_extract_all(hl, '[^,\[\]]*(?:\[[^\]]*\])?[^,\[\]]*');
+CREATE OR REPLACE TEMP MACRO hostlist_expand_item(item) AS
+    CASE WHEN strpos(item, '[') = 0 THEN [item]
+    ELSE flatten(list_transform(
+        string_split(regexp_extract(item, '\[([^\]]*)\]', 1), ','),
+        lambda r: list_transform(
+            range(
+                CAST(split_part(r, '-', 1) AS BIGINT),
+                CAST(coalesce(nullif(split_part(r, '-', 2), ''), split_part(r, '-', 1)) AS BIGINT) + 1
+            ),
+            lambda i: regexp_extract(item, '^([^\[]*)\[', 1)
+                 || lpad(CAST(i AS VARCHAR), CAST(length(split_part(r, '-', 1)) AS INTEGER), '0')
+                 || regexp_extract(item, '\]([^\[\]]*)$', 1)
+        )
+    ))
+    END;
+CREATE OR REPLACE TEMP MACRO hostlist_expand(hl) AS
+    flatten(list_transform(list_filter(hostlist_items(hl), lambda x: x <> ''), lambda x: hostlist_expand_item(x)));
+"""

@@ -1,0 +1,164 @@
+"""Node inventory: ``scontrol [-o] show nodes`` or ``sinfo -N`` output into the ``nodes`` table.
+
+The inventory says how many GPUs each node has, which is the installed capacity. Formats are detected
+from the content: ``NodeName=`` records (one per line with ``-o``, or blocks), ``sinfo -N -o`` with
+``|`` separators and a ``GRES`` column, or ``sinfo -N -O`` fixed-width columns with ``GRES``.
+``sinfo`` prints a node once per partition; the rows are merged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.ingest._sql import Problem
+from gpuyield.ingest.hostlist import expand_hostlist
+
+SOURCE = "slurm.nodes"
+
+_KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][A-Za-z0-9_]*)=")
+_TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
+# One GRES item: gpu, optional type, count, optional socket binding: gpu:a100:4(S:0-1).
+_GRES_GPU = re.compile(r"(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\([^)]*\))?")
+_HINT = "give `scontrol -o show nodes` output (or `sinfo -N -o '%N|%P|%G'`)"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodesStage:
+    """Typed inventory rows read from one file."""
+
+    rows_read: int
+    """Records in the file (sinfo: rows, before merging partitions)."""
+    nodes: pa.Table
+    """Columns cluster, node, num_gpus, gpu_type, partitions, line."""
+    problems: tuple[Problem, ...]
+    """Rejected records in lenient mode."""
+
+
+def gpus_from_gres(gres: str) -> tuple[int, str | None]:
+    """GPU count and type from a ``Gres`` value such as ``gpu:8`` or ``gpu:a100:4(S:0),gpu:h100:4``."""
+    if gres.strip() in ("", "(null)"):
+        return 0, None
+    items = _GRES_GPU.findall(gres)
+    types = sorted({t for t, _ in items if t})
+    return sum(int(n) for _, n in items), ",".join(types) or None
+
+
+def read_nodes(path: Path, *, lenient: bool, cluster: str) -> NodesStage:
+    """Parse an inventory file, detecting its format from the content."""
+    text = path.read_text(encoding="utf-8")
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if first.lstrip().startswith("NodeName="):
+        rows, problems, count = _read_scontrol(path, text, lenient)
+    elif "|" in first and "NODELIST" in first.upper():
+        rows, problems, count = _read_sinfo(path, text, lenient, separator="|")
+    elif first.upper().startswith("NODELIST") and "GRES" in first.upper():
+        rows, problems, count = _read_sinfo(path, text, lenient, separator=None)
+    else:
+        raise UnknownFormat(f"{path}: not a node inventory I can read ({first[:60]!r})", hint=_HINT)
+    merged: dict[str, dict[str, object]] = {}
+    for row in rows:
+        node = str(row["node"])
+        if node in merged:
+            old = merged[node]
+            parts = {*str(old["partitions"] or "").split(","), *str(row["partitions"] or "").split(",")}
+            old["partitions"] = ",".join(sorted(p for p in parts if p)) or None
+        else:
+            merged[node] = {**row, "cluster": cluster}
+    columns = {
+        "cluster": pa.string(), "node": pa.string(), "num_gpus": pa.int64(),
+        "gpu_type": pa.string(), "partitions": pa.string(), "line": pa.int64(),
+    }  # fmt: skip
+    table = pa.table({c: pa.array([r[c] for r in merged.values()], t) for c, t in columns.items()})
+    return NodesStage(rows_read=count, nodes=table, problems=tuple(problems))
+
+
+def _records_scontrol(text: str) -> list[tuple[int, str]]:
+    """(first line, record text): ``-o`` has a record per line, plain output blank-line blocks."""
+    records: list[tuple[int, str]] = []
+    current: list[str] = []
+    start = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("NodeName="):
+            if current:
+                records.append((start, " ".join(current)))
+            current, start = [line], number
+        elif line.strip() and current:
+            current.append(line.strip())
+    if current:
+        records.append((start, " ".join(current)))
+    return records
+
+
+def _read_scontrol(
+    path: Path, text: str, lenient: bool
+) -> tuple[list[dict[str, object]], list[Problem], int]:
+    rows: list[dict[str, object]] = []
+    problems: list[Problem] = []
+    records = _records_scontrol(text)
+    for number, record in records:
+        keys = list(_KEY.finditer(record))
+        fields = {
+            m.group(1): record[m.end() : keys[i + 1].start() if i + 1 < len(keys) else None].strip()
+            for i, m in enumerate(keys)
+        }
+        tres = _TRES_GPU.search(fields.get("CfgTRES", ""))
+        gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
+        if "CfgTRES" not in fields and "Gres" not in fields:
+            problem = Problem(line=number, field="Gres", message="node has neither Gres nor CfgTRES",
+                              raw=record)  # fmt: skip
+            if not lenient:
+                raise ParseError(problem.message, path=path, line=number, field="Gres", hint=_HINT)
+            problems.append(problem)
+            continue
+        rows.append({
+            "node": fields["NodeName"],
+            # CfgTRES is what accounting counts; Gres is the fallback for older Slurm.
+            "num_gpus": int(tres.group(1)) if tres else gres_count,
+            "gpu_type": gpu_type,
+            "partitions": fields.get("Partitions") or None,
+            "line": number,
+        })  # fmt: skip
+    return rows, problems, len(records)
+
+
+def _read_sinfo(
+    path: Path, text: str, lenient: bool, *, separator: str | None
+) -> tuple[list[dict[str, object]], list[Problem], int]:
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    header_line = lines[0][1]
+    if separator:
+        names = [h.strip().upper() for h in header_line.split(separator)]
+        split = lambda line: [v.strip() for v in line.split(separator)]  # noqa: E731
+    else:
+        starts = [m.start() for m in re.finditer(r"\S+", header_line)]
+        names = [header_line[s:e].strip().upper() for s, e in zip(starts, [*starts[1:], None])]
+        split = lambda line: [  # noqa: E731
+            line[s:e].strip() for s, e in zip(starts, [*starts[1:], None], strict=True)
+        ]
+    if "NODELIST" not in names or "GRES" not in names:
+        raise UnknownFormat(f"{path}: sinfo output without NODELIST and GRES columns", hint=_HINT)
+    rows: list[dict[str, object]] = []
+    problems: list[Problem] = []
+    for number, line in lines[1:]:
+        values = dict(zip(names, split(line), strict=False))
+        try:
+            nodes = expand_hostlist(values.get("NODELIST", ""))
+            count, gpu_type = gpus_from_gres(values.get("GRES", ""))
+        except ValueError as error:
+            if not lenient:
+                raise ParseError(str(error), path=path, line=number, field="NODELIST",
+                                 hint=_HINT) from None  # fmt: skip
+            problems.append(Problem(line=number, field="NODELIST", message=str(error), raw=line))
+            continue
+        partition = values.get("PARTITION", "").rstrip("*") or None
+        rows.extend(
+            {"node": node, "num_gpus": count, "gpu_type": gpu_type, "partitions": partition,
+             "line": number}  # fmt: skip
+            for node in nodes
+        )
+    return rows, problems, len(lines) - 1

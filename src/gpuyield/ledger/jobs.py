@@ -1,0 +1,220 @@
+"""Allocated GPU-time by job: each job run becomes one or two segments with a category.
+
+A segment is ``[start_s, end_s) x gpus`` with a category and subcategory. A job is one segment, except
+a release-lineage job that lost progress (its tail since the last checkpoint becomes ``failed`` or
+``cancelled``) and a diverged run with ``after`` (time after it becomes ``diverged``).
+"""
+
+from __future__ import annotations
+
+import ibis
+import ibis.expr.types as ir
+
+from gpuyield.categories import Category, FailedCause
+from gpuyield.ingest.manifest import Manifest
+from gpuyield.ledger.window import Window
+
+# Node health events from 10 min before to 5 min after a failure blame the hardware (Meta's rule,
+# facts.md section 5: "a node health check that fires between 10 min before and 5 min after").
+HW_BEFORE_S = 600
+HW_AFTER_S = 300
+
+# State -> (category, subcategory) for jobs outside any release lineage.
+_FAIL_STATES = {
+    "NODE_FAIL": FailedCause.HARDWARE,  # the node died under the job
+    "BOOT_FAIL": FailedCause.HARDWARE,  # the node could not boot for the job
+    "OUT_OF_MEMORY": FailedCause.OOM,  # asked for less memory than it used
+    "TIMEOUT": FailedCause.TIMEOUT,  # did not finish in its limit: the work is lost
+    "DEADLINE": FailedCause.TIMEOUT,  # same, for a job with a deadline
+    "FAILED": FailedCause.SOFTWARE,  # non-zero exit; hardware only if a node event says so
+    "SPECIAL_EXIT": FailedCause.SOFTWARE,  # the job's own code chose to fail
+}
+# Stopped by a person or the scheduler: the work was abandoned, not broken.
+_CANCEL_STATES = {
+    "PREEMPTED": "preempted",
+    "CANCELLED": "user",
+    "REQUEUED": "user",
+    "REQUEUE_HOLD": "user",
+    "REQUEUE_FED": "user",
+    "REVOKED": "user",
+}
+# A lineage job ending this way loses its progress since the last checkpoint; any other end keeps it
+# (COMPLETED, RUNNING, and TIMEOUT/DEADLINE: a planned chunk of a long run, which checkpoints on exit).
+_LINEAGE_LOSS_STATES = ("FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY", "SPECIAL_EXIT",
+                        *_CANCEL_STATES)  # fmt: skip
+
+SEGMENT_COLUMNS = (
+    "cluster", "job_id", "job_id_raw", "submit_s", "run", "user_name", "account", "partition",
+    "state", "category", "subcategory", "start_s", "end_s", "gpus", "measured",
+)  # fmt: skip
+
+
+def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) -> ir.Table:
+    """Jobs that held GPUs inside the window, clipped to it, with run and lineage flags."""
+    jobs = backend.table("jobs")
+    ingests = backend.table("ingests").select("ingest_id", job_as_of_s="as_of_s")
+    jobs = jobs.left_join(ingests, "ingest_id")
+    # No end: the job was still running at its capture; it holds its GPUs until then.
+    end = jobs.end_s.fill_null(jobs.job_as_of_s.fill_null(window.as_of_s))
+    match_column = jobs.comment if manifest.match.field == "comment" else jobs.name
+    run = match_column.re_extract(manifest.match.pattern, manifest.match.group).nullif("")
+    return jobs.filter(jobs.start_s.notnull()).select(
+        "cluster", "job_id", "job_id_raw", "submit_s", "user_name", "account", "partition",
+        "state", "num_gpus", "num_nodes", "start_s",
+        full_end_s=end,
+        run=run,
+        clip_start_s=ibis.greatest(jobs.start_s, ibis.literal(window.start_s)),
+        clip_end_s=ibis.least(end, ibis.literal(window.end_s)),
+    ).filter(lambda t: t.clip_end_s > t.clip_start_s)  # fmt: skip
+
+
+def job_segments(
+    backend: ibis.BaseBackend,
+    jobs: ir.Table,
+    manifest: Manifest,
+    window: Window,
+    lost_progress: ir.Table | None = None,
+) -> ir.Table:
+    """Categorised segments of every job with a known GPU count.
+
+    ``lost_progress`` (from telemetry) has ``cluster, job_id_raw, submit_s, lost_s`` measured per job;
+    jobs without it get the estimate ``elapsed mod checkpoint_interval_s``.
+    """
+    jobs = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
+    jobs = _with_lineage(jobs, manifest)
+    hardware = _hardware_blamed(backend, jobs)
+    jobs = jobs.left_join(hardware, ["cluster", "job_id_raw", "submit_s"]).select(
+        jobs, hw_event=hardware.hw_event.fill_null(False)
+    )
+    jobs = _with_loss(jobs, lost_progress)
+    category, subcategory = _state_category(jobs)
+    jobs = jobs.mutate(state_category=category, state_subcategory=subcategory,
+                       head_end_s=jobs.full_end_s - jobs.lost_s)  # fmt: skip
+    # A lineage job keeps its time as released, up to the progress it lost at its end.
+    head = _segment(
+        jobs,
+        ibis.cases((jobs.lineage, Category.RELEASED.value), else_=jobs.state_category),
+        ibis.cases((jobs.lineage, ibis.null(str)), else_=jobs.state_subcategory),
+        jobs.clip_start_s,
+        ibis.least(jobs.clip_end_s, jobs.head_end_s),
+    )
+    lost = jobs.filter(jobs.lineage & (jobs.lost_s > 0))
+    tail = _segment(lost, lost.state_category, lost.state_subcategory,
+                    ibis.greatest(lost.clip_start_s, lost.head_end_s), lost.clip_end_s)  # fmt: skip
+    segments = head.union(tail)
+    segments = segments.filter(segments.end_s > segments.start_s)
+    return _split_diverged(segments, manifest, window)
+
+
+def _with_lineage(jobs: ir.Table, manifest: Manifest) -> ir.Table:
+    lineage = sorted(manifest.lineage_runs)
+    intervals = {run: manifest.interval_s(run) for run in lineage}
+    interval = ibis.cases(
+        *[(jobs.run == run, ibis.literal(v, "float64")) for run, v in intervals.items() if v],
+        else_=ibis.null("float64"),
+    ) if any(intervals.values()) else ibis.null("float64")  # fmt: skip
+    return jobs.mutate(
+        lineage=jobs.run.isin(lineage).fill_null(False) if lineage else ibis.literal(False),
+        interval_s=interval,
+    )
+
+
+def _hardware_blamed(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
+    """Failed jobs with a node event on one of their nodes near their end: blame the hardware."""
+    events = backend.table("node_events")
+    job_nodes = backend.table("job_nodes")
+    failed = jobs.filter(jobs.state.isin(["FAILED", "SPECIAL_EXIT"]))
+    on_nodes = failed.join(job_nodes, ["cluster", "job_id_raw", "submit_s"])
+    near = on_nodes.join(
+        events,
+        [
+            on_nodes.cluster == events.cluster,
+            on_nodes.node == events.node,
+            events.start_s >= on_nodes.full_end_s - HW_BEFORE_S,
+            events.start_s <= on_nodes.full_end_s + HW_AFTER_S,
+        ],
+    )
+    return near.select("cluster", "job_id_raw", "submit_s").distinct().mutate(
+        hw_event=ibis.literal(True)
+    )
+
+
+def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
+    """Seconds of progress lost at the job's end (0 when nothing was lost)."""
+    elapsed = jobs.full_end_s - jobs.start_s
+    # Checkpoints every interval from the job's start: the last one was (elapsed mod interval) ago.
+    # Without a known interval nothing shows a checkpoint was written, so the whole job is lost.
+    estimate = ibis.cases(
+        (jobs.interval_s.notnull(), elapsed.cast("float64") % jobs.interval_s),
+        else_=elapsed.cast("float64"),
+    )
+    if lost_progress is not None:
+        jobs = jobs.left_join(lost_progress, ["cluster", "job_id_raw", "submit_s"]).select(
+            jobs, measured_lost_s=lost_progress.lost_s
+        )
+    else:
+        jobs = jobs.mutate(measured_lost_s=ibis.null("float64"))
+    loses = jobs.lineage & jobs.state.isin(list(_LINEAGE_LOSS_STATES))
+    return jobs.mutate(
+        lost_s=ibis.cases((loses, jobs.measured_lost_s.fill_null(estimate)), else_=0.0),
+        loss_measured=jobs.measured_lost_s.notnull(),
+    )
+
+
+def _state_category(jobs: ir.Table) -> tuple[ir.StringValue, ir.StringValue]:
+    state = jobs.state
+    category = ibis.cases(
+        (state.isin(list(_FAIL_STATES)), Category.FAILED.value),
+        (state.isin(list(_CANCEL_STATES)), Category.CANCELLED.value),
+        # COMPLETED, and jobs still running at the capture whose outcome is not known yet.
+        else_=Category.EXPERIMENT.value,
+    )
+    sub = ibis.cases(
+        (jobs.hw_event & state.isin(["FAILED", "SPECIAL_EXIT"]), FailedCause.HARDWARE.value),
+        *[(state == s, cause.value) for s, cause in _FAIL_STATES.items()],
+        *[(state == s, sub) for s, sub in _CANCEL_STATES.items()],
+        else_=ibis.null(str),
+    )
+    return category, sub
+
+
+def _segment(
+    jobs: ir.Table,
+    category: ir.StringValue,
+    subcategory: ir.StringValue,
+    start: ir.IntegerValue,
+    end: ir.NumericValue,
+) -> ir.Table:
+    return jobs.select(
+        "cluster", "job_id", "job_id_raw", "submit_s", "run", "user_name", "account", "partition",
+        "state",
+        category=category,
+        subcategory=subcategory,
+        start_s=start.cast("float64"),
+        end_s=end.cast("float64"),
+        gpus=jobs.num_gpus.cast("float64"),
+        measured=jobs.loss_measured,
+    )  # fmt: skip
+
+
+def _split_diverged(segments: ir.Table, manifest: Manifest, window: Window) -> ir.Table:
+    """Time of a diverged run (after its ``after`` instant, if given) becomes ``diverged``."""
+    if not manifest.diverged:
+        return segments
+    after = ibis.cases(
+        *[(segments.run == d.run, ibis.literal(float(d.after_s if d.after_s is not None
+                                                     else window.start_s - 1)))
+          for d in manifest.diverged],  # fmt: skip
+        else_=ibis.null("float64"),
+    )
+    segments = segments.mutate(div_after_s=after)
+    plain = segments.filter(segments.div_after_s.isnull())
+    div = segments.filter(segments.div_after_s.notnull())
+    before = div.mutate(end_s=ibis.least(div.end_s, div.div_after_s))
+    later = div.mutate(
+        start_s=ibis.greatest(div.start_s, div.div_after_s),
+        category=ibis.literal(Category.DIVERGED.value),
+        subcategory=ibis.null(str),
+    )
+    parts = plain.union(before).union(later).drop("div_after_s")
+    return parts.filter(parts.end_s > parts.start_s)

@@ -1,0 +1,217 @@
+"""The ledger: every installed GPU-second in the window, in exactly one category.
+
+The logic is written in Ibis over the store's tables, so the same expressions run on DuckDB (the
+default) and on other Ibis backends such as Spark. Allocation is computed per job and, separately, per
+node; the two must agree, and no node may hold more GPUs than it has: that is the conservation check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import ibis
+import ibis.expr.types as ir
+
+from gpuyield.categories import Category
+from gpuyield.errors import ConservationError, DataConsistencyError
+from gpuyield.ingest.manifest import Manifest, stored_manifest
+from gpuyield.ledger.down import down_islands, down_segments, job_node_allocations
+from gpuyield.ledger.jobs import clipped_jobs, job_segments
+from gpuyield.ledger.window import Window, node_capacity, resolve_window
+
+ALLOCATED = tuple(c for c in Category if c not in (Category.DOWN, Category.IDLE))
+# GPU-seconds are sums of float products; differences below this are rounding, not accounting.
+_TOLERANCE_GPU_S = 1e-3
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ledger:
+    """The categorised GPU-time of one window, plus the Ibis tables it came from."""
+
+    window: Window
+    """The accounted interval."""
+    manifest: Manifest
+    """The release manifest used."""
+    installed_gpu_seconds: float
+    """GPUs x seconds of installed capacity in the window."""
+    categories: dict[str, float]
+    """GPU-seconds per category; sums to ``installed_gpu_seconds``."""
+    subcategories: dict[str, float]
+    """GPU-seconds per ``category.subcategory``."""
+    jobs_without_gpu_count: int
+    """Jobs that ran in the window but whose GPU count is unknown (their time is not allocated)."""
+    node_seconds_without_gpu_count: float
+    """Node-seconds of those jobs, to judge how much that matters."""
+    measured_lost_jobs: int
+    """Lineage jobs whose lost progress came from telemetry rather than an estimate."""
+    estimated_lost_jobs: int
+    """Lineage jobs whose lost progress was estimated from the checkpoint interval."""
+    segments: ir.Table = field(repr=False)
+    """Signed ``[start_s, end_s) x gpus`` segments of every category except idle."""
+    capacity: ir.Table = field(repr=False)
+    """Per node installed capacity."""
+    jobs: ir.Table = field(repr=False)
+    """Jobs clipped to the window, with their runs."""
+
+    @property
+    def allocated_gpu_seconds(self) -> float:
+        """GPU-seconds held by jobs."""
+        return sum(self.categories[c.value] for c in ALLOCATED)
+
+
+def backend_for(con: duckdb.DuckDBPyConnection) -> ibis.BaseBackend:
+    """An Ibis backend over an open DuckDB store."""
+    return ibis.duckdb.from_connection(con)
+
+
+def compute_ledger(
+    backend: ibis.BaseBackend,
+    *,
+    since_s: int | None = None,
+    until_s: int | None = None,
+    manifest: Manifest | None = None,
+    lost_progress: ir.Table | None = None,
+) -> Ledger:
+    """Categorise every installed GPU-second of the window and check conservation."""
+    window = resolve_window(backend, since_s=since_s, until_s=until_s)
+    if manifest is None:
+        manifest = stored_manifest(_duckdb_of(backend))
+    capacity = node_capacity(backend, window)
+    jobs = clipped_jobs(backend, window, manifest)
+    _check_nodes_known(backend, jobs, capacity)
+    segments_jobs = job_segments(backend, jobs, manifest, window, lost_progress)
+    islands = down_islands(backend, capacity, window)
+    segments_down = down_segments(backend, islands, jobs)
+    installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
+    totals = _totals(segments_jobs.union(segments_down.select(*_DOWN_COLUMNS(segments_jobs))))
+    _check_node_peaks(backend, capacity, jobs)
+    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
+    allocated_by_node = _sum_gpu_s(job_node_allocations(backend, jobs), None)
+    if not _close(allocated_by_job, allocated_by_node):
+        raise ConservationError(
+            f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
+            f"({allocated_by_node:.3f})",
+            hint="a bug in the ledger: please report it with the input files",
+        )
+    categories = {c.value: totals.get(c.value, 0.0) for c in Category}
+    categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
+    _check_conservation(installed, categories)
+    missing = _jobs_without_gpu_count(jobs)
+    lineage_lost = segments_jobs.filter(
+        segments_jobs.category.isin([Category.FAILED.value, Category.CANCELLED.value])
+        & segments_jobs.run.isin(sorted(manifest.lineage_runs) or [""])
+    )
+    measured = lineage_lost.group_by("measured").aggregate(n=lineage_lost.count()).to_pyarrow()
+    counts = dict(zip(measured["measured"].to_pylist(), measured["n"].to_pylist(), strict=True))
+    return Ledger(
+        window=window,
+        manifest=manifest,
+        installed_gpu_seconds=installed,
+        categories=categories,
+        subcategories={k: v for k, v in totals.items() if "." in k},
+        jobs_without_gpu_count=missing[0],
+        node_seconds_without_gpu_count=missing[1],
+        measured_lost_jobs=int(counts.get(True, 0)),
+        estimated_lost_jobs=int(counts.get(False, 0)),
+        segments=segments_jobs.union(segments_down.select(*_DOWN_COLUMNS(segments_jobs))),
+        capacity=capacity,
+        jobs=jobs,
+    )
+
+
+def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
+    con = getattr(backend, "con", None)
+    assert isinstance(con, duckdb.DuckDBPyConnection), "manifest must be given for non-DuckDB backends"
+    return con
+
+
+def _DOWN_COLUMNS(like: ir.Table) -> list[ir.Value]:  # noqa: N802
+    """Down segments carry the job segments' columns (job fields empty) so both union."""
+    del like
+    null_str = ibis.null(str)
+    return [
+        "cluster",
+        null_str.name("job_id"), null_str.name("job_id_raw"), ibis.null("int64").name("submit_s"),
+        null_str.name("run"), null_str.name("user_name"), null_str.name("account"),
+        null_str.name("partition"), null_str.name("state"),
+        "category", "subcategory", "start_s", "end_s", "gpus",
+        ibis.literal(False).name("measured"),
+    ]  # fmt: skip
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _TOLERANCE_GPU_S + 1e-9 * max(abs(a), abs(b))
+
+
+def _sum_gpu_s(table: ir.Table, gpus: ir.NumericValue | None) -> float:
+    gpus = table.gpus if gpus is None else gpus
+    value = ((table.end_s - table.start_s).cast("float64") * gpus).sum().to_pyarrow().as_py()
+    return float(value or 0.0)
+
+
+def _totals(segments: ir.Table) -> dict[str, float]:
+    gpu_s = (segments.end_s - segments.start_s) * segments.gpus
+    by_cat = segments.group_by(["category", "subcategory"]).aggregate(gpu_s=gpu_s.sum())
+    totals: dict[str, float] = {}
+    for row in by_cat.to_pyarrow().to_pylist():
+        category, sub, value = row["category"], row["subcategory"], float(row["gpu_s"])
+        totals[category] = totals.get(category, 0.0) + value
+        if sub is not None:
+            totals[f"{category}.{sub}"] = totals.get(f"{category}.{sub}", 0.0) + value
+    return totals
+
+
+def _check_conservation(installed: float, categories: dict[str, float]) -> None:
+    total = sum(categories.values())
+    if not _close(total, installed) or any(v < -_TOLERANCE_GPU_S
+                                                        for v in categories.values()):  # fmt: skip
+        raise ConservationError(
+            f"categories sum to {total:.3f} GPU-seconds but installed is {installed:.3f}: "
+            + ", ".join(f"{k}={v:.3f}" for k, v in categories.items()),
+            hint="a bug in the ledger or contradictory inputs; please report it with the files",
+        )
+
+
+def _check_nodes_known(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir.Table) -> None:
+    """Every node a job ran on must be in the inventory, or its GPUs were never installed."""
+    job_nodes = backend.table("job_nodes")
+    used = jobs.join(job_nodes, ["cluster", "job_id_raw", "submit_s"]).select("cluster", "node")
+    unknown = used.distinct().anti_join(capacity, ["cluster", "node"])
+    rows = unknown.limit(5).to_pyarrow().to_pylist()
+    if rows:
+        names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
+        raise DataConsistencyError(
+            f"jobs ran on nodes missing from the inventory: {names}",
+            hint="give a complete --nodes inventory (scontrol -o show nodes) for the whole window",
+        )
+
+
+def _check_node_peaks(backend: ibis.BaseBackend, capacity: ir.Table, jobs: ir.Table) -> None:
+    """No node may hold more GPUs than it has, at any instant."""
+    alloc = job_node_allocations(backend, jobs)
+    points = alloc.select("cluster", "node", t=alloc.start_s, delta=alloc.gpus).union(
+        alloc.select("cluster", "node", t=alloc.end_s, delta=-alloc.gpus)
+    )
+    # Ends sort before starts at the same instant: a job may start the second another ends.
+    order = ibis.window(group_by=["cluster", "node"], order_by=["t", "delta"], rows=(None, 0))
+    points = points.mutate(in_use=points.delta.sum().over(order))
+    peak = points.group_by(["cluster", "node"]).aggregate(peak=points.in_use.max())
+    over = peak.join(capacity, ["cluster", "node"])
+    over = over.filter(over.peak > over.num_gpus + 1e-9)
+    rows = over.select("cluster", "node", "peak", "num_gpus").limit(5).to_pyarrow().to_pylist()
+    if rows:
+        detail = "; ".join(f"{r['node']} held {r['peak']:g} of {r['num_gpus']} GPUs" for r in rows)
+        raise DataConsistencyError(
+            f"jobs overlap beyond node capacity: {detail}",
+            hint="is the inventory's GPU count per node right? do two sacct captures disagree?",
+        )
+
+
+def _jobs_without_gpu_count(jobs: ir.Table) -> tuple[int, float]:
+    unknown = jobs.filter(jobs.num_gpus.isnull())
+    row = unknown.aggregate(
+        n=unknown.count(),
+        node_s=((unknown.clip_end_s - unknown.clip_start_s) * unknown.num_nodes.fill_null(1)).sum(),
+    ).to_pyarrow().to_pylist()[0]
+    return int(row["n"]), float(row["node_s"] or 0.0)

@@ -1,0 +1,130 @@
+"""The DuckDB store: schema, connection, and the single transaction each ingest runs in.
+
+Times are integer epoch seconds (UTC); intervals are half-open ``[start_s, end_s)``. A NULL ``end_s`` means
+"still open at the capture time" (running job, open node event); the ledger clips it at the ingest's
+``as_of_s``. Natural keys make re-ingest idempotent: a job run is ``(cluster, job_id_raw, submit_s)``
+(requeued runs share ``job_id_raw`` but get a new submit time), a node event is
+``(cluster, node, start_s, state)``. Loads replace rows by key (delete, then insert) instead of
+declaring primary keys, because an index over ten million jobs costs more memory than the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from gpuyield.errors import InputError
+
+DEFAULT_DB = Path("gpuyield.duckdb")
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE SEQUENCE IF NOT EXISTS ingest_ids START 1;
+CREATE TABLE IF NOT EXISTS ingests (
+    ingest_id BIGINT PRIMARY KEY, source VARCHAR NOT NULL, path VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL, size_bytes BIGINT, rows_read BIGINT, rows_rejected BIGINT,
+    rows_skipped BIGINT, as_of_s BIGINT, options VARCHAR, ingested_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS rejects (
+    ingest_id BIGINT, path VARCHAR, line BIGINT, field VARCHAR, message VARCHAR, raw VARCHAR
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    cluster VARCHAR NOT NULL, job_id VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL,
+    submit_s BIGINT NOT NULL, name VARCHAR, user_name VARCHAR, account VARCHAR, partition VARCHAR,
+    qos VARCHAR, state VARCHAR NOT NULL, state_raw VARCHAR, exit_code VARCHAR, start_s BIGINT,
+    end_s BIGINT, num_gpus BIGINT, gpu_type VARCHAR, num_nodes BIGINT, node_list VARCHAR,
+    comment VARCHAR, reason VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_nodes (
+    cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL, submit_s BIGINT NOT NULL, node VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS node_events (
+    cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, state VARCHAR NOT NULL, reason VARCHAR,
+    user_name VARCHAR, start_s BIGINT NOT NULL, end_s BIGINT, planned BOOLEAN NOT NULL,
+    ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cluster_events (
+    cluster VARCHAR NOT NULL, start_s BIGINT NOT NULL, end_s BIGINT, num_gpus BIGINT,
+    node_list VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
+    PRIMARY KEY (cluster, start_s)
+);
+CREATE TABLE IF NOT EXISTS nodes (
+    cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, num_gpus BIGINT NOT NULL, gpu_type VARCHAR,
+    partitions VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
+    PRIMARY KEY (cluster, node)
+);
+CREATE TABLE IF NOT EXISTS manifests (
+    ingest_id BIGINT PRIMARY KEY, document VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS telemetry (
+    run VARCHAR NOT NULL, job_id VARCHAR, event VARCHAR NOT NULL, t_s DOUBLE, step BIGINT,
+    duration_s DOUBLE, status VARCHAR, loss DOUBLE, ingest_id BIGINT NOT NULL, line BIGINT
+);
+CREATE TABLE IF NOT EXISTS divergence_events (
+    run VARCHAR NOT NULL, step BIGINT NOT NULL, t_s DOUBLE, kind VARCHAR NOT NULL, metric VARCHAR,
+    value DOUBLE, threshold DOUBLE, ingest_id BIGINT NOT NULL
+);
+"""
+
+
+def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and create if needed) the store; ``None`` or ``":memory:"`` gives an in-memory store."""
+    target = ":memory:" if db is None else str(db)
+    if read_only and target != ":memory:" and not Path(target).exists():
+        raise InputError(
+            f"no database at {target}",
+            hint="ingest first: gpuyield ingest slurm --sacct FILE --db " + target,
+        )
+    try:
+        con = duckdb.connect(target, read_only=read_only and target != ":memory:")
+    except duckdb.Error as error:
+        raise InputError(
+            f"cannot open database {target}: {error}",
+            hint="is another gpuyield process using it? DuckDB allows one writer at a time",
+        ) from error
+    if not read_only or target == ":memory:":
+        con.execute(_SCHEMA)
+        con.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+        )
+    return con
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """All-or-nothing: an exception (or a killed process) leaves the store as it was."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
+    """A fresh ingest id for provenance rows."""
+    row = con.execute("SELECT nextval('ingest_ids')").fetchall()[0]
+    assert row is not None
+    return int(row[0])
+
+
+def find_ingest(con: duckdb.DuckDBPyConnection, source: str, sha256: str) -> int | None:
+    """The id of an earlier ingest of the same content from the same source, if any."""
+    row = con.execute(
+        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? ORDER BY ingest_id LIMIT 1",
+        [source, sha256],
+    ).fetchall()
+    return int(row[0][0]) if row else None
+
+
+def fetch_one(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None
+) -> tuple[object, ...] | None:
+    """The first row of a query, reading the whole result (DuckDB 2 keeps unfinished results open)."""
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
