@@ -22,6 +22,7 @@ text with DuckDB's ``COPY ... TO`` (string expressions), so 10M rows take well u
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 # Bump when the output changes, so cached files under bench/out/ are regenerated.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 SACCT_FORMAT = (
     "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,"
@@ -45,17 +46,9 @@ EVENT_HEADER = (
 # Final job states; the index is the code used in the arrays. Shares follow RSC-1 (see module doc);
 # CANCELLED is not in RSC-1's list and takes a few points from COMPLETED.
 STATES = (
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "PREEMPTED",
-    "REQUEUED",
-    "TIMEOUT",
-    "NODE_FAIL",
-    "OUT_OF_MEMORY",
-    "RUNNING",
-    "DEADLINE",
-)
+    "COMPLETED", "FAILED", "CANCELLED", "PREEMPTED", "REQUEUED", "TIMEOUT", "NODE_FAIL",
+    "OUT_OF_MEMORY", "RUNNING", "DEADLINE",
+)  # fmt: skip
 STATE_SHARES = (0.57, 0.24, 0.03, 0.10, 0.02, 0.02, 0.01, 0.01, 0.0, 0.0)
 S_COMPLETED, S_FAILED, S_CANCELLED, S_PREEMPTED, S_REQUEUED = 0, 1, 2, 3, 4
 S_TIMEOUT, S_NODE_FAIL, S_OOM, S_RUNNING, S_DEADLINE = 5, 6, 7, 8, 9
@@ -66,6 +59,7 @@ JOB_NAMES = ("train", "eval", "sweep", "finetune", "bench", "debug", "data-prep"
 REASONS = ("None", "None", "None", "Priority", "Resources")
 # Lineage runs (named in manifest.toml) by job class; everything else is an experiment run.
 LINEAGE_RUNS = ("pt-flagship", "ft-flagship", "pt-mid", "ablate-mid")
+MIN_JOBS_PER_LANE = 3
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,16 +149,29 @@ class GenParams:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Generated:
-    """Paths of one generated data set and its headline counts."""
+    """One generated data set: its directory (files named as ``OUTPUT_FILES``) and counts."""
 
     out_dir: Path
-    sacct_path: Path
-    events_path: Path
-    nodes_path: Path
-    manifest_path: Path
     num_rows: int
     num_events: int
+    #: Time spent generating; 0.0 when the data set came from the cache.
     seconds: float
+
+    @property
+    def sacct_path(self) -> Path:
+        return self.out_dir / "sacct.psv"
+
+    @property
+    def events_path(self) -> Path:
+        return self.out_dir / "events.psv"
+
+    @property
+    def nodes_path(self) -> Path:
+        return self.out_dir / "nodes.txt"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.out_dir / "manifest.toml"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -200,19 +207,24 @@ def build_lanes(cluster: ClusterSpec) -> Lanes:
 
 
 def assign_jobs_to_lanes(lanes: Lanes, num_jobs: int, rng: np.random.Generator) -> np.ndarray:
-    """Lane of each job, sorted; a class gets jobs in proportion to lanes / mean job length."""
+    """Lane of each job, sorted; a class gets jobs in proportion to lanes / mean job length.
+
+    Every lane first gets MIN_JOBS_PER_LANE jobs (when there are enough jobs), so that the few huge
+    lanes, which carry the release lineages, always have finished jobs.
+    """
     mean_h = np.array([c.mean_duration_h for c in JOB_CLASSES])
     lanes_per_class = np.bincount(lanes.class_index, minlength=len(JOB_CLASSES))
+    num_lanes = len(lanes.class_index)
+    floor_per_lane = MIN_JOBS_PER_LANE if num_jobs >= 2 * MIN_JOBS_PER_LANE * num_lanes else 0
     weight = lanes_per_class / mean_h
-    exact = num_jobs * weight / weight.sum()
+    exact = (num_jobs - floor_per_lane * num_lanes) * weight / weight.sum()
     per_class = np.floor(exact).astype(np.int64)
-    leftover = num_jobs - int(per_class.sum())
+    leftover = num_jobs - floor_per_lane * num_lanes - int(per_class.sum())
     per_class[np.argsort(per_class - exact)[:leftover]] += 1  # largest remainders
     lane_offset = np.concatenate([[0], np.cumsum(lanes_per_class)])
-    picks = [
-        lane_offset[c] + rng.integers(lanes_per_class[c], size=n)
-        for c, n in enumerate(per_class)
-        if n
+    picks = [np.repeat(np.arange(num_lanes), floor_per_lane)]
+    picks += [
+        lane_offset[c] + rng.integers(lanes_per_class[c], size=n) for c, n in enumerate(per_class)
     ]
     return np.sort(np.concatenate(picks)).astype(np.int32)
 
@@ -451,21 +463,11 @@ def write_sacct(rows: JobRows, params: GenParams, path: Path) -> None:
 # Node event kinds: (State, StateRaw, User, median hours, reasons). StateRaw values are Slurm's
 # node state bits as the real sacctmgr printed them (DOWN 1, DOWN* 2049, idle+DRAIN 514).
 EVENT_KINDS = (
-    (
-        "DRAIN",
-        514,
-        "root(0)",
-        6.0,
-        (
-            "GPU XID 79 fallen off the bus",
-            "ECC errors on gpu3",
-            "NVLink errors",
-            "HCA link flapping",
-        ),
-    ),
+    ("DRAIN", 514, "root(0)", 6.0, ("GPU XID 79 fallen off the bus", "ECC errors on gpu3",
+                                    "NVLink errors", "HCA link flapping")),
     ("DOWN", 1, "root(0)", 2.0, ("PSU fault", "kernel panic")),
     ("DRAIN", 514, "root(0)", 8.0, ("scheduled maintenance: firmware update",)),
-)
+)  # fmt: skip
 EVENT_KIND_SHARES = (0.6, 0.25, 0.15)
 # Node failures per node-day: RSC-1's 6.5 per 1,000 (facts.md, section 3).
 NODE_EVENTS_PER_NODE_DAY = 6.5e-3
@@ -553,14 +555,8 @@ def event_lines(events: NodeEvents, params: GenParams, registered_s: int) -> lis
         + cluster_tres(c, c.num_nodes, registered=True),
     ]
     node_tres = cluster_tres(c, 1, registered=False)
-    for node, start, end, kind, reason in zip(
-        events.node.tolist(),
-        events.start.tolist(),
-        events.end.tolist(),
-        events.kind.tolist(),
-        events.reason.tolist(),
-        strict=True,
-    ):
+    columns = (events.node, events.start, events.end, events.kind, events.reason)
+    for node, start, end, kind, reason in np.column_stack(columns).tolist():
         if kind < 0:
             state, raw, user, why = "DOWN*", 2049, "slurm(64030)", "Not responding"
         else:
@@ -593,18 +589,8 @@ def node_lines(rows: JobRows, events: NodeEvents, params: GenParams, boot_s: int
     """nodes.txt as ``scontrol -o show nodes`` prints it (key order of Slurm 22.05.8)."""
     c = params.cluster
     alloc = allocated_gpus_per_node(rows, c.num_nodes)
-    open_events = {
-        n: (k, r, s)
-        for n, k, r, s, e in zip(
-            events.node.tolist(),
-            events.kind.tolist(),
-            events.reason.tolist(),
-            events.start.tolist(),
-            events.end.tolist(),
-            strict=True,
-        )
-        if e < 0
-    }
+    columns = (events.node, events.kind, events.reason, events.start, events.end)
+    open_events = {n: (k, r, s) for n, k, r, s, e in np.column_stack(columns).tolist() if e < 0}
     cpus_per_gpu = c.cpus_per_node // c.gpus_per_node
     mem_g_per_gpu = c.mem_mb_per_node // 1024 // c.gpus_per_node
     boot, capture = slurm_time(boot_s), slurm_time(params.window_end_s)
@@ -641,35 +627,30 @@ def node_lines(rows: JobRows, events: NodeEvents, params: GenParams, boot_s: int
     return lines
 
 
-MANIFEST = """\
-# Release manifest of the generated cluster (bench/gen_slurm.py).
-[runs]
-match = "comment:run=(?P<run>[^,\\\\s]+)"
+def manifest_text(rows: JobRows) -> str:
+    """A release manifest naming the lineage runs that have a finished job (so a comment)."""
+    cols = rows.columns
+    finished = cols["run"][(cols["state"] != S_RUNNING) & (cols["run"] >= 0)]
+    present = {LINEAGE_RUNS[c] for c in np.unique(finished[finished < len(LINEAGE_RUNS)]).tolist()}
+    lines = ["# Release manifest of the generated cluster (bench/gen_slurm.py).", "[runs]",
+             'match = "comment:run=(?P<run>[^,\\\\s]+)"']  # fmt: skip
+    for model, runs in (("flagship-v1", ("pt-flagship", "ft-flagship")), ("mid-v1", ("pt-mid",))):
+        lineage = [r for r in runs if r in present]
+        if lineage:
+            lines += ["", "[[releases]]", f'model = "{model}"', f"runs = {json.dumps(lineage)}"]
+    if "ablate-mid" in present:
+        lines += ["", "[[diverged]]", 'run = "ablate-mid"']
+    for run, interval_s in (("pt-flagship", 1800), ("ft-flagship", 900), ("pt-mid", 3600)):
+        if run in present:
+            lines += ["", f"[run_settings.{run}]", f"checkpoint_interval_s = {interval_s}"]
+    return "\n".join(lines) + "\n"
 
-[[releases]]
-model = "flagship-v1"
-runs = ["pt-flagship", "ft-flagship"]
 
-[[releases]]
-model = "mid-v1"
-runs = ["pt-mid"]
-
-[[diverged]]
-run = "ablate-mid"
-
-[run_settings.pt-flagship]
-checkpoint_interval_s = 1800
-
-[run_settings.ft-flagship]
-checkpoint_interval_s = 900
-
-[run_settings.pt-mid]
-checkpoint_interval_s = 3600
-"""
+OUTPUT_FILES = ("sacct.psv", "events.psv", "nodes.txt", "manifest.toml")
 
 
 def generate(params: GenParams, out_dir: Path) -> Generated:
-    """Write sacct.psv, events.psv, nodes.txt and manifest.toml into ``out_dir``."""
+    """Write the OUTPUT_FILES into ``out_dir``."""
     began = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(params.seed)
@@ -677,44 +658,30 @@ def generate(params: GenParams, out_dir: Path) -> Generated:
     events = build_events(rows, params, rng)
     # Registered an hour (rounded) before the earliest job start, so capacity covers every job.
     registered_s = (int(rows.columns["start"].min()) // 3600 - 1) * 3600
-    paths = {n: out_dir / n for n in ("sacct.psv", "events.psv", "nodes.txt", "manifest.toml")}
-    # Write to temporary names first so an interrupted run never leaves a half file in the cache.
-    write_sacct(rows, params, paths["sacct.psv"].with_suffix(".tmp"))
-    paths["events.psv"].write_text("\n".join(event_lines(events, params, registered_s)) + "\n")
-    paths["nodes.txt"].write_text("\n".join(node_lines(rows, events, params, registered_s)) + "\n")
-    paths["manifest.toml"].write_text(MANIFEST)
-    paths["sacct.psv"].with_suffix(".tmp").rename(paths["sacct.psv"])
+    # sacct.psv goes last, under a temporary name, so an interrupted run leaves no complete-looking
+    # set in the cache.
+    (out_dir / "sacct.psv").unlink(missing_ok=True)
+    (out_dir / "events.psv").write_text("\n".join(event_lines(events, params, registered_s)) + "\n")
+    nodes = node_lines(rows, events, params, registered_s)
+    (out_dir / "nodes.txt").write_text("\n".join(nodes) + "\n")
+    (out_dir / "manifest.toml").write_text(manifest_text(rows))
+    write_sacct(rows, params, out_dir / "sacct.tmp")
+    (out_dir / "sacct.tmp").rename(out_dir / "sacct.psv")
+    seconds = time.perf_counter() - began
     return Generated(
-        out_dir=out_dir,
-        sacct_path=paths["sacct.psv"],
-        events_path=paths["events.psv"],
-        nodes_path=paths["nodes.txt"],
-        manifest_path=paths["manifest.toml"],
-        num_rows=rows.num_rows,
-        num_events=len(events.node),
-        seconds=time.perf_counter() - began,
+        out_dir=out_dir, num_rows=rows.num_rows, num_events=len(events.node), seconds=seconds
     )
 
 
 def cached(params: GenParams, cache_root: Path) -> Generated:
     """The data set for ``params`` under ``cache_root/<key>``, generated only if missing."""
     out_dir = cache_root / params.cache_key()
-    names = ("sacct.psv", "events.psv", "nodes.txt", "manifest.toml")
-    if all((out_dir / n).exists() for n in names):
-        with (out_dir / "sacct.psv").open("rb") as f:
-            num_rows = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b"")) - 1
-        num_events = len((out_dir / "events.psv").read_text().splitlines()) - 2
-        return Generated(
-            out_dir=out_dir,
-            sacct_path=out_dir / names[0],
-            events_path=out_dir / names[1],
-            nodes_path=out_dir / names[2],
-            manifest_path=out_dir / names[3],
-            num_rows=num_rows,
-            num_events=num_events,
-            seconds=0.0,
-        )
-    return generate(params, out_dir)
+    if not all((out_dir / name).exists() for name in OUTPUT_FILES):
+        return generate(params, out_dir)
+    with (out_dir / "sacct.psv").open("rb") as f:
+        num_rows = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b"")) - 1
+    num_events = len((out_dir / "events.psv").read_text().splitlines()) - 2
+    return Generated(out_dir=out_dir, num_rows=num_rows, num_events=num_events, seconds=0.0)
 
 
 def main(argv: list[str] | None = None) -> int:

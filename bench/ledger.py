@@ -1,0 +1,269 @@
+"""Ledger benchmark: ingest + ledger + report of a 100k-GPU cluster's sacct vs DuckDB's bare read.
+
+For each size (100k jobs with ``--quick``; 1M and 10M otherwise) it generates (or reuses, from
+``bench/out/data/``) a format-faithful data set with ``bench.gen_slurm``, then times, each in its
+own subprocess so that wall time and peak RSS are that command's alone:
+
+1. DuckDB merely reading ``sacct.psv``: ``count(*)`` over ``read_csv(..., all_varchar=true)``,
+   and the same read materialised (``CREATE TABLE t AS SELECT * ...``, in memory);
+2. ``gpuyield ingest slurm --db DB --sacct ... --events ... --nodes ... --manifest ...
+   --until ...``;
+3. ``gpuyield report --db DB --json``.
+
+The figure of merit is (ingest + report) / bare read, wall times of whole subprocesses (both pay a
+Python start-up); targets (issue 2): at most 3x, at most 4 GB peak RSS, on 2 cores.
+Run: ``python -m bench ledger [--quick]`` or ``python -m bench.ledger --jobs 1000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from bench.gen_slurm import Generated, GenParams, cached, slurm_time
+
+OUT = Path(__file__).parent / "out"
+QUICK_SIZES = (100_000,)
+FULL_SIZES = (1_000_000, 10_000_000)
+TARGET_RATIO = 3.0
+TARGET_RSS_MB = 4096.0
+# A hung command must not hang `make bench`.
+TIMEOUT_S = 3600.0
+
+READ_OPTIONS = "delim='|', header=true, all_varchar=true, quote='', escape=''"
+# Runs in a fresh interpreter; prints the query's own time, so start-up can be told apart.
+_BARE_READ = (
+    "import sys, time, duckdb\n"
+    "con = duckdb.connect()\n"
+    "t0 = time.perf_counter()\n"
+    "con.execute(sys.argv[1]).fetchall()\n"
+    "print(time.perf_counter() - t0)\n"
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measured:
+    """One subprocess: its wall time, peak resident memory and exit status."""
+
+    wall_s: float
+    peak_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr_tail: str
+
+    def figures(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"wall_s": round(self.wall_s, 3), "peak_rss_mb": self.peak_rss_mb}
+        if self.returncode:
+            out["returncode"] = self.returncode
+            out["stderr_tail"] = self.stderr_tail
+        return out
+
+
+def measure(argv: list[str], *, timeout_s: float = TIMEOUT_S) -> Measured:
+    """Run ``argv``; wall time from spawn to exit, peak RSS from the kernel (``wait4``'s rusage).
+
+    ``wait4`` gives this child's own ru_maxrss; ``RUSAGE_CHILDREN`` would be the maximum over every
+    child so far, which hides a smaller later one.
+    """
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        began = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True)
+        deadline = began + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                os.kill(proc.pid, signal.SIGKILL)
+            time.sleep(0.01)
+        wall_s = time.perf_counter() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not by Popen
+        out.seek(0)
+        err.seek(0)
+        return Measured(
+            wall_s=wall_s,
+            peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
+            returncode=proc.returncode,
+            stdout=out.read(),
+            stderr_tail=err.read()[-2000:],
+        )
+
+
+def bare_reads(sacct: Path) -> dict[str, Any]:
+    """DuckDB merely reading the file: count(*), and materialised into an in-memory table."""
+    path = str(sacct).replace("'", "''")
+    queries = {
+        "count": f"SELECT count(*) FROM read_csv('{path}', {READ_OPTIONS})",
+        "materialise": f"CREATE TABLE t AS SELECT * FROM read_csv('{path}', {READ_OPTIONS})",
+    }
+    figures: dict[str, Any] = {}
+    for name, query in queries.items():
+        run = measure([sys.executable, "-c", _BARE_READ, query])
+        if run.returncode:
+            raise RuntimeError(f"bare read {name} failed: {run.stderr_tail}")
+        figures[name] = {**run.figures(), "query_s": round(float(run.stdout.split()[0]), 3)}
+    return figures
+
+
+def cli_flags(command: list[str]) -> set[str] | None:
+    """The ``--flags`` a gpuyield command accepts, or None when it does not run (not built yet)."""
+    run = measure([*command, "--help"], timeout_s=60)
+    if run.returncode:
+        return None
+    return {word.strip(",") for word in run.stdout.split() if word.startswith("--")}
+
+
+def gpuyield_argv() -> list[str]:
+    """The ``gpuyield`` console script of this interpreter's environment."""
+    return [str(Path(sys.executable).with_name("gpuyield"))]
+
+
+def ledger_runs(data: Generated, params: GenParams, db: Path) -> dict[str, Any]:
+    """``gpuyield ingest slurm`` into a fresh ``db``, then ``gpuyield report --json``."""
+    gy = gpuyield_argv()
+    ingest_flags = cli_flags([*gy, "ingest", "slurm"])
+    report_flags = cli_flags([*gy, "report"])
+    if ingest_flags is None or report_flags is None:
+        return {"error": "gpuyield ingest slurm / report not runnable yet (--help failed)"}
+    for stale in (db, db.with_name(db.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    argv = [*gy, "ingest", "slurm", "--db", str(db), "--sacct", str(data.sacct_path)]
+    argv += ["--events", str(data.events_path), "--nodes", str(data.nodes_path)]
+    if "--manifest" in ingest_flags:
+        argv += ["--manifest", str(data.manifest_path)]
+    if "--until" in ingest_flags:
+        argv += ["--until", slurm_time(params.window_end_s)]
+    ingest = measure(argv)
+    figures: dict[str, Any] = {"ingest": ingest.figures(), "ingest_argv": argv[1:]}
+    if ingest.returncode:
+        return figures
+    report = measure([*gy, "report", "--db", str(db), "--json"])
+    figures["report"] = report.figures()
+    figures["db_mb"] = round(db.stat().st_size / 1e6, 1)
+    if not report.returncode:
+        figures["report_json"] = json.loads(report.stdout)
+    return figures
+
+
+def bench_size(num_jobs: int) -> dict[str, Any]:
+    """Everything measured for one size."""
+    params = GenParams(num_jobs=num_jobs)
+    data = cached(params, OUT / "data")
+    size_mb = data.sacct_path.stat().st_size / 1e6
+    _warm_page_cache(data.sacct_path)
+    figures: dict[str, Any] = {
+        "jobs": data.num_rows,
+        "node_events": data.num_events,
+        "gpus": params.cluster.num_gpus,
+        "window_days": params.window_s / 86_400,
+        "sacct_mb": round(size_mb, 1),
+        "generate_s": round(data.seconds, 2) if data.seconds else "cached",
+        "bare_read": bare_reads(data.sacct_path),
+    }
+    figures |= ledger_runs(data, params, OUT / f"ledger-{num_jobs}.duckdb")
+    if "report" in figures and not figures["report"].get("returncode"):
+        figures |= derived(figures, size_mb)
+    return figures
+
+
+def derived(figures: dict[str, Any], size_mb: float) -> dict[str, Any]:
+    """Throughput, the ratio to the bare reads, and whether the targets are met."""
+    total_s = figures["ingest"]["wall_s"] + figures["report"]["wall_s"]
+    peak_mb = max(figures["ingest"]["peak_rss_mb"], figures["report"]["peak_rss_mb"])
+    bare = figures["bare_read"]
+    ratio = total_s / bare["count"]["wall_s"]
+    return {
+        "ledger_wall_s": round(total_s, 3),
+        "jobs_per_s": round(figures["jobs"] / total_s),
+        "mb_per_s": round(size_mb / total_s, 1),
+        "ratio_to_count": round(ratio, 2),
+        "ratio_to_materialise": round(total_s / bare["materialise"]["wall_s"], 2),
+        "peak_rss_mb": peak_mb,
+        "meets_targets": ratio <= TARGET_RATIO and peak_mb <= TARGET_RSS_MB,
+    }
+
+
+def _warm_page_cache(path: Path) -> None:
+    """Read the file once so the first timed command does not pay for the disk alone."""
+    with path.open("rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "platform": platform.platform(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def print_table(sizes: list[dict[str, Any]]) -> None:
+    head = (
+        f"{'jobs':>10} {'MB':>7} {'count s':>8} {'CTAS s':>8} {'ingest s':>9} {'report s':>9} "
+        f"{'ratio':>6} {'jobs/s':>9} {'MB/s':>6} {'RSS MB':>8}"
+    )
+    print(head)
+    for f in sizes:
+        bare = f["bare_read"]
+        if "ledger_wall_s" not in f:
+            print(f"{f['jobs']:>10} {f['sacct_mb']:>7} {bare['count']['wall_s']:>8} "
+                  f"{bare['materialise']['wall_s']:>8}  ledger: {_failure(f)}")  # fmt: skip
+            continue
+        print(
+            f"{f['jobs']:>10} {f['sacct_mb']:>7} {bare['count']['wall_s']:>8} "
+            f"{bare['materialise']['wall_s']:>8} {f['ingest']['wall_s']:>9} "
+            f"{f['report']['wall_s']:>9} {f['ratio_to_count']:>6} {f['jobs_per_s']:>9} "
+            f"{f['mb_per_s']:>6} {f['peak_rss_mb']:>8}"
+        )
+
+
+def _failure(figures: dict[str, Any]) -> str:
+    if "error" in figures:
+        return str(figures["error"])
+    failed = "report" if "report" in figures else "ingest"
+    tail = figures[failed].get("stderr_tail", "").strip().splitlines()
+    return f"{failed} failed: {tail[-1] if tail else '?'}"
+
+
+def run(quick: bool, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """The benchmark contract of bench/__main__.py: measure, print a table, return the figures."""
+    chosen = sizes or (QUICK_SIZES if quick else FULL_SIZES)
+    results = [bench_size(n) for n in chosen]
+    print_table(results)
+    return {
+        "machine": machine(),
+        "targets": {"ratio_to_count": TARGET_RATIO, "peak_rss_mb": TARGET_RSS_MB},
+        "sizes": results,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.ledger", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--jobs", type=int, action="append", help="a size to run (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="100k jobs only")
+    args = parser.parse_args(argv)
+    figures = run(args.quick, tuple(args.jobs) if args.jobs else None)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "ledger.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
