@@ -1,7 +1,119 @@
-"""`gpuyield report`: placeholder until the ledger lands."""
+"""`gpuyield report`: where the GPU-seconds went, as a table, JSON or a self-contained HTML page."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
 
-def report_command() -> None:
-    """Print the yield report."""
+import typer
+
+from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli.ingest import parse_instant
+
+_BY_HELP = "Break down by account, user, partition, run, day or hour."
+
+
+def report_command(
+    db: Annotated[Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")] = Path(
+        "gpuyield.duckdb"
+    ),
+    by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Window start (ISO time). Default: cluster registration.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Window end (ISO time). Default: the data's capture time.")
+    ] = None,
+    tz: Annotated[str, typer.Option(help="Time zone of --since/--until without an offset.")] = "UTC",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/contracts.md shape).")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML report to this file.")
+    ] = None,
+    png: Annotated[
+        Path | None, typer.Option("--png", help="With --html: also write each chart as a PNG here.")
+    ] = None,
+) -> None:
+    """Yield report: installed GPU-hours by category, beside the essay's typical lab."""
+    with errors_mapped():
+        since_s = parse_instant(since, tz, "--since")
+        until_s = parse_instant(until, tz, "--until")
+        if html is not None:
+            from gpuyield.report.html import write_html_report
+
+            written = write_html_report(db, html, since_s=since_s, until_s=until_s, png_dir=png)
+            console.print(f"HTML report written to {written}")
+            return
+        from gpuyield.report.summary import build_report_with_breakdown
+
+        report, rows = build_report_with_breakdown(db, since_s=since_s, until_s=until_s, by=by)
+    if as_json:
+        data = report.to_dict()
+        if by is not None:
+            data["breakdown"] = {"by": by, "rows": [{"key": r.key, "categories": r.categories}
+                                                    for r in rows]}  # fmt: skip
+        print_json(data)
+        return
+    _print_report(report)
+    if by is not None:
+        _print_breakdown(by, rows)
+
+
+def _hours(gpu_seconds: float) -> str:
+    return f"{gpu_seconds / 3600:,.1f}"
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _print_report(report: Any) -> None:
+    from rich.table import Table
+
+    from gpuyield.report.summary import iso
+
+    installed = report.installed_gpu_seconds
+    console.print(
+        f"[bold]Yield {_share(report.yield_)}[/]  window {iso(report.window_start_s)} .. "
+        f"{iso(report.window_end_s)}  installed {_hours(installed)} GPU-hours  "
+        f"utilization {_share(report.utilization)}  goodput {_share(report.goodput)}"
+    )
+    table = Table(show_footer=True)
+    table.add_column("category", footer="installed")
+    table.add_column("GPU-hours", justify="right", footer=_hours(installed))
+    table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
+    for category, value in report.categories.items():
+        subs = [(k.split(".", 1)[1], v) for k, v in report.subcategories.items()
+                if k.startswith(category + ".")]  # fmt: skip
+        note = ", ".join(f"{s} {_hours(v)}" for s, v in sorted(subs))
+        label = category + (f" [dim]({note})[/]" if note else "")
+        table.add_row(label, _hours(value), _share(value / installed if installed else None))
+    console.print(table)
+    essay = Table(title="beside the essay's typical lab", title_justify="left")
+    for column in ("essay bucket", "this cluster", "typical lab"):
+        essay.add_column(column, justify="left" if column == "essay bucket" else "right")
+    for bucket, share, typical in report.essay_comparison():
+        essay.add_row(bucket, _share(share), _share(typical))
+    console.print(essay)
+    for name, how in report.figures.items():
+        console.print(f"[dim]{name}: {how}[/]")
+    quality = f"rejected rows: {report.rejected_rows}; jobs without GPU count: " \
+              f"{report.jobs_without_gpu_count}"  # fmt: skip
+    console.print(f"[dim]{quality}[/]")
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _print_breakdown(by: str, rows: list[Any]) -> None:
+    from rich.table import Table
+
+    from gpuyield.categories import Category
+
+    table = Table(title=f"GPU-hours by {by}", title_justify="left")
+    table.add_column(by)
+    for category in Category:
+        table.add_column(category.value, justify="right")
+    table.add_column("total", justify="right")
+    for row in rows:
+        table.add_row(row.key, *[_hours(row.categories[c.value]) for c in Category],
+                      _hours(row.total_gpu_seconds))  # fmt: skip
+    console.print(table)

@@ -1,0 +1,174 @@
+"""The yield report: the ledger's totals, metrics and data quality, as a typed record and as JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpuyield import store
+from gpuyield.categories import TYPICAL_LAB_SHARES, Category
+from gpuyield.ledger import Ledger, backend_for, compute_ledger
+
+# How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
+ESSAY_BUCKETS: dict[str, tuple[str, ...]] = {
+    "unavailable": (Category.DOWN.value,),
+    "idle": (Category.IDLE.value,),
+    "bad runs": (Category.CANCELLED.value,),
+    "failures and divergence": (Category.FAILED.value, Category.DIVERGED.value),
+    "experiments": (Category.EXPERIMENT.value,),
+    "released": (Category.RELEASED.value,),
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class YieldReport:
+    """Everything ``gpuyield report`` shows."""
+
+    window_start_s: int
+    """Window start (epoch seconds, UTC)."""
+    window_end_s: int
+    """Window end (exclusive)."""
+    installed_gpu_seconds: float
+    """Installed capacity in the window."""
+    categories: dict[str, float]
+    """GPU-seconds per category (sums to installed)."""
+    subcategories: dict[str, float]
+    """GPU-seconds per ``category.subcategory``."""
+    rejected_rows: int
+    """Input rows rejected by lenient ingests."""
+    jobs_without_gpu_count: int
+    """Jobs that ran but whose GPU count is unknown."""
+    figures: dict[str, str]
+    """How each derived figure was obtained: measured, estimated, not measured."""
+    warnings: tuple[str, ...] = field(default=())
+    """Caveats about the window or the data."""
+    sources: tuple[dict[str, Any], ...] = field(default=())
+    """Provenance: every ingest (file, hash, rows read, rejected)."""
+
+    @property
+    def allocated_gpu_seconds(self) -> float:
+        """GPU-seconds held by jobs."""
+        return sum(v for k, v in self.categories.items() if k not in ("down", "idle"))
+
+    @property
+    def yield_(self) -> float | None:
+        """Released / installed."""
+        return _ratio(self.categories["released"], self.installed_gpu_seconds)
+
+    @property
+    def utilization(self) -> float | None:
+        """Allocated / (installed - down)."""
+        return _ratio(self.allocated_gpu_seconds, self.installed_gpu_seconds - self.categories["down"])
+
+    @property
+    def goodput(self) -> float | None:
+        """Released / allocated."""
+        return _ratio(self.categories["released"], self.allocated_gpu_seconds)
+
+    def essay_comparison(self) -> list[tuple[str, float | None, float]]:
+        """(essay bucket, this cluster's share, the essay's typical share)."""
+        return [
+            (bucket, _ratio(sum(self.categories[c] for c in cats), self.installed_gpu_seconds),
+             TYPICAL_LAB_SHARES[bucket])  # fmt: skip
+            for bucket, cats in ESSAY_BUCKETS.items()
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape (docs/contracts.md)."""
+        return {
+            "window": {"start": iso(self.window_start_s), "end": iso(self.window_end_s)},
+            "installed_gpu_seconds": _number(self.installed_gpu_seconds),
+            "categories": {k: _number(v) for k, v in self.categories.items()},
+            "subcategories": {k: _number(v) for k, v in sorted(self.subcategories.items())},
+            "yield": self.yield_,
+            "utilization": self.utilization,
+            "goodput": self.goodput,
+            "rejected_rows": self.rejected_rows,
+            "jobs_without_gpu_count": self.jobs_without_gpu_count,
+            "allocated_gpu_seconds": _number(self.allocated_gpu_seconds),
+            "figures": self.figures,
+            "typical_lab": {b: {"share": s, "typical": t} for b, s, t in self.essay_comparison()},
+            "warnings": list(self.warnings),
+            "sources": list(self.sources),
+        }
+
+
+def iso(epoch_s: float) -> str:
+    """ISO 8601 UTC with a Z."""
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return None if den <= 0 else num / den
+
+
+def _number(value: float) -> float | int:
+    """Whole GPU-seconds print as integers; estimates keep their fraction."""
+    return int(round(value)) if abs(value - round(value)) < 1e-6 else value
+
+
+def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
+    """Wrap a computed ledger with the store's data-quality and provenance facts."""
+    rejected = store.fetch_one(con, "SELECT count(*) FROM rejects")
+    sources = con.execute(
+        """SELECT ingest_id, source, path, sha256, rows_read, rows_rejected, rows_skipped
+           FROM ingests ORDER BY ingest_id"""
+    ).fetchall()
+    telemetry_runs = store.fetch_one(con, "SELECT count(DISTINCT run) FROM telemetry")
+    measured_overhead = bool(telemetry_runs and telemetry_runs[0])
+    lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
+    figures = {
+        "overhead": "measured" if measured_overhead else "not measured (no run telemetry)",
+        "lost_progress": (
+            "none lost" if not any(lost) else
+            "measured" if not lost[1] else
+            "estimated from checkpoint_interval_s" if not lost[0] else
+            f"measured for {lost[0]} jobs, estimated for {lost[1]}"
+        ),  # fmt: skip
+        "down": "from node events (sacctmgr show event)",
+    }
+    return YieldReport(
+        window_start_s=ledger.window.start_s,
+        window_end_s=ledger.window.end_s,
+        installed_gpu_seconds=ledger.installed_gpu_seconds,
+        categories=ledger.categories,
+        subcategories=ledger.subcategories,
+        rejected_rows=int(rejected[0]) if rejected else 0,
+        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
+        figures=figures,
+        warnings=ledger.window.warnings,
+        sources=tuple(
+            dict(zip(("ingest_id", "source", "path", "sha256", "rows_read", "rows_rejected",
+                      "rows_skipped"), row, strict=True))  # fmt: skip
+            for row in sources
+        ),
+    )
+
+
+def build_report(
+    db: str | Path, *, since_s: int | None = None, until_s: int | None = None
+) -> YieldReport:
+    """Compute the ledger of the store at ``db`` and summarise it."""
+    con = store.connect(db, read_only=True)
+    try:
+        ledger = compute_ledger(backend_for(con), since_s=since_s, until_s=until_s)
+        return report_from_ledger(ledger, con)
+    finally:
+        con.close()
+
+
+def build_report_with_breakdown(
+    db: str | Path, *, since_s: int | None = None, until_s: int | None = None, by: str | None = None
+) -> tuple[YieldReport, list[Any]]:
+    """The report and, when ``by`` is given, its breakdown rows (one ledger computation for both)."""
+    from gpuyield.report.breakdown import breakdown
+
+    con = store.connect(db, read_only=True)
+    try:
+        ledger = compute_ledger(backend_for(con), since_s=since_s, until_s=until_s)
+        rows = breakdown(ledger, by) if by is not None else []
+        return report_from_ledger(ledger, con), rows
+    finally:
+        con.close()
