@@ -47,6 +47,7 @@ READ_OPTIONS = "delim='|', header=true, all_varchar=true, quote='', escape=''"
 _BARE_READ = (
     "import sys, time, duckdb\n"
     "con = duckdb.connect()\n"
+    "con.execute('SET enable_progress_bar = false')\n"
     "t0 = time.perf_counter()\n"
     "con.execute(sys.argv[1]).fetchall()\n"
     "print(time.perf_counter() - t0)\n"
@@ -113,7 +114,7 @@ def bare_reads(sacct: Path) -> dict[str, Any]:
         run = measure([sys.executable, "-c", _BARE_READ, query])
         if run.returncode:
             raise RuntimeError(f"bare read {name} failed: {run.stderr_tail}")
-        figures[name] = {**run.figures(), "query_s": round(float(run.stdout.split()[0]), 3)}
+        figures[name] = {**run.figures(), "query_s": round(float(run.stdout.split()[-1]), 3)}
     return figures
 
 
