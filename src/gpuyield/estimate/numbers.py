@@ -163,7 +163,7 @@ def _format_bare(value: float) -> str:
         return "0"
     if value == int(value) and magnitude < 1e6:
         return f"{int(value):,}"  # counts like 16,384 GPUs read better exact
-    if magnitude >= 1e16 or magnitude < 1e-3:
+    if magnitude >= 1e15 or magnitude < 1e-3:
         return f"{value:.3e}".replace("e+", "e")
     for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if magnitude >= scale:
@@ -184,3 +184,28 @@ def format_percent(value: Range) -> str:
     if value.is_point:
         return f"{value.central * 100:.3g}%"
     return " .. ".join(f"{v * 100:.3g}%" for v in (value.low, value.central, value.high))
+
+
+def last_digit_unit(text: str, *, arg: str) -> float:
+    """Place value of the last nonzero digit as typed: `940k` -> 1e4, `5.5%` -> 1e-3.
+
+    A figure written to that place stands for anything that rounds to it, which is how the essay
+    check decides how much slack a stated number gets.
+    """
+    match = _NUMBER_RE.match(text.strip())
+    if match is None:
+        raise InputError(f"{arg}: cannot read {text!r} as a number", hint=_HINT)
+    mantissa = match["mantissa"].replace(",", "").replace("_", "")
+    whole, _, fraction = mantissa.partition(".")
+    if fraction.rstrip("0"):
+        place = -len(fraction.rstrip("0"))
+    else:
+        stripped = whole.rstrip("0")
+        place = len(whole) - len(stripped) if stripped else 0
+    unit = 10.0**place
+    unit *= 10.0 ** int(match["exponent"][1:]) if match["exponent"] else 1.0
+    if match["suffix"]:
+        unit *= SUFFIXES[match["suffix"].lower()]
+    if match["percent"]:
+        unit /= 100.0
+    return unit

@@ -1,0 +1,178 @@
+"""Claims of the essay and how they are judged (used by ``essay``, which lists them).
+
+A computed claim *holds* when the essay's figure is within the recomputed range widened by a
+tolerance: the larger of half the place value of the figure's last written digit ("40M" stands for
+35M-45M) and 10% of the recomputed value (the essay's back-of-envelope inputs are themselves
+rounded). Otherwise it is *off*. A claim that the essay's stated inputs do not determine is
+*not_reproducible*; a figure the essay takes from elsewhere is *sourced*.
+
+The claims themselves live in ``essay_meta`` (Meta and Llama) and ``essay_labs`` (xAI, Anthropic,
+OpenAI, the waste breakdown); ``essay.check_essay`` lists them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from gpuyield.estimate.numbers import Range, last_digit_unit, parse_number
+from gpuyield.estimate.worksheet import DOWN, UP, Step, compute, show
+
+#: Relative slack for a back-of-envelope figure (see the module docstring).
+RELATIVE_TOLERANCE = 0.10
+
+
+class Verdict(StrEnum):
+    """Outcome of checking one claim."""
+
+    # The essay's figure is what its inputs give, within rounding.
+    HOLDS = "holds"
+    # The essay's inputs give a value off by more than rounding.
+    OFF = "off"
+    # The essay's stated inputs do not determine the figure.
+    NOT_REPRODUCIBLE = "not_reproducible"
+    # The essay quotes the figure from a source; nothing to compute.
+    SOURCED = "sourced"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClaimCheck:
+    """One claim of the essay and what recomputing it gives."""
+
+    #: Short slug (``llama3-405b-days``).
+    id: str
+    #: Part of the essay it belongs to (``Meta``, ``xAI``).
+    section: str
+    #: The essay's words.
+    claim: str
+    #: How the words are read: typos resolved, assumptions made.
+    reading: str
+    #: The figure as the essay writes it (``65``, ``940k``, ``40M``); empty if none.
+    stated: str
+    #: Unit of ``stated`` and ``recomputed``.
+    unit: str
+    #: What the essay's inputs give; None when nothing can be computed.
+    recomputed: Range | None
+    #: holds / off / not_reproducible / sourced.
+    verdict: Verdict
+    #: One line saying why.
+    reason: str
+    #: The shown work.
+    steps: tuple[Step, ...] = ()
+    #: Where a sourced figure comes from.
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """``claim``, ``recomputed`` (a number or null) and ``verdict``, plus the detail."""
+        return {
+            "id": self.id,
+            "section": self.section,
+            "claim": self.claim,
+            "reading": self.reading,
+            "stated": self.stated,
+            "stated_value": _stated_value(self.stated, self.id),
+            "unit": self.unit,
+            "recomputed": None if self.recomputed is None else self.recomputed.central,
+            "recomputed_range": None if self.recomputed is None else self.recomputed.to_json(),
+            "verdict": str(self.verdict),
+            "reason": self.reason,
+            "source": self.source,
+            "steps": [step.to_json() for step in self.steps],
+        }
+
+    @property
+    def recomputed_shown(self) -> str:
+        """The recomputed value with its unit, or an empty string."""
+        return "" if self.recomputed is None else show(self.recomputed, self.unit)
+
+
+def _stated_value(stated: str, claim_id: str) -> float | None:
+    return parse_number(stated, arg=f"claim {claim_id}") if stated else None
+
+
+def judge(stated: str, recomputed: Range, *, claim_id: str) -> Verdict:
+    """HOLDS if ``stated`` lies within ``recomputed`` widened by the tolerance, else OFF."""
+    value = parse_number(stated, arg=f"claim {claim_id}")
+    rounding = last_digit_unit(stated, arg=f"claim {claim_id}") / 2
+    slack = max(rounding, RELATIVE_TOLERANCE * abs(recomputed.central))
+    inside = recomputed.low - slack <= value <= recomputed.high + slack
+    return Verdict.HOLDS if inside else Verdict.OFF
+
+
+def computed(
+    *,
+    id: str,
+    section: str,
+    claim: str,
+    reading: str,
+    stated: str,
+    unit: str,
+    steps: tuple[Step, ...] | list[Step],
+    reason: str,
+) -> ClaimCheck:
+    """A claim whose value is the last of ``steps``, judged against ``stated``."""
+    result = steps[-1].value
+    return ClaimCheck(
+        id=id,
+        section=section,
+        claim=claim,
+        reading=reading,
+        stated=stated,
+        unit=unit,
+        recomputed=result,
+        verdict=judge(stated, result, claim_id=id),
+        reason=reason,
+        steps=tuple(steps),
+    )
+
+
+def sourced(
+    *, id: str, section: str, claim: str, stated: str, unit: str, source: str, reason: str
+) -> ClaimCheck:
+    """A figure the essay quotes; the catalog or a citation says where it comes from."""
+    return ClaimCheck(
+        id=id,
+        section=section,
+        claim=claim,
+        reading="quoted figure",
+        stated=stated,
+        unit=unit,
+        recomputed=None,
+        verdict=Verdict.SOURCED,
+        reason=reason,
+        source=source,
+    )
+
+
+def unreproducible(
+    *,
+    id: str,
+    section: str,
+    claim: str,
+    reading: str,
+    stated: str,
+    unit: str,
+    reason: str,
+    steps: tuple[Step, ...] | list[Step] = (),
+) -> ClaimCheck:
+    """A figure the essay's inputs do not determine; ``steps`` may show what it would need."""
+    return ClaimCheck(
+        id=id,
+        section=section,
+        claim=claim,
+        reading=reading,
+        stated=stated,
+        unit=unit,
+        recomputed=None,
+        verdict=Verdict.NOT_REPRODUCIBLE,
+        reason=reason,
+        steps=tuple(steps),
+    )
+
+
+def ratio_step(name: str, label: str, formula: str, a: Range, b: Range, unit: str = "") -> Step:
+    """A step dividing ``a`` by ``b`` (up in a, down in b)."""
+    return compute(
+        name, label, formula, "{a} / {b}", lambda a, b: a / b, {"a": UP, "b": DOWN}, unit, a=a, b=b
+    )

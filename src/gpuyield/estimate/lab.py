@@ -1,0 +1,377 @@
+"""`estimate lab`: a lab's yield from its fleet and its released models, as the essay estimates it.
+
+A scenario is a TOML file (bundled ones live in ``gpuyield/data/scenarios/labs``; see
+docs/estimate.md for the format). Each ``[[fleet]]`` and ``[[released]]`` entry gives GPU-hours
+in one of four ways: ``gpu_hours``; ``num_gpus`` and ``days``; ``dollars`` (at the scenario's or
+the entry's ``price_per_gpu_hour``); or a training run (``params``, ``tokens``, ``accelerator``,
+``mfu``, ``precision``). A released entry may instead name a catalog ``model`` and use its
+reported hours.
+yield = released GPU-hours / fleet GPU-hours.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield.estimate import formulas as f
+from gpuyield.estimate.catalog import get_accelerator, get_model, parse_precision
+from gpuyield.estimate.numbers import (
+    Range,
+    format_percent,
+    parse_range,
+    require_fraction,
+    require_positive,
+)
+from gpuyield.estimate.train import DEFAULT_MFU
+from gpuyield.estimate.worksheet import DOWN, UP, Step, Worksheet, compute, given
+
+_ENTRY_KEYS = frozenset(
+    {
+        "label",
+        "source",
+        "gpu_hours",
+        "num_gpus",
+        "days",
+        "dollars",
+        "price_per_gpu_hour",
+        "params",
+        "tokens",
+        "accelerator",
+        "mfu",
+        "precision",
+        "model",
+    }
+)
+_TOP_KEYS = frozenset(
+    {
+        "id",
+        "title",
+        "essay_quote",
+        "essay_yield",
+        "price_per_gpu_hour",
+        "period_days",
+        "notes",
+        "fleet",
+        "released",
+    }
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LabEstimate:
+    """Result of ``estimate_lab``."""
+
+    #: Scenario id (or file name).
+    scenario: str
+    #: GPU-hours the fleet offered in the period.
+    fleet_gpu_hours: Range
+    #: GPU-hours that went into released models.
+    released_gpu_hours: Range
+    #: released / fleet.
+    yield_fraction: Range
+    #: Released GPU-hours as GPUs busy for the whole period; None without ``period_days``.
+    released_gpu_equivalents: Range | None
+    #: The yield the essay states for this lab, if any.
+    essay_yield: Range | None
+    #: The shown work.
+    worksheet: Worksheet
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {
+            "scenario": self.scenario,
+            "fleet_gpu_hours": self.fleet_gpu_hours.to_json(),
+            "released_gpu_hours": self.released_gpu_hours.to_json(),
+            "yield": self.yield_fraction.to_json(),
+            "released_gpu_equivalents": _json(self.released_gpu_equivalents),
+            "essay_yield": _json(self.essay_yield),
+            "worksheet": self.worksheet.to_json(),
+        }
+
+
+def _json(value: Range | None) -> Any:
+    return None if value is None else value.to_json()
+
+
+def list_lab_scenarios() -> list[str]:
+    """Ids of the bundled lab scenarios."""
+    folder = _scenario_folder()
+    return sorted(
+        item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml")
+    )
+
+
+def estimate_lab(scenario: str | Path) -> LabEstimate:
+    """The yield of a bundled scenario (by id) or of a scenario file (by path)."""
+    path, data = _load(scenario)
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise ParseError(f"unknown keys {unknown}", path=path)
+    default_price = data.get("price_per_gpu_hour")
+    fleet_steps, fleet = _section(data, "fleet", path, default_price)
+    released_steps, released = _section(data, "released", path, default_price)
+    yield_step = compute(
+        "yield",
+        "yield",
+        "Y = released / fleet",
+        "{released} / {fleet}",
+        lambda released, fleet: released / fleet,
+        {"released": UP, "fleet": DOWN},
+        "%",
+        released=released.value,
+        fleet=fleet.value,
+    )
+    steps = [*fleet_steps, fleet, *released_steps, released, yield_step]
+    equivalents = _equivalents(data, path, released.value)
+    if equivalents is not None:
+        steps.append(equivalents)
+    essay = _optional_range(data, "essay_yield", path)
+    return LabEstimate(
+        scenario=str(data.get("id", Path(path).stem)),
+        fleet_gpu_hours=fleet.value,
+        released_gpu_hours=released.value,
+        yield_fraction=yield_step.value,
+        released_gpu_equivalents=equivalents.value if equivalents else None,
+        essay_yield=essay,
+        worksheet=Worksheet(
+            title=str(data.get("title", data.get("id", path))),
+            steps=tuple(steps),
+            notes=_notes(data, essay),
+        ),
+    )
+
+
+def _scenario_folder() -> Any:
+    return resources.files("gpuyield").joinpath("data").joinpath("scenarios").joinpath("labs")
+
+
+def _load(scenario: str | Path) -> tuple[str, dict[str, Any]]:
+    candidate = Path(scenario)
+    if candidate.suffix == ".toml" or candidate.exists():
+        if not candidate.is_file():
+            raise InputError(f"scenario file {str(candidate)!r} does not exist")
+        text, path = candidate.read_text(encoding="utf-8"), str(candidate)
+    else:
+        known = list_lab_scenarios()
+        if str(scenario) not in known:
+            raise UnknownIdError("lab scenario", str(scenario), known)
+        resource = _scenario_folder().joinpath(f"{scenario}.toml")
+        text, path = resource.read_text(encoding="utf-8"), str(resource)
+    try:
+        return path, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ParseError(str(error), path=path) from error
+
+
+def _section(
+    data: Mapping[str, Any], name: str, path: str, default_price: Any
+) -> tuple[list[Step], Step]:
+    entries = data.get(name)
+    if not isinstance(entries, list) or not entries:
+        raise ParseError(f"needs at least one [[{name}]] entry", path=path, field=name)
+    steps: list[Step] = []
+    totals: dict[str, Range] = {}
+    for index, entry in enumerate(entries):
+        where = f"{name}[{index}]"
+        entry_steps, hours = _entry(entry, where, path, default_price)
+        steps += entry_steps
+        totals[f"e{index}"] = hours
+    total = compute(
+        f"{name}_gpu_hours",
+        f"{name} GPU-hours, total",
+        "sum of the entries above",
+        " + ".join(f"{{{key}}}" for key in totals),
+        lambda **hours: sum(hours.values()),
+        dict.fromkeys(totals, UP),
+        "GPU-h",
+        **totals,
+    )
+    return steps, total
+
+
+def _entry(
+    entry: Mapping[str, Any], where: str, path: str, default_price: Any
+) -> tuple[list[Step], Range]:
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise ParseError(f"unknown keys {unknown}", path=path, field=where)
+    label = str(entry.get("label", entry.get("model", where)))
+    source = str(entry.get("source", ""))
+
+    def num(key: str) -> Range:
+        return require_positive(_range(entry, key, where, path), arg=f"{where}.{key}")
+
+    try:
+        if "model" in entry:
+            return _from_model(entry, label, where)
+        if "gpu_hours" in entry:
+            return [given(f"{where}.gpu_hours", label, num("gpu_hours"), "GPU-h", source)], num(
+                "gpu_hours"
+            )
+        if "num_gpus" in entry:
+            return _from_gpu_days(label, source, where, num("num_gpus"), num("days"))
+        if "dollars" in entry:
+            price = entry.get("price_per_gpu_hour", default_price)
+            if price is None:
+                raise InputError(f"{where}: dollars need a price_per_gpu_hour")
+            rate = require_positive(
+                parse_range(str(price), arg=f"{where}.price_per_gpu_hour"),
+                arg=f"{where}.price_per_gpu_hour",
+            )
+            return _from_dollars(label, source, where, num("dollars"), rate)
+        if "params" in entry:
+            return _from_training(entry, label, source, where, num)
+    except InputError as error:
+        if isinstance(error, ParseError):
+            raise
+        raise ParseError(error.message, path=path, field=where, hint=error.hint) from error
+    raise ParseError(
+        "give gpu_hours, num_gpus and days, dollars, params and tokens, or model",
+        path=path,
+        field=where,
+    )
+
+
+def _from_model(entry: Mapping[str, Any], label: str, where: str) -> tuple[list[Step], Range]:
+    model = get_model(str(entry["model"]))
+    if model.reported_gpu_hours is None:
+        raise InputError(
+            f"{where}: catalog model {model.id} has no reported GPU-hours",
+            hint="give gpu_hours or params and tokens instead",
+        )
+    source = f"{model.source} ({model.status})"
+    step = given(
+        f"{where}.gpu_hours",
+        f"{label}: reported GPU-hours",
+        model.reported_gpu_hours,
+        "GPU-h",
+        source,
+    )
+    return [step], model.reported_gpu_hours
+
+
+def _from_gpu_days(
+    label: str, source: str, where: str, gpus: Range, days: Range
+) -> tuple[list[Step], Range]:
+    step = compute(
+        f"{where}.gpu_hours",
+        f"{label}",
+        "H = GPUs * days * 24",
+        "{gpus} * {days} * 24",
+        lambda gpus, days: gpus * days * f.HOURS_PER_DAY,
+        {"gpus": UP, "days": UP},
+        "GPU-h",
+        gpus=gpus,
+        days=days,
+    )
+    inputs = [
+        given(f"{where}.num_gpus", f"{label}: GPUs", gpus, source=source),
+        given(f"{where}.days", f"{label}: days", days, "days", source),
+    ]
+    return [*inputs, step], step.value
+
+
+def _from_dollars(
+    label: str, source: str, where: str, usd: Range, rate: Range
+) -> tuple[list[Step], Range]:
+    step = compute(
+        f"{where}.gpu_hours",
+        f"{label}",
+        "H = $ / price",
+        "{usd} / {rate}",
+        lambda usd, rate: usd / rate,
+        {"usd": UP, "rate": DOWN},
+        "GPU-h",
+        usd=usd,
+        rate=rate,
+    )
+    inputs = [
+        given(f"{where}.dollars", f"{label}: cost", usd, "USD", source),
+        given(f"{where}.price_per_gpu_hour", "price per GPU-hour", rate, "USD"),
+    ]
+    return [*inputs, step], step.value
+
+
+def _from_training(
+    entry: Mapping[str, Any], label: str, source: str, where: str, num: Any
+) -> tuple[list[Step], Range]:
+    chip = get_accelerator(str(entry.get("accelerator", "h100-sxm")))
+    precision = parse_precision(str(entry.get("precision", "bf16")))
+    peak = Range.point(chip.peak_tflops(precision))
+    mfu = require_fraction(
+        parse_range(str(entry.get("mfu", DEFAULT_MFU)), arg=f"{where}.mfu"), arg=f"{where}.mfu"
+    )
+    n, d = num("params"), num("tokens")
+    step = compute(
+        f"{where}.gpu_hours",
+        f"{label}",
+        "H = 6 * N * D / (peak * MFU) / 3600",
+        "6 * {n} * {d} / ({peak}e12 * {mfu}) / 3600",
+        lambda n, d, peak, mfu: f.gpu_hours_for(f.training_flops(n, d), peak, mfu),
+        {"n": UP, "d": UP, "peak": DOWN, "mfu": DOWN},
+        "GPU-h",
+        n=n,
+        d=d,
+        peak=peak,
+        mfu=mfu,
+    )
+    inputs = [
+        given(f"{where}.params", f"{label}: active parameters", n, source=source),
+        given(f"{where}.tokens", f"{label}: tokens", d, source=source),
+        given(
+            f"{where}.peak_tflops",
+            f"{chip.id} dense {precision} peak",
+            peak,
+            "TFLOP/s",
+            f"{chip.source} ({chip.status})",
+        ),
+        given(f"{where}.mfu", f"{label}: MFU", mfu, "%", source),
+    ]
+    return [*inputs, step], step.value
+
+
+def _equivalents(data: Mapping[str, Any], path: str, released: Range) -> Step | None:
+    if "period_days" not in data:
+        return None
+    days = require_positive(_range(data, "period_days", "period_days", path), arg="period_days")
+    return compute(
+        "released_gpu_equivalents",
+        "released, as GPUs busy all period",
+        "G = released / (days * 24)",
+        "{released} / ({days} * 24)",
+        lambda released, days: released / (days * f.HOURS_PER_DAY),
+        {"released": UP, "days": DOWN},
+        "GPUs",
+        released=released,
+        days=days,
+    )
+
+
+def _range(data: Mapping[str, Any], key: str, where: str, path: str) -> Range:
+    if key not in data:
+        raise ParseError(f"missing {key}", path=path, field=where)
+    try:
+        return parse_range(str(data[key]), arg=f"{where}.{key}")
+    except InputError as error:
+        raise ParseError(error.message, path=path, field=f"{where}.{key}") from error
+
+
+def _optional_range(data: Mapping[str, Any], key: str, path: str) -> Range | None:
+    return _range(data, key, key, path) if key in data else None
+
+
+def _notes(data: Mapping[str, Any], essay: Range | None) -> tuple[str, ...]:
+    notes = [str(note) for note in data.get("notes", [])]
+    if essay is not None:
+        quote = data.get("essay_quote", "")
+        notes.append(
+            f"The essay states a yield of {format_percent(essay)}"
+            + (f': "{quote}"' if quote else ".")
+        )
+    return tuple(notes)
