@@ -1,0 +1,233 @@
+"""Session fixtures: one real Slurm lab per test session, one workload, one capture, one ingest.
+
+``lab_run`` starts the lab, runs ``workload.sh``, captures with the lab's ``capture.sh`` plus the
+test's own ``sacct``/``sacctmgr``/``sinfo``/``sreport`` queries, writes the manifest, and stops and
+purges the lab before any test runs, so a failing test never leaves daemons behind. ``report`` is
+the ledger's answer (``gpuyield ingest slurm`` then ``gpuyield report --json``) for the same window.
+Artifacts stay in pytest's tmp dir (``slurm-run*``): capture, workload log, manifest, DB, report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.slurm import lab, oracle
+
+# Runs of the release lineage and their roles in workload.sh, whose elapsed time sets the interval.
+LINEAGE = ("pt-main", "ft-main")
+INTERVAL_FROM_ROLE = {"pt-main": "pt-main-1", "ft-main": "ft-main-2"}
+DIVERGED = ("div1",)
+# The columns capture.sh and the contract use for events.
+EVENT_FORMAT = (
+    "Cluster,ClusterNodes,NodeName,Event,EventRaw,State,StateRaw,Start,End,"
+    "Duration,Reason,User,TRES"
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LabRun:
+    """Everything the tests need from one lab session; the lab itself is already stopped."""
+
+    keep: Path  # artifacts dir
+    capture: Path  # capture.sh's output dir (what the ledger ingests)
+    manifest: Path
+    roles: lab.Roles
+    window: oracle.Window  # registration .. chosen end
+    jobs: list[oracle.JobRun]  # the test's own sacct -X -D query
+    events: list[oracle.NodeEvent]
+    gpus_per_node: dict[str, int]
+    releases: oracle.Releases
+    rolled_hours: tuple[int, int] | None  # [start_s, end_s) of hours sreport has rolled up, if any
+    sreport_rows: list[dict[str, str]]  # for rolled_hours, or for the current hour (expected empty)
+
+    def runs_of(self, role: str) -> list[oracle.JobRun]:
+        """sacct rows of the job workload.sh submitted as ``role`` (array tasks included)."""
+        job_id = self.roles.job_ids[role]
+        return [j for j in self.jobs if j.job_id == job_id or j.job_id.startswith(f"{job_id}_")]
+
+
+def _unavailable(reason: str) -> None:
+    # CI must run this test: there a missing lab is a failure, elsewhere a skip.
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+def _interval_with_loss(elapsed_s: int) -> int:
+    """A checkpoint interval that leaves a loss strictly between 0 and the run time (elapsed >= 3),
+    so the lineage split is visible whatever the scheduler's second-level timing was."""
+    return elapsed_s // 2 + 1
+
+
+def _write_manifest(path: Path, releases: oracle.Releases) -> None:
+    lines = [
+        "# written by tests/slurm/conftest.py for the lab workload (tests/slurm/workload.sh)",
+        "[runs]",
+        "match = 'comment:run=(?P<run>[^,\\s]+)'",
+        "",
+        "[[releases]]",
+        'model = "lab-chat-v1"',
+        f"runs = [{', '.join(json.dumps(r) for r in LINEAGE)}]",
+    ]
+    for run in sorted(releases.diverged_runs):
+        lines += ["", "[[diverged]]", f"run = {json.dumps(run)}"]
+    for run in LINEAGE:
+        lines += [
+            "",
+            f"[run_settings.{run}]",
+            f"checkpoint_interval_s = {releases.checkpoint_interval_s[run]}",
+        ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
+    env = lab.lab_env(lab_dir)
+    end_s = lab.choose_window_end()
+    registered_s, events = oracle.parse_events(
+        lab.run(
+            ["sacctmgr", "-P", "show", "event", "All_Time", f"format={EVENT_FORMAT}"],
+            env,
+            timeout_s=60,
+        )
+    )
+    assert registered_s is not None, "the lab registers its cluster on start"
+    hour_s = registered_s - registered_s % 3600
+    start, end = oracle.format_time(hour_s), oracle.format_time(end_s)
+    capture = keep / "capture"
+    lab.run([str(lab.LAB_SCRIPTS / "capture.sh"), str(capture), start, end], env, timeout_s=180)
+    jobs = oracle.parse_sacct(
+        lab.run(
+            [
+                "sacct",
+                "-a",
+                "-P",
+                "-X",
+                "-D",
+                f"--format={oracle.SACCT_FORMAT}",
+                "-S",
+                start,
+                "-E",
+                end,
+            ],
+            env,
+            timeout_s=60,
+        )
+    )
+    gpus = oracle.parse_sinfo_gpus(lab.run(["sinfo", "-h", "-N", "-o", "%N|%G"], env, timeout_s=60))
+    last_hour_s = end_s - end_s % 3600
+    if last_hour_s > hour_s:
+        rolled: tuple[int, int] | None = (hour_s, last_hour_s)
+        rows = lab.wait_for_rollup(env, hour_s, last_hour_s)
+    else:
+        rolled = None
+        rows = lab.sreport_gpu_rows(env, hour_s, hour_s + 3600)
+    by_role = {
+        role: [j for j in jobs if j.job_id == roles.job_ids[role]]
+        for role in INTERVAL_FROM_ROLE.values()
+    }
+    releases = oracle.Releases(
+        lineage_runs=frozenset(LINEAGE),
+        diverged_runs=frozenset(DIVERGED),
+        checkpoint_interval_s={
+            run: _interval_with_loss(by_role[role][0].elapsed_s)
+            for run, role in INTERVAL_FROM_ROLE.items()
+        },
+    )
+    manifest = keep / "manifest.toml"
+    _write_manifest(manifest, releases)
+    return LabRun(
+        keep=keep,
+        capture=capture,
+        manifest=manifest,
+        roles=roles,
+        window=oracle.Window(start_s=registered_s, end_s=end_s),
+        jobs=jobs,
+        events=events,
+        gpus_per_node=gpus,
+        releases=releases,
+        rolled_hours=rolled,
+        sreport_rows=rows,
+    )
+
+
+@pytest.fixture(scope="session")
+def lab_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
+    """Start the lab, run the workload, capture, stop the lab (once per session)."""
+    reason = lab.why_unavailable()
+    if reason is not None:
+        _unavailable(reason)
+    keep = tmp_path_factory.mktemp("slurm-run")
+    try:
+        with lab.machine_lock(), lab.running_lab(keep) as lab_dir:
+            roles = lab.run_workload(lab_dir, keep)
+            return _capture(lab_dir, keep, roles)
+    except lab.LabError as error:
+        pytest.fail(f"Slurm lab: {error}\n(artifacts: {keep})")
+
+
+def gpuyield(*args: str | Path) -> str:
+    """Run the real CLI; fail the test with its stderr if it exits non-zero."""
+    cmd = [sys.executable, "-m", "gpuyield", *map(str, args)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{' '.join(cmd[2:])} exited {proc.returncode}:\n"
+            f"{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
+        )
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def ledger_db(lab_run: LabRun) -> Path:
+    """``gpuyield ingest slurm`` of the capture, window ending at the chosen end."""
+    db = lab_run.keep / "ledger.duckdb"
+    gpuyield(
+        "ingest", "slurm", "--db", db,
+        "--sacct", lab_run.capture / "sacct-X-D-wide.psv",
+        "--events", lab_run.capture / "sacctmgr-event-format.psv",
+        "--nodes", lab_run.capture / "scontrol-show-nodes-oneliner.txt",
+        "--manifest", lab_run.manifest,
+        "--until", oracle.format_time(lab_run.window.end_s),
+    )  # fmt: skip
+    return db
+
+
+def ledger_report(db: Path, *window: str) -> dict[str, Any]:
+    """``gpuyield report --json`` (optionally ``--since/--until``), parsed."""
+    report: dict[str, Any] = json.loads(gpuyield("report", "--db", db, "--json", *window))
+    return report
+
+
+@pytest.fixture(scope="session")
+def report(ledger_db: Path, lab_run: LabRun) -> dict[str, Any]:
+    """The ledger's report for the whole window; saved with the oracle's numbers for the record."""
+    result = ledger_report(ledger_db)
+    expected = oracle.expected_ledger(
+        lab_run.jobs, lab_run.events, lab_run.gpus_per_node, lab_run.releases, lab_run.window
+    )
+    summary = {
+        "window": [
+            oracle.format_time(lab_run.window.start_s),
+            oracle.format_time(lab_run.window.end_s),
+        ],
+        "ledger": result,
+        "oracle": {
+            "installed_gpu_seconds": expected.installed_gpu_seconds,
+            "allocated_gpu_seconds": expected.allocated_gpu_seconds,
+            "categories": {k: float(v) for k, v in expected.categories.items()},
+            "subcategories": {k: float(v) for k, v in expected.subcategories.items()},
+        },
+        "rolled_hours": lab_run.rolled_hours,
+        "sreport_rows": lab_run.sreport_rows,
+        "checkpoint_interval_s": dict(lab_run.releases.checkpoint_interval_s),
+    }
+    (lab_run.keep / "summary.json").write_text(json.dumps(summary, indent=2))
+    return result

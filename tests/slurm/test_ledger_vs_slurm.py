@@ -1,0 +1,178 @@
+"""The yield ledger against a real Slurm cluster (the slurm-lab), end to end through the CLI.
+
+Every expected number is derived here from what Slurm itself printed (``sacct -X -D``,
+``sacctmgr show event``, ``sinfo``, ``sreport``) by ``oracle.py``, never from gpuyield's output.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.slurm import oracle
+from tests.slurm.conftest import LabRun, ledger_report
+
+pytestmark = pytest.mark.slurm
+
+# The end state workload.sh drives each role to (TIMEOUT needs --time=1, hence the ~90 s workload).
+EXPECTED_STATES = {
+    "pt-main-1": ["NODE_FAIL"],
+    "pt-main-2": ["COMPLETED"],
+    "ft-main-1": ["TIMEOUT"],
+    "ft-main-2": ["CANCELLED"],
+    "exp-ok": ["COMPLETED"],
+    "scav-victim": ["PREEMPTED"],
+    "urgent": ["COMPLETED"],
+    "timeout": ["TIMEOUT"],
+    "fail-exit1": ["FAILED"],
+    "to-cancel": ["CANCELLED"],
+    "sweep": ["COMPLETED", "COMPLETED"],
+    "div-wide": ["COMPLETED"],
+    "nodefail-victim": ["NODE_FAIL"],
+    "multi-node": ["COMPLETED"],
+    "still-running": ["RUNNING"],
+}
+
+
+def _close(actual: float, expected: Fraction | int) -> bool:
+    return abs(Fraction(actual).limit_denominator(10**6) - expected) < Fraction(1, 10**6)
+
+
+def _allocated(report: dict[str, Any]) -> float:
+    cats = report["categories"]
+    return float(sum(cats.values()) - cats["down"] - cats["idle"])
+
+
+def _expected(lab_run: LabRun) -> oracle.Ledger:
+    return oracle.expected_ledger(
+        lab_run.jobs, lab_run.events, lab_run.gpus_per_node, lab_run.releases, lab_run.window
+    )
+
+
+def test_workload_reached_every_scenario(lab_run: LabRun) -> None:
+    """Preconditions: without these end states and node events the other checks prove little."""
+    states = {role: sorted(j.state for j in lab_run.runs_of(role)) for role in EXPECTED_STATES}
+    assert states == {role: sorted(s) for role, s in EXPECTED_STATES.items()}
+    events = {(e.node, e.state) for e in lab_run.events}
+    assert events == {("n1", "DOWN"), ("n2", "DRAIN"), ("n4", "DOWN*")}
+    assert all(e.end_s is not None for e in lab_run.events), "every node is back in service"
+    (pt1,), (pt2,) = lab_run.runs_of("pt-main-1"), lab_run.runs_of("pt-main-2")
+    assert pt1.end_s is not None and pt2.start_s is not None and pt2.start_s >= pt1.end_s
+    assert lab_run.gpus_per_node == {"n1": 8, "n2": 8, "n3": 8, "n4": 8}
+
+
+def test_allocated_equals_sacct_recomputation(lab_run: LabRun, report: dict[str, Any]) -> None:
+    """Allocated = every category but down and idle = GPUs x in-window run time over the
+    sacct -X -D rows (requeued runs included, the RUNNING job counted to the window end)."""
+    expected = oracle.allocated_gpu_seconds(lab_run.jobs, lab_run.window)
+    assert expected > 0
+    assert _allocated(report) == expected, f"artifacts: {lab_run.keep}"
+
+
+def test_allocated_equals_sreport_once_rolled_up(
+    lab_run: LabRun, ledger_db: Path, report: dict[str, Any]
+) -> None:
+    """Rolled-up hours must match sreport exactly. A window inside the current hour has no
+    sreport rows yet (slurmdbd rolls an hour up at the top of the next): there sacct is the
+    reference."""
+    if lab_run.rolled_hours is None:
+        assert lab_run.sreport_rows == [], "an hour that has not ended cannot be rolled up"
+        return
+    start_s, end_s = lab_run.rolled_hours
+    assert len(lab_run.sreport_rows) == 1, f"no rollup within the wait: {lab_run.sreport_rows}"
+    row = lab_run.sreport_rows[0]
+    sub = ledger_report(
+        ledger_db, "--since", oracle.format_time(start_s), "--until", oracle.format_time(end_s)
+    )
+    sub_window = oracle.Window(start_s=max(start_s, lab_run.window.start_s), end_s=end_s)
+    assert int(row["Allocated"]) == oracle.allocated_gpu_seconds(lab_run.jobs, sub_window)
+    assert _allocated(sub) == int(row["Allocated"])
+    assert sub["installed_gpu_seconds"] == int(row["Reported"])
+
+
+def test_down_equals_node_events(lab_run: LabRun, report: dict[str, Any]) -> None:
+    """Down = node GPUs x event time (clipped to the window) less GPUs jobs held there meanwhile."""
+    down = oracle.down_gpu_seconds(
+        lab_run.events, lab_run.jobs, lab_run.gpus_per_node, lab_run.window
+    )
+    # n1 DOWN, n2 DRAIN and n4 DOWN* last seconds to a minute each, on 8-GPU nodes.
+    assert down["unplanned"] >= 3 * 8 and down["planned"] == 0
+    assert _close(report["categories"]["down"], down["unplanned"])
+    assert _close(report["subcategories"]["down.unplanned"], down["unplanned"])
+    assert _close(report["subcategories"]["down.planned"], 0)
+
+
+def test_conservation_and_installed(lab_run: LabRun, report: dict[str, Any]) -> None:
+    """Categories sum to installed; installed = GPUs x (window end - cluster registration)."""
+    duration_s = lab_run.window.end_s - lab_run.window.start_s
+    installed = sum(lab_run.gpus_per_node.values()) * duration_s
+    assert report["installed_gpu_seconds"] == installed
+    assert _close(sum(report["categories"].values()), installed)
+    assert report["window"] == {
+        "start": oracle.format_time(lab_run.window.start_s) + "Z",
+        "end": oracle.format_time(lab_run.window.end_s) + "Z",
+    }
+
+
+def test_lineage_restart_splits_lost_progress(lab_run: LabRun, report: dict[str, Any]) -> None:
+    """pt-main-1 died NODE_FAIL and pt-main-2 continued the run: pt-main-1's GPU-seconds split into
+    released and failed by elapsed mod checkpoint interval; ft-main-2 (scancel) into released and
+    cancelled; ft-main-1's TIMEOUT is a planned chunk, all released."""
+    (pt1,) = lab_run.runs_of("pt-main-1")
+    (ft2,) = lab_run.runs_of("ft-main-2")
+    interval = lab_run.releases.checkpoint_interval_s
+    pt1_lost = pt1.num_gpus * (pt1.elapsed_s % interval["pt-main"])
+    ft2_lost = ft2.num_gpus * (ft2.elapsed_s % interval["ft-main"])
+    assert 0 < pt1_lost < pt1.gpu_seconds(lab_run.window) and 0 < ft2_lost < ft2.gpu_seconds(
+        lab_run.window
+    )
+    lineage = [j for j in lab_run.jobs if j.run in lab_run.releases.lineage_runs]
+    assert len(lineage) == 4  # pt-main-1, pt-main-2, ft-main-1, ft-main-2
+    released = sum(j.gpu_seconds(lab_run.window) for j in lineage) - pt1_lost - ft2_lost
+    assert report["categories"]["released"] == released
+    diverged = lab_run.releases.diverged_runs
+    others = [j for j in lab_run.jobs if j not in lineage and j.run not in diverged]
+    failed_elsewhere = sum(
+        j.gpu_seconds(lab_run.window) for j in others if j.state in oracle.NON_LINEAGE_FAILED
+    )
+    cancelled_elsewhere = sum(
+        j.gpu_seconds(lab_run.window) for j in others if j.state in oracle.STOPPED_STATES
+    )
+    assert report["categories"]["failed"] == failed_elsewhere + pt1_lost
+    assert report["categories"]["cancelled"] == cancelled_elsewhere + ft2_lost
+
+
+def test_every_category_follows_the_contract(lab_run: LabRun, report: dict[str, Any]) -> None:
+    """All eight categories equal the contract rules applied to sacct (no telemetry: overhead 0)."""
+    expected = _expected(lab_run)
+    got = {name: report["categories"][name] for name in oracle.CATEGORIES}
+    wrong = {k: (got[k], float(v)) for k, v in expected.categories.items() if not _close(got[k], v)}
+    assert not wrong, f"(ledger, expected) per category: {wrong}; artifacts: {lab_run.keep}"
+
+
+def test_subcategories_follow_the_contract(lab_run: LabRun, report: dict[str, Any]) -> None:
+    """failed.* (hardware: NODE_FAIL; software; timeout; oom) and cancelled.* (preempted, user)."""
+    expected = _expected(lab_run).subcategories
+    assert expected["failed.software"] > 0 and expected["failed.timeout"] > 0
+    assert expected["cancelled.preempted"] > 0 and expected["failed.hardware"] > 0
+    subs = report["subcategories"]
+    wrong = {
+        k: (subs.get(k, 0), float(expected.get(k, 0)))
+        for k in set(expected) | set(subs)
+        if not _close(subs.get(k, 0), expected.get(k, Fraction(0)))
+    }
+    assert not wrong, f"(ledger, expected) per subcategory: {wrong}"
+
+
+def test_ratios_and_counters(report: dict[str, Any]) -> None:
+    """yield, utilization, goodput from its totals; nothing rejected; all jobs had GPUs."""
+    cats, installed = report["categories"], report["installed_gpu_seconds"]
+    allocated = _allocated(report)
+    assert report["yield"] == pytest.approx(cats["released"] / installed)
+    assert report["utilization"] == pytest.approx(allocated / (installed - cats["down"]))
+    assert report["goodput"] == pytest.approx(cats["released"] / allocated)
+    assert report["rejected_rows"] == 0
+    assert report["jobs_without_gpu_count"] == 0
