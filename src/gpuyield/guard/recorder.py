@@ -277,18 +277,32 @@ class Recorder:
                 return
 
     def _drain(self) -> None:
-        """Serialise and write every buffered record, in order, as whole lines."""
+        """Serialise and write every buffered record, in order, as whole lines.
+
+        A record that cannot be serialised (a tensor or a string passed as a number) is dropped
+        and raised as ``InputError`` after the lines before it are written; later records stay
+        buffered for the next flush.
+        """
         pending = self._pending
         with self._write_lock:
             if self._fd is None:
                 return
             lines: list[str] = []
+            bad: InputError | None = None
             # popleft until empty: records appended meanwhile by step() are simply taken too.
-            while pending:
+            while pending and bad is None:
                 item = pending.popleft()
-                lines.append(_step_line(item) if type(item) is tuple else _event_line(item))
+                try:
+                    lines.append(_step_line(item) if type(item) is tuple else _event_line(item))
+                except (TypeError, ValueError) as error:
+                    bad = InputError(
+                        f"Recorder: cannot write record {item!r}: {error}",
+                        hint="pass Python numbers to step() (loss.item(), not a tensor)",
+                    )
             if lines:
                 self._write_all("".join(lines).encode())
+            if bad is not None:
+                raise bad
 
     def _write_all(self, data: bytes) -> None:
         assert self._fd is not None
