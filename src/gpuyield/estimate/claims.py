@@ -82,6 +82,13 @@ class ClaimCheck:
         }
 
     @property
+    def stated_shown(self) -> str:
+        """The essay's figure with its unit (a percentage carries its own sign)."""
+        if not self.stated or self.unit == "%":
+            return self.stated
+        return f"{self.stated} {self.unit}"
+
+    @property
     def recomputed_shown(self) -> str:
         """The recomputed value with its unit, or an empty string."""
         return "" if self.recomputed is None else show(self.recomputed, self.unit)

@@ -32,8 +32,13 @@ def essay_to_markdown(checks: list[ClaimCheck]) -> str:
         "|---|---|---|---|---|",
     ]
     for check in checks:
-        stated = f"{check.stated} {check.unit}".strip() if check.stated else ""
-        cells = (check.claim, stated, check.recomputed_shown, str(check.verdict), check.reason)
+        cells = (
+            check.claim,
+            check.stated_shown,
+            check.recomputed_shown,
+            str(check.verdict),
+            check.reason,
+        )
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 

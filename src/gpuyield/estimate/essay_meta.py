@@ -13,7 +13,6 @@ from gpuyield.estimate.numbers import Range, format_number, format_percent
 from gpuyield.estimate.worksheet import DOWN, UP, Step, compute, given
 
 P = Range.point
-H100 = "h100-sxm"
 META25, META24 = "Meta 2025", "Meta 2024"
 
 
