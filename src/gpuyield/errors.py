@@ -6,7 +6,7 @@ print the message and the hint, and exit with status 1 (no traceback)::
     GpuyieldError                 root; carries a one-line ``hint`` saying how to fix it
     ├── InputError (ValueError)   the user's input is wrong: a flag, a number, a config value
     │   ├── ParseError            a malformed file: carries ``path``, ``line`` and ``field``
-    │   ├── UnknownFormat         a file whose format cannot be recognised
+    │   │   └── UnknownFormat     a file whose format cannot be recognised
     │   ├── ManifestError         the release manifest is inconsistent (unknown run, bad regex)
     │   ├── UnknownIdError        an id not in a catalog or scenario list; carries close matches
     │   └── EmptyDataError        a command needs data that is not in the database yet
@@ -62,8 +62,8 @@ class ParseError(InputError):
         self.reason = message
 
 
-class UnknownFormat(InputError):
-    """A file whose format could not be recognised."""
+class UnknownFormat(ParseError):
+    """A file whose format could not be recognised (a parse error of the whole file)."""
 
 
 class ManifestError(InputError):

@@ -39,9 +39,7 @@ def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) 
     )
 
 
-def down_segments(
-    backend: ibis.BaseBackend, islands: ir.Table, jobs: ir.Table
-) -> ir.Table:
+def down_segments(islands: ir.Table, allocations: ir.Table) -> ir.Table:
     """Signed segments: +GPUs of the node over each island, -GPUs a job held there meanwhile.
 
     Allocation wins over drain: a draining node still running a job is allocated, so the job's GPUs
@@ -57,7 +55,7 @@ def down_segments(
         start_s=islands.start_s.cast("float64"), end_s=islands.end_s.cast("float64"),
         gpus=islands.num_gpus.cast("float64"),
     )  # fmt: skip
-    on_nodes = job_node_allocations(backend, jobs).view()
+    on_nodes = allocations.view()
     islands = islands.view()
     overlap = on_nodes.join(
         islands,

@@ -7,6 +7,7 @@ node; the two must agree, and no node may hold more GPUs than it has: that is th
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 import duckdb
@@ -77,17 +78,23 @@ def compute_ledger(
     window = resolve_window(backend, since_s=since_s, until_s=until_s)
     if manifest is None:
         manifest = stored_manifest(_duckdb_of(backend))
-    capacity = node_capacity(backend, window)
-    jobs = clipped_jobs(backend, window, manifest)
+    capacity = _materialize(backend, "gy_capacity", node_capacity(backend, window))
+    jobs = _materialize(backend, "gy_jobs", clipped_jobs(backend, window, manifest))
     _check_nodes_known(backend, jobs, capacity)
+    allocations = _materialize(backend, "gy_allocations", job_node_allocations(backend, jobs))
     segments_jobs = job_segments(backend, jobs, manifest, window, lost_progress)
     islands = down_islands(backend, capacity, window)
-    segments_down = down_segments(backend, islands, jobs)
+    segments_down = down_segments(islands, allocations)
+    segments = _materialize(
+        backend,
+        "gy_segments",
+        segments_jobs.union(segments_down.select(*_DOWN_COLUMNS(segments_jobs))),
+    )
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
-    totals = _totals(segments_jobs.union(segments_down.select(*_DOWN_COLUMNS(segments_jobs))))
-    _check_node_peaks(backend, capacity, jobs)
+    totals = _totals(segments)
+    _check_node_peaks(allocations, capacity)
     allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
-    allocated_by_node = _sum_gpu_s(job_node_allocations(backend, jobs), None)
+    allocated_by_node = _sum_gpu_s(allocations, None)
     if not _close(allocated_by_job, allocated_by_node):
         raise ConservationError(
             f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
@@ -98,9 +105,9 @@ def compute_ledger(
     categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
     _check_conservation(installed, categories)
     missing = _jobs_without_gpu_count(jobs)
-    lineage_lost = segments_jobs.filter(
-        segments_jobs.category.isin([Category.FAILED.value, Category.CANCELLED.value])
-        & segments_jobs.run.isin(sorted(manifest.lineage_runs) or [""])
+    lineage_lost = segments.filter(
+        segments.category.isin([Category.FAILED.value, Category.CANCELLED.value])
+        & segments.run.isin(sorted(manifest.lineage_runs) or [""])
     )
     measured = lineage_lost.group_by("measured").aggregate(n=lineage_lost.count()).to_pyarrow()
     counts = dict(zip(measured["measured"].to_pylist(), measured["n"].to_pylist(), strict=True))
@@ -114,10 +121,15 @@ def compute_ledger(
         node_seconds_without_gpu_count=missing[1],
         measured_lost_jobs=int(counts.get(True, 0)),
         estimated_lost_jobs=int(counts.get(False, 0)),
-        segments=segments_jobs.union(segments_down.select(*_DOWN_COLUMNS(segments_jobs))),
+        segments=segments,
         capacity=capacity,
         jobs=jobs,
     )
+
+
+def _materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
+    """Compute an intermediate once (a temp table) instead of once per query that uses it."""
+    return backend.create_table(f"{name}_{uuid.uuid4().hex[:12]}", table, temp=True)
 
 
 def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
@@ -187,9 +199,8 @@ def _check_nodes_known(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir.T
         )
 
 
-def _check_node_peaks(backend: ibis.BaseBackend, capacity: ir.Table, jobs: ir.Table) -> None:
+def _check_node_peaks(alloc: ir.Table, capacity: ir.Table) -> None:
     """No node may hold more GPUs than it has, at any instant."""
-    alloc = job_node_allocations(backend, jobs)
     points = alloc.select("cluster", "node", t=alloc.start_s, delta=alloc.gpus).union(
         alloc.select("cluster", "node", t=alloc.end_s, delta=-alloc.gpus)
     )

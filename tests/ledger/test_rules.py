@@ -1,0 +1,185 @@
+"""The ledger's boundary rules on small timelines whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuyield.errors import DataConsistencyError, InputError
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.ledger import compute_ledger
+from gpuyield.ledger.ledger import backend_for
+from gpuyield.store import connect
+from tests.ledger.timeline import GPUS_PER_NODE, HOUR_S, T0_S, Cluster, Event, Job
+
+WINDOW_S = 4 * HOUR_S
+CKPT_S = 1000
+
+
+def run_ledger(tmp_path: Path, cluster: Cluster, manifest: str | None = None, **window: int):
+    files = cluster.write(tmp_path / "in")
+    inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
+    if manifest is not None:
+        path = tmp_path / "in" / "manifest.toml"
+        path.write_text(manifest)
+        inputs = SlurmInputs(sacct=inputs.sacct, events=inputs.events, nodes=inputs.nodes,
+                             manifest=path)  # fmt: skip
+    db = tmp_path / "db.duckdb"
+    ingest_slurm(db, inputs, until_s=T0_S + WINDOW_S)
+    con = connect(db, read_only=True)
+    try:
+        since = window.get("since")
+        until = window.get("until")
+        return compute_ledger(
+            backend_for(con),
+            since_s=None if since is None else T0_S + since,
+            until_s=None if until is None else T0_S + until,
+        )
+    finally:
+        con.close()
+
+
+LINEAGE = f"""
+[[releases]]
+model = "m1"
+runs = ["pt"]
+[run_settings.pt]
+checkpoint_interval_s = {CKPT_S}
+"""
+
+
+def test_installed_and_idle_without_jobs(tmp_path: Path) -> None:
+    ledger = run_ledger(tmp_path, Cluster(num_nodes=2, jobs=[Job(1, 0, 10, gpus=0)]))
+    assert ledger.installed_gpu_seconds == 2 * GPUS_PER_NODE * WINDOW_S
+    assert ledger.categories["idle"] == ledger.installed_gpu_seconds
+
+
+def test_completed_job_outside_lineage_is_experiment(tmp_path: Path) -> None:
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 100, 1100, gpus=4)]))
+    assert ledger.categories["experiment"] == 4 * 1000
+    assert ledger.categories["idle"] == 2 * 8 * WINDOW_S - 4000
+
+
+@pytest.mark.parametrize(
+    ("state", "category", "sub"),
+    [
+        ("FAILED", "failed", "software"),
+        ("NODE_FAIL", "failed", "hardware"),
+        ("OUT_OF_MEMORY", "failed", "oom"),
+        ("TIMEOUT", "failed", "timeout"),
+        ("CANCELLED by 1000", "cancelled", "user"),
+        ("PREEMPTED", "cancelled", "preempted"),
+    ],
+)
+def test_end_state_decides_category(tmp_path: Path, state: str, category: str, sub: str) -> None:
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 500, state=state, gpus=2)]))
+    assert ledger.categories[category] == 1000
+    assert ledger.subcategories[f"{category}.{sub}"] == 1000
+
+
+def test_lineage_failure_loses_time_since_last_checkpoint(tmp_path: Path) -> None:
+    # Elapsed 2500 s with checkpoints every 1000 s: the last was at 2000 s, so 500 s x 8 GPUs lost.
+    jobs = [Job(1, 0, 2500, state="NODE_FAIL", run="pt"), Job(2, 3000, 5000, run="pt")]
+    ledger = run_ledger(tmp_path, Cluster(jobs=jobs), LINEAGE)
+    assert ledger.categories["failed"] == 500 * 8
+    assert ledger.subcategories["failed.hardware"] == 500 * 8
+    assert ledger.categories["released"] == (2000 + 2000) * 8
+    assert ledger.estimated_lost_jobs == 1
+
+
+def test_lineage_preemption_is_cancelled_and_timeout_is_planned(tmp_path: Path) -> None:
+    jobs = [Job(1, 0, 1300, state="PREEMPTED", run="pt"), Job(2, 2000, 3100, state="TIMEOUT", run="pt")]
+    ledger = run_ledger(tmp_path, Cluster(jobs=jobs), LINEAGE)
+    assert ledger.subcategories["cancelled.preempted"] == 300 * 8
+    # A TIMEOUT inside a lineage is a planned chunk: all of it stays released.
+    assert ledger.categories["released"] == (1000 + 1100) * 8
+    assert ledger.categories["failed"] == 0
+
+
+def test_diverged_after_splits_a_job(tmp_path: Path) -> None:
+    manifest = '[[diverged]]\nrun = "div"\nafter = "2026-01-01T00:10:00"\n'
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 1000, run="div", gpus=2)]), manifest)
+    assert ledger.categories["diverged"] == (1000 - 600) * 2
+    assert ledger.categories["experiment"] == 600 * 2
+
+
+def test_down_counts_only_unallocated_gpus(tmp_path: Path) -> None:
+    # n1 drains for 1000 s while a 4-GPU job keeps running on it: allocation wins over drain.
+    cluster = Cluster(
+        jobs=[Job(1, 0, 600, gpus=4, nodes="n1")],
+        events=[Event("n1", 100, 1100, state="DRAIN", reason="ECC errors"),
+                Event("n2", 0, 200, state="MAINT", reason="planned maintenance")],  # fmt: skip
+    )
+    ledger = run_ledger(tmp_path, cluster)
+    unplanned = 1000 * 8 - 500 * 4
+    assert ledger.subcategories["down.unplanned"] == unplanned
+    assert ledger.subcategories["down.planned"] == 200 * 8
+    assert ledger.categories["down"] == unplanned + 200 * 8
+
+
+def test_overlapping_events_merge(tmp_path: Path) -> None:
+    events = [Event("n1", 0, 600), Event("n1", 300, 900, state="DRAIN"), Event("n1", 900, 1000)]
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 1, gpus=0)], events=events))
+    assert ledger.categories["down"] == 1000 * 8
+
+
+def test_open_event_and_running_job_end_at_capture(tmp_path: Path) -> None:
+    cluster = Cluster(jobs=[Job(1, HOUR_S, None, state="RUNNING", gpus=8, nodes="n2")],
+                      events=[Event("n1", WINDOW_S - 100, None)])  # fmt: skip
+    ledger = run_ledger(tmp_path, cluster)
+    assert ledger.categories["down"] == 100 * 8
+    assert ledger.categories["experiment"] == (WINDOW_S - HOUR_S) * 8
+
+
+def test_failed_job_blamed_on_hardware_by_nearby_node_event(tmp_path: Path) -> None:
+    cluster = Cluster(
+        jobs=[Job(1, 0, 1000, state="FAILED", nodes="n1"), Job(2, 0, 1000, state="FAILED", nodes="n2")],
+        events=[Event("n1", 1000 + 200, 2000)],  # 200 s after job 1 ended: inside the 5-min window
+    )
+    ledger = run_ledger(tmp_path, cluster)
+    assert ledger.subcategories["failed.hardware"] == 1000 * 8
+    assert ledger.subcategories["failed.software"] == 1000 * 8
+
+
+def test_window_clips_jobs(tmp_path: Path) -> None:
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 3 * HOUR_S, gpus=1)]),
+                        since=HOUR_S, until=2 * HOUR_S)  # fmt: skip
+    assert ledger.installed_gpu_seconds == 2 * 8 * HOUR_S
+    assert ledger.categories["experiment"] == HOUR_S
+
+
+def test_until_after_capture_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="capture"):
+        run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 10)]), until=WINDOW_S + 1)
+
+
+def test_job_on_unknown_node_is_a_consistency_error(tmp_path: Path) -> None:
+    with pytest.raises(DataConsistencyError, match="n9"):
+        run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 10, nodes="n9")]))
+
+
+def test_oversubscribed_node_is_a_consistency_error(tmp_path: Path) -> None:
+    jobs = [Job(1, 0, 100, gpus=8, nodes="n1"), Job(2, 50, 150, gpus=8, nodes="n1")]
+    with pytest.raises(DataConsistencyError, match="n1 held 16"):
+        run_ledger(tmp_path, Cluster(jobs=jobs))
+
+
+def test_back_to_back_jobs_are_not_oversubscription(tmp_path: Path) -> None:
+    jobs = [Job(1, 0, 100, gpus=8, nodes="n1"), Job(2, 100, 200, gpus=8, nodes="n1")]
+    assert run_ledger(tmp_path, Cluster(jobs=jobs)).categories["experiment"] == 1600
+
+
+def test_multi_node_job_spreads_gpus(tmp_path: Path) -> None:
+    cluster = Cluster(jobs=[Job(1, 0, 100, gpus=16, nodes="n[1-2]")],
+                      events=[Event("n2", 50, 150, state="DRAIN")])  # fmt: skip
+    ledger = run_ledger(tmp_path, cluster)
+    assert ledger.categories["experiment"] == 1600
+    # n2 drained 50..150; its 8 GPUs were held by the job until 100.
+    assert ledger.categories["down"] == 100 * 8 - 50 * 8
+
+
+def test_job_without_gpu_count_is_counted_not_zeroed(tmp_path: Path) -> None:
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 100, gpus=None, tres="")]))
+    assert ledger.jobs_without_gpu_count == 1
+    assert ledger.node_seconds_without_gpu_count == 100

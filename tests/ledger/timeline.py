@@ -1,0 +1,98 @@
+"""Build small, readable Slurm inputs for ledger tests: named instants, one line per job or event."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+T0 = datetime(2026, 1, 1, 0, 0, 0, tzinfo=UTC)
+T0_S = int(T0.timestamp())
+HOUR_S = 3600
+GPUS_PER_NODE = 8
+
+SACCT_FIELDS = ("JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|"
+                "AllocTRES|NodeList|NNodes|Comment")  # fmt: skip
+EVENT_HEADER = ("Cluster|Cluster Nodes|NodeName|Event|EventRaw|State|StateRaw|TimeStart|TimeEnd|"
+                "Duration|Reason|User|TRES")  # fmt: skip
+
+
+def ts(offset_s: int | None) -> str:
+    """Slurm's time text for T0 + offset (``Unknown`` for None)."""
+    if offset_s is None:
+        return "Unknown"
+    return datetime.fromtimestamp(T0_S + offset_s, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+@dataclass
+class Job:
+    """One sacct -X -D row."""
+
+    job_id: int
+    start_s: int | None
+    end_s: int | None
+    state: str = "COMPLETED"
+    gpus: int | None = 8
+    nodes: str = "n1"
+    run: str = ""
+    account: str = "acct"
+    user: str = "alice"
+    submit_s: int | None = None
+    tres: str | None = None
+
+    def line(self) -> str:
+        tres = self.tres if self.tres is not None else (
+            "" if self.gpus is None else f"billing=1,cpu=1,gres/gpu={self.gpus},node=1")
+        elapsed = 0 if self.start_s is None else ((self.end_s or self.start_s) - self.start_s)
+        node_count = self.nodes.count(",") + 1 if "[" not in self.nodes else 2
+        submit = self.submit_s if self.submit_s is not None else (self.start_s or 0)
+        comment = f"run={self.run}" if self.run else ""
+        return "|".join([
+            str(self.job_id), str(self.job_id), f"job{self.job_id}", self.user, self.account, "gpu",
+            self.state, ts(submit), ts(self.start_s) if self.start_s is not None else "None",
+            ts(self.end_s), str(elapsed), tres, self.nodes, str(node_count), comment,
+        ])  # fmt: skip
+
+
+@dataclass
+class Event:
+    """One sacctmgr node event."""
+
+    node: str
+    start_s: int
+    end_s: int | None
+    state: str = "DOWN"
+    reason: str = "hw fault"
+
+    def line(self) -> str:
+        return "|".join(["lab", "", self.node, "Node", "2", self.state, "1", ts(self.start_s),
+                         ts(self.end_s), "", self.reason, "root(0)",
+                         f"cpu=8,gres/gpu={GPUS_PER_NODE}"])  # fmt: skip
+
+
+@dataclass
+class Cluster:
+    """A whole small cluster: nodes, jobs, events, and where to write them."""
+
+    num_nodes: int = 2
+    jobs: list[Job] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    registered_s: int = 0
+
+    def write(self, directory: Path) -> dict[str, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        sacct = directory / "sacct.psv"
+        sacct.write_text("\n".join([SACCT_FIELDS, *[j.line() for j in self.jobs]]) + "\n")
+        events = directory / "events.psv"
+        cluster_row = "|".join(["lab", f"n[1-{self.num_nodes}]", "", "Cluster", "1", "", "0",
+                                ts(self.registered_s), "Unknown", "", "Cluster Registered TRES", "",
+                                f"cpu=8,gres/gpu={GPUS_PER_NODE * self.num_nodes}"])  # fmt: skip
+        events.write_text("\n".join([EVENT_HEADER, cluster_row, *[e.line() for e in self.events]])
+                          + "\n")  # fmt: skip
+        nodes = directory / "nodes.txt"
+        nodes.write_text("".join(
+            f"NodeName=n{i} Arch=x86_64 Gres=gpu:{GPUS_PER_NODE} State=IDLE Partitions=gpu "
+            f"CfgTRES=cpu=8,mem=4000M,gres/gpu={GPUS_PER_NODE}\n"
+            for i in range(1, self.num_nodes + 1)
+        ))  # fmt: skip
+        return {"sacct": sacct, "events": events, "nodes": nodes}
