@@ -21,7 +21,7 @@ from gpuyield.ingest.telemetry import (
     detect,
     read,
 )
-from tests.telemetry.conftest import ExcerptLine, megatron_line
+from tests.telemetry.excerpts import ExcerptLine, megatron_line
 
 _T0 = 1_764_499_200.0  # 2025-11-30T10:40:00Z, a whole-second epoch for readable fixtures
 _LOSSES = [2.5, 2.4, 2.31, float("nan"), 2.2]
