@@ -41,6 +41,9 @@ TARGET_RATIO = 3.0
 TARGET_RSS_MB = 4096.0
 # A hung command must not hang `make bench`.
 TIMEOUT_S = 3600.0
+# The bench machine is shared (24 GB, other people's tests): a command past this is killed and
+# reported as such, rather than left to push the machine into the OOM killer.
+RSS_CAP_MB = 12_288.0
 
 READ_OPTIONS = "delim='|', header=true, all_varchar=true, quote='', escape=''"
 # Runs in a fresh interpreter; prints the query's own time, so start-up can be told apart.
@@ -63,16 +66,22 @@ class Measured:
     returncode: int
     stdout: str
     stderr_tail: str
+    #: Why the bench killed it ("timeout", "rss cap"), or "" when it exited by itself.
+    killed: str = ""
 
     def figures(self) -> dict[str, Any]:
         out: dict[str, Any] = {"wall_s": round(self.wall_s, 3), "peak_rss_mb": self.peak_rss_mb}
+        if self.killed:
+            out["killed"] = self.killed
         if self.returncode:
             out["returncode"] = self.returncode
             out["stderr_tail"] = self.stderr_tail
         return out
 
 
-def measure(argv: list[str], *, timeout_s: float = TIMEOUT_S) -> Measured:
+def measure(
+    argv: list[str], *, timeout_s: float = TIMEOUT_S, rss_cap_mb: float = RSS_CAP_MB
+) -> Measured:
     """Run ``argv``; wall time from spawn to exit, peak RSS from the kernel (``wait4``'s rusage).
 
     ``wait4`` gives this child's own ru_maxrss; ``RUSAGE_CHILDREN`` would be the maximum over every
@@ -81,14 +90,18 @@ def measure(argv: list[str], *, timeout_s: float = TIMEOUT_S) -> Measured:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         began = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True)
-        deadline = began + timeout_s
+        deadline, killed = began + timeout_s, ""
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() > deadline:
+            if not killed and time.perf_counter() > deadline:
+                killed = "timeout"
+            elif not killed and _rss_mb(proc.pid) > rss_cap_mb:
+                killed = f"rss cap {rss_cap_mb:.0f} MB"
+            if killed:
                 os.kill(proc.pid, signal.SIGKILL)
-            time.sleep(0.01)
+            time.sleep(0.02)
         wall_s = time.perf_counter() - began
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not by Popen
         out.seek(0)
@@ -99,7 +112,17 @@ def measure(argv: list[str], *, timeout_s: float = TIMEOUT_S) -> Measured:
             returncode=proc.returncode,
             stdout=out.read(),
             stderr_tail=err.read()[-2000:],
+            killed=killed,
         )
+
+
+def _rss_mb(pid: int) -> float:
+    """Current resident memory of ``pid`` (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
 
 
 def bare_reads(sacct: Path) -> dict[str, Any]:
