@@ -1,0 +1,378 @@
+"""The report's charts, drawn with matplotlib: one Figure per chart, as inline SVG or a slide PNG.
+
+matplotlib is the ``html`` extra; it is imported inside functions so that the rest of the report
+(and ``gpuyield --help``) works without it, and ``require_matplotlib`` turns its absence into the
+pip line. Figures are ``matplotlib.figure.Figure`` objects, not pyplot: no GUI backend, no global
+state.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuyield.categories import Category, DownCause, FailedCause
+from gpuyield.errors import MissingExtraError
+from gpuyield.report.figures import TOP_N, ReportFigures
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+# A 16:9 slide at 150 dpi is 2000 x 1125 pixels: sharp on a projector, small enough to mail.
+SLIDE_SIZE_IN = (13.33, 7.5)
+SLIDE_DPI = 150
+# Chart ids, in page order; each is the ``data-chart`` marker and the PNG's file name.
+CHART_IDS = ("where", "time", "who", "failures", "lineage")
+# One colour per category, the same in every chart: greys for unused time, warm colours for waste,
+# blue for experiments, green for what shipped.
+COLORS = {
+    "down": "#6b6b6b",
+    "idle": "#c9c9c9",
+    "failed": "#d62728",
+    "cancelled": "#ff7f0e",
+    "diverged": "#9467bd",
+    "experiment": "#1f77b4",
+    "overhead": "#bcbd22",
+    "released": "#2ca02c",
+}
+# Allocated categories, released first so the useful part of each bar starts at the axis.
+_ALLOCATED = [c.value for c in reversed(Category) if c not in (Category.DOWN, Category.IDLE)]
+# Most models in one lineage chart; the table under it lists them all.
+_MAX_LINEAGE_PANELS = 4
+_MAX_EVENT_REASONS = 8
+_MAX_LEMONS = 10
+# Keys typed loosely: matplotlib's stubs list every rcParam as a Literal.
+_RC: dict[Any, Any] = {
+    "font.size": 13,
+    "axes.titlesize": 15,
+    "axes.titleweight": "bold",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "path",  # text as paths: the page needs no font
+    "svg.hashsalt": "gpuyield",  # stable ids, so the same data gives the same file
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RenderedChart:
+    """One chart, ready for the page."""
+
+    chart_id: str
+    """One of ``CHART_IDS``."""
+    svg: str
+    """Inline ``<svg>`` element (no XML prolog, ids prefixed by the chart id)."""
+    png_path: Path | None
+    """Where its slide PNG was written, if asked."""
+
+
+def require_matplotlib() -> None:
+    """Raise the pip line when the ``html`` extra is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingExtraError("html", "matplotlib") from None
+
+
+def render_charts(figures: ReportFigures, png_dir: Path | None = None) -> list[RenderedChart]:
+    """Draw every chart; write slide PNGs into ``png_dir`` when given."""
+    require_matplotlib()
+    import matplotlib
+
+    drawers: dict[str, Callable[[ReportFigures], Figure]] = {
+        "where": draw_where, "time": draw_time, "who": draw_who,
+        "failures": draw_failures, "lineage": draw_lineage,
+    }  # fmt: skip
+    rendered = []
+    with matplotlib.rc_context(_RC):
+        for chart_id in CHART_IDS:
+            fig = drawers[chart_id](figures)
+            png = None
+            if png_dir is not None:
+                png = png_dir / f"{chart_id}.png"
+                fig.savefig(png, format="png", dpi=SLIDE_DPI, metadata={"Software": None})
+            rendered.append(
+                RenderedChart(chart_id=chart_id, svg=svg_of(fig, chart_id), png_path=png)
+            )
+    return rendered
+
+
+def svg_of(fig: Figure, chart_id: str) -> str:
+    """The figure as an inline ``<svg>`` for HTML: no prolog, no namespaces, no URLs, unique ids."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None,
+                                                 "Type": None})  # fmt: skip
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML declaration and the DOCTYPE (a DTD URL)
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
+    # HTML puts inline <svg> in the SVG namespace itself; the xmlns URLs would only look like links.
+    text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
+    # Several charts on one page: matplotlib's ids (glyphs, clip paths) must not collide.
+    prefix = f"gy-{chart_id}-"
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}\1"', text)
+    text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}\1)", text)
+    text = re.sub(r'href="#([^"]+)"', rf'href="#{prefix}\1"', text)
+    # Size from CSS (the viewBox keeps the aspect ratio), not from matplotlib's points.
+    text = re.sub(r'^<svg\s+width="[^"]*"\s+height="[^"]*"', '<svg role="img"', text, count=1)
+    return text
+
+
+def _hours(gpu_seconds: float) -> float:
+    return gpu_seconds / 3600
+
+
+def _new_figure() -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=SLIDE_SIZE_IN, layout="constrained")
+
+
+def _empty_note(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _share_text(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.1%}"
+
+
+def draw_where(figures: ReportFigures) -> Figure:
+    """Chart 1: a waterfall from installed GPU-hours down to what was released, beside the essay."""
+    report = figures.report
+    fig = _new_figure()
+    waterfall, essay = fig.subplots(1, 2, width_ratios=[3, 2])
+    fig.suptitle(f"Yield {_share_text(report.yield_)}: released / installed GPU-hours",
+                 fontsize=18, fontweight="bold")  # fmt: skip
+    installed = report.installed_gpu_seconds
+    labels = ["installed", *report.categories]
+    colors = ["#333333", *(COLORS[c] for c in report.categories)]
+    remaining = installed
+    bottoms, heights = [0.0], [installed]
+    for value in report.categories.values():
+        remaining -= value
+        bottoms.append(remaining)
+        heights.append(value)
+    bars = waterfall.bar(labels, [_hours(h) for h in heights], bottom=[_hours(b) for b in bottoms],
+                         color=colors)  # fmt: skip
+    for bar, value in zip(bars, heights, strict=True):
+        share = value / installed if installed > 0 else None
+        waterfall.annotate(_share_text(share), (bar.get_x() + bar.get_width() / 2, bar.get_y()
+                           + bar.get_height()), ha="center", va="bottom", fontsize=11,
+                           xytext=(0, 2), textcoords="offset points")  # fmt: skip
+    waterfall.set_ylabel("GPU-hours")
+    waterfall.set_title("Where the installed GPU-hours went", loc="left")
+    waterfall.tick_params(axis="x", labelrotation=30)
+    if installed <= 0:
+        waterfall.set_ylim(0, 1)
+        _empty_note(waterfall, "no installed GPU-time in this window")
+    _draw_essay(essay, report.essay_comparison())
+    return fig
+
+
+def _draw_essay(ax: Axes, rows: list[tuple[str, float | None, float]]) -> None:
+    """This cluster's shares next to the essay's typical lab, bucket by bucket."""
+    import numpy as np
+
+    y = np.arange(len(rows))
+    ours = [0.0 if share is None else share * 100 for _, share, _ in rows]
+    typical = [t * 100 for _, _, t in rows]
+    mine = ax.barh(y - 0.2, ours, height=0.4, color="#1f77b4", label="this cluster")
+    theirs = ax.barh(y + 0.2, typical, height=0.4, color="#bbbbbb", label="essay's typical lab")
+    ax.bar_label(mine, labels=[_share_text(share) for _, share, _ in rows], padding=3, fontsize=10)
+    ax.bar_label(theirs, labels=[f"{t:.0f}%" for t in typical], padding=3, fontsize=10,
+                 color="#555555")  # fmt: skip
+    ax.set_yticks(y, [bucket for bucket, _, _ in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("share of installed GPU-time (%)")
+    ax.set_title("Beside the essay's typical lab", loc="left")
+    ax.legend(loc="lower right", frameon=False)
+
+
+def _datetimes(epochs: list[float]) -> list[datetime]:
+    return [datetime.fromtimestamp(t, UTC) for t in epochs]
+
+
+def draw_time(figures: ReportFigures) -> Figure:
+    """Chart 2: average GPUs per category in each bucket, stacked, so a bad weekend shows."""
+    import matplotlib.dates as mdates
+
+    timeline = figures.timeline
+    fig = _new_figure()
+    ax = fig.subplots()
+    order = list(reversed([c.value for c in Category]))  # released at the bottom, down on top
+    edges = [b.start_s for b in timeline.buckets]
+    edges.append(edges[-1] + timeline.bucket_s)
+    series = []
+    for category in order:
+        # An empty window has a bucket of zero seconds: it holds no GPUs, not infinitely many.
+        values = [b.categories[category] / b.in_window_s if b.in_window_s else 0.0
+                  for b in timeline.buckets]  # fmt: skip
+        series.append([*values, values[-1]])  # repeat the last step so it has a width
+    ax.xaxis_date(tz=UTC)
+    x = mdates.date2num(_datetimes([float(e) for e in edges]))
+    ax.stackplot(x, *series, labels=order, step="post", colors=[COLORS[c] for c in order])
+    ax.set_ylabel(f"GPUs (average per {timeline.bucket_name})")
+    ax.set_title(f"Categories over time, per {timeline.bucket_name} (UTC)", loc="left")
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
+    ax.margins(x=0)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(
+        handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False
+    )
+    if not any(b.in_window_s for b in timeline.buckets):
+        _empty_note(ax, "the window is empty")
+    return fig
+
+
+def draw_who(figures: ReportFigures) -> Figure:
+    """Chart 3: allocated GPU-hours by account, user and partition (top groups, then the rest)."""
+    fig = _new_figure()
+    axes = fig.subplots(1, len(figures.who))
+    for ax, who in zip(axes, figures.who, strict=True):
+        keys = [row.key for row in who.rows]
+        left = [0.0] * len(keys)
+        for category in _ALLOCATED:
+            widths = [_hours(row.categories[category]) for row in who.rows]
+            ax.barh(keys, widths, left=left, color=COLORS[category], label=category)
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+        # Room for the top groups plus the rest, so bars are equally thick in every panel.
+        ax.set_ylim(TOP_N + 0.5, -0.5)
+        ax.set_title(f"by {who.by}", loc="left")
+        ax.set_xlabel("allocated GPU-hours")
+        if not keys:
+            _empty_note(ax, "no jobs in this window")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(
+            handles, labels, loc="outside lower center", ncols=len(_ALLOCATED), frameon=False
+        )
+    fig.suptitle("Who and what used the GPUs", fontsize=16, fontweight="bold")
+    return fig
+
+
+def draw_failures(figures: ReportFigures) -> Figure:
+    """Chart 4: failed GPU-hours by cause, node events by reason, and the lemon nodes."""
+    failures = figures.failures
+    fig = _new_figure()
+    causes_ax, reasons_ax, lemons_ax = fig.subplots(1, 3, width_ratios=[2, 3, 3])
+    causes_ax.barh(list(failures.causes), [_hours(v) for v in failures.causes.values()],
+                   color=COLORS["failed"])  # fmt: skip
+    causes_ax.invert_yaxis()
+    causes_ax.set_xlabel("failed GPU-hours")
+    causes_ax.set_title("Failed, by cause", loc="left")
+    reasons = failures.event_reasons[:_MAX_EVENT_REASONS]
+    if reasons:
+        names = [_short(f"{e.state}: {e.reason}" if e.reason else e.state) for e in reasons]
+        reasons_ax.tick_params(axis="y", labelsize=11)
+        reasons_ax.barh(names, [_hours(e.gpu_seconds) for e in reasons], color=COLORS["down"])
+        reasons_ax.invert_yaxis()
+    else:
+        _empty_note(reasons_ax, "no node events in this window")
+    reasons_ax.set_xlabel("GPU-hours under the event")
+    reasons_ax.set_title("Node events, by reason", loc="left")
+    _draw_lemons(lemons_ax, figures)
+    fig.suptitle("Failures and the nodes behind them", fontsize=16, fontweight="bold")
+    return fig
+
+
+def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
+    lemons = figures.failures.lemons[:_MAX_LEMONS]
+    ax.set_title("Lemon nodes", loc="left")
+    ax.set_xlabel("GPU-hours wasted on the node")
+    if not lemons:
+        _empty_note(ax, "no down or failed time on any node")
+        return
+    names = [n.node for n in lemons]
+    stacks = [
+        ("down, planned", "#9e9e9e", [n.down_gpu_seconds[DownCause.PLANNED.value] for n in lemons]),
+        ("down, unplanned", COLORS["down"],
+         [n.down_gpu_seconds[DownCause.UNPLANNED.value] for n in lemons]),
+        ("failed, hardware", "#8c1515",
+         [n.failed_gpu_seconds[FailedCause.HARDWARE.value] for n in lemons]),
+        ("failed, other", COLORS["failed"],
+         [n.failed_total_gpu_seconds - n.failed_gpu_seconds[FailedCause.HARDWARE.value]
+          for n in lemons]),
+    ]  # fmt: skip
+    left = [0.0] * len(lemons)
+    for label, color, values in stacks:
+        widths = [_hours(v) for v in values]
+        ax.barh(names, widths, left=left, color=color, label=label)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.invert_yaxis()
+    ax.legend(loc="lower right", frameon=False, fontsize=10)
+
+
+def _short(text: str, width: int = 32) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def draw_lineage(figures: ReportFigures) -> Figure:
+    """Chart 5: per released model, its runs' jobs on a time line; losses hatched, X = failure."""
+    lineages = figures.lineages[:_MAX_LINEAGE_PANELS]
+    fig = _new_figure()
+    if not lineages:
+        _empty_note(fig.subplots(), "the release manifest names no released models")
+        return fig
+    axes = fig.subplots(len(lineages), 1, squeeze=False, sharex=True,
+                        height_ratios=[len(x.runs) + 1 for x in lineages])[:, 0]  # fmt: skip
+    for ax, lineage in zip(axes, lineages, strict=True):
+        _draw_one_lineage(ax, lineage)
+    window = figures.report
+    if window.window_end_s > window.window_start_s:
+        axes[0].set_xlim(*_datetimes([window.window_start_s, window.window_end_s]))
+    fig.legend(handles=_lineage_legend(), loc="outside lower center", ncols=5, frameon=False)
+    fig.suptitle("Release lineage: the jobs behind each released model", fontsize=16,
+                 fontweight="bold")  # fmt: skip
+    return fig
+
+
+def _lineage_legend() -> list[Any]:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    return [
+        Patch(facecolor=COLORS["released"], label="kept in the model"),
+        Patch(facecolor=COLORS["failed"], hatch="///", label="lost: failure"),
+        Patch(facecolor=COLORS["cancelled"], hatch="///", label="lost: preemption, cancel"),
+        Patch(facecolor=COLORS["diverged"], label="diverged"),
+        Line2D([], [], marker="X", color="black", linestyle="none", label="interrupted job"),
+    ]
+
+
+def _draw_one_lineage(ax: Axes, lineage: Any) -> None:
+    import matplotlib.dates as mdates
+
+    lanes = {run: i for i, run in enumerate(lineage.runs)}
+    seconds_per_day = 86400.0
+    for job in lineage.jobs:
+        y = lanes[job.run]
+        for part in job.parts:
+            lost = part.category in (Category.FAILED.value, Category.CANCELLED.value)
+            start = mdates.date2num(datetime.fromtimestamp(part.start_s, UTC))
+            width = (part.end_s - part.start_s) / seconds_per_day
+            ax.broken_barh([(start, width)], (y - 0.35, 0.7),
+                           facecolors=COLORS[part.category], edgecolor="white", linewidth=0.5,
+                           hatch="///" if lost else None)  # fmt: skip
+        if job.interrupted:
+            end = mdates.date2num(datetime.fromtimestamp(job.end_s, UTC))
+            ax.plot([end], [y], marker="X", color="black", markersize=9, linestyle="none")
+    ax.set_yticks(range(len(lineage.runs)), list(lineage.runs))
+    ax.set_ylim(len(lineage.runs) - 0.5, -0.5)
+    ett = lineage.effective_training_time
+    ax.set_title(f"{lineage.model}: effective training time {_share_text(ett)}, "
+                 f"{lineage.num_interrupted} interrupted job(s) (X)", loc="left",
+                 fontsize=13)  # fmt: skip
+    ax.xaxis_date(tz=UTC)
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
+    if not lineage.jobs:
+        _empty_note(ax, "no jobs of this lineage in the window")

@@ -1,0 +1,217 @@
+"""The numbers behind the HTML report's charts: typed records computed from one ledger.
+
+Nothing here draws. ``collect_figures`` runs every query the page needs once, so the charts, the
+tables under them and the PNGs all show the same numbers, and tests check them without a browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ibis
+
+from gpuyield.categories import Category
+from gpuyield.ledger import Ledger
+from gpuyield.report.breakdown import UNALLOCATED, BreakdownRow, breakdown
+from gpuyield.report.failures import Failures, failures_of
+from gpuyield.report.lineage import LineageFigure, lineages_of
+from gpuyield.report.summary import YieldReport
+
+# Windows at least this long are drawn per day, as the essay's "whole weekend lost" needs.
+_DAILY_FROM_S = 3 * 86400
+# Shorter windows get the finest bucket that keeps the area chart under this many steps.
+_MAX_BUCKETS = 72
+_BUCKET_LADDER_S = (60, 300, 900, 3600)
+# Who-and-what panels show this many groups, then one row for the rest.
+TOP_N = 8
+# The data-quality section lists at most this many rejected rows (the count is always complete).
+_REJECTS_SHOWN = 20
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TimeBucket:
+    """GPU-seconds per category in one time bucket."""
+
+    label: str
+    """ISO day (``2026-11-30``) or minute (``2026-11-30T10:40``) of the bucket start, UTC."""
+    start_s: int
+    """Bucket start (epoch seconds); the bucket is ``[start_s, start_s + bucket_s)``."""
+    in_window_s: int
+    """Seconds of the bucket inside the window (edge buckets are partial)."""
+    categories: dict[str, float]
+    """GPU-seconds per category inside the bucket and the window."""
+
+    def __post_init__(self) -> None:
+        if self.in_window_s < 0:
+            raise ValueError(f"TimeBucket.in_window_s must be >= 0, got {self.in_window_s}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Timeline:
+    """The window cut into equal buckets."""
+
+    bucket_s: int
+    """Bucket length in seconds."""
+    buckets: tuple[TimeBucket, ...]
+    """In time order."""
+
+    @property
+    def bucket_name(self) -> str:
+        """``day``, ``hour`` or ``N min``, for labels."""
+        return {86400: "day", 3600: "hour"}.get(self.bucket_s, f"{self.bucket_s // 60} min")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GroupShare:
+    """Allocated GPU-seconds of one group (an account, a user, a partition) or of the rest."""
+
+    key: str
+    """Group name, or ``(N others)`` for the groups folded into the rest."""
+    categories: dict[str, float]
+    """GPU-seconds per category (down and idle are always 0: they belong to no group)."""
+    num_groups: int
+    """1 for a group; for the rest, how many groups it folds."""
+
+    @property
+    def total_gpu_seconds(self) -> float:
+        """Sum over categories."""
+        return sum(self.categories.values())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WhoBreakdown:
+    """One who-and-what panel: the top groups by allocated GPU-time, then the rest."""
+
+    by: str
+    """``account``, ``user`` or ``partition``."""
+    rows: tuple[GroupShare, ...]
+    """Largest first; the last row is the rest when there were more than ``TOP_N`` groups."""
+    unallocated_gpu_seconds: float
+    """Down plus idle, which no group holds (shown in the table, not the bars)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RejectedRow:
+    """One input row a lenient ingest refused."""
+
+    path: str
+    """Input file."""
+    line: int | None
+    """1-based line in the file."""
+    field: str | None
+    """Column that failed, if known."""
+    message: str
+    """Why."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Quality:
+    """What the data does not say: rejected rows, missing GPU counts."""
+
+    rejected: tuple[RejectedRow, ...]
+    """The first rejected rows (``YieldReport.rejected_rows`` has the count)."""
+    node_seconds_without_gpu_count: float
+    """Node-seconds of the jobs whose GPU count is unknown, to judge how much they matter."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReportFigures:
+    """Everything the HTML report shows."""
+
+    report: YieldReport
+    """The same record ``gpuyield report --json`` prints."""
+    timeline: Timeline
+    """Chart 2."""
+    who: tuple[WhoBreakdown, ...]
+    """Chart 3: by account, user, partition."""
+    failures: Failures
+    """Chart 4."""
+    lineages: tuple[LineageFigure, ...]
+    """Chart 5: one per released model of the manifest."""
+    quality: Quality
+    """Section 6 (with ``report.figures`` and ``report.sources``)."""
+
+
+def collect_figures(
+    ledger: Ledger, report: YieldReport, con: Any, backend: ibis.BaseBackend
+) -> ReportFigures:
+    """Run every query the page needs; ``con`` is the open store and ``backend`` the ledger's."""
+    return ReportFigures(
+        report=report,
+        timeline=timeline_of(ledger),
+        who=tuple(who_of(ledger, by) for by in ("account", "user", "partition")),
+        failures=failures_of(ledger, backend),
+        lineages=lineages_of(ledger),
+        quality=quality_of(ledger, con),
+    )
+
+
+def bucket_s_for(duration_s: int) -> int:
+    """Days for windows of 3 days or more, else the finest bucket with at most 72 steps."""
+    if duration_s >= _DAILY_FROM_S:
+        return 86400
+    return next(b for b in _BUCKET_LADDER_S if duration_s <= b * _MAX_BUCKETS)
+
+
+def timeline_of(ledger: Ledger) -> Timeline:
+    """Categories per bucket, from the same clipping as ``gpuyield report --by day|hour``."""
+    window = ledger.window
+    bucket_s = bucket_s_for(window.duration_s)
+    rows = _time_rows(ledger, bucket_s)
+    first = window.start_s - window.start_s % bucket_s
+    starts = list(range(first, window.end_s, bucket_s)) or [first]
+    assert len(starts) == len(rows), "breakdown buckets and starts disagree"
+    buckets = tuple(
+        TimeBucket(
+            label=row.key,
+            start_s=start,
+            in_window_s=min(window.end_s, start + bucket_s) - max(window.start_s, start),
+            categories=row.categories,
+        )
+        for start, row in zip(starts, rows, strict=True)
+    )
+    return Timeline(bucket_s=bucket_s, buckets=buckets)
+
+
+def _time_rows(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
+    if bucket_s in (86400, 3600):
+        return breakdown(ledger, "day" if bucket_s == 86400 else "hour")
+    # Sub-hour buckets: the clipping of --by hour, only finer, so short windows still show a shape.
+    from gpuyield.report.breakdown import _by_time
+
+    return _by_time(ledger, bucket_s)
+
+
+def who_of(ledger: Ledger, by: str, top_n: int = TOP_N) -> WhoBreakdown:
+    """The ``top_n`` largest groups by allocated GPU-time, then one row for the rest."""
+    rows = breakdown(ledger, by)
+    unallocated = [r for r in rows if r.key == UNALLOCATED]
+    groups = [r for r in rows if r.key != UNALLOCATED]
+    shares = [GroupShare(key=r.key, categories=dict(r.categories), num_groups=1)
+              for r in groups[:top_n]]  # fmt: skip
+    rest = groups[top_n:]
+    if rest:
+        folded = {c.value: sum(r.categories[c.value] for r in rest) for c in Category}
+        shares.append(GroupShare(key=f"({len(rest)} others)", categories=folded,
+                                 num_groups=len(rest)))  # fmt: skip
+    return WhoBreakdown(
+        by=by,
+        rows=tuple(shares),
+        unallocated_gpu_seconds=sum(r.total_gpu_seconds for r in unallocated),
+    )
+
+
+def quality_of(ledger: Ledger, con: Any) -> Quality:
+    """The first rejected rows and the weight of jobs without a GPU count."""
+    rows = con.execute(
+        "SELECT path, line, field, message FROM rejects ORDER BY ingest_id, line LIMIT ?",
+        [_REJECTS_SHOWN],
+    ).fetchall()
+    return Quality(
+        rejected=tuple(
+            RejectedRow(path=str(p), line=None if n is None else int(n), field=f, message=str(m))
+            for p, n, f, m in rows
+        ),
+        node_seconds_without_gpu_count=ledger.node_seconds_without_gpu_count,
+    )
