@@ -337,7 +337,8 @@ def _opus_size_bound() -> ClaimCheck:
         "range of < 400B parameters.",
         reading="decode time grows with active parameters, so Opus < 2 x Sonnet",
         steps=[given("sonnet", "Sonnet active parameters (recomputed)", sonnet), step],
-        reason="Twice the essay's 200B Sonnet; with Sonnet at 103-119B the bound is < 237B.",
+        reason=f"Twice the essay's 200B Sonnet; with Sonnet at {format_number(sonnet.low)}-"
+        f"{format_number(sonnet.high)} the bound is < {format_number(step.value.high)}.",
     )
 
 
@@ -470,8 +471,11 @@ def _waste_breakdown() -> ClaimCheck:
         section=WASTE,
         stated="3%",
         unit="%",
-        claim="20% ... unavailable, 20% ... idleness, 20% ... bad ideas, 20% ... divergence and "
-        "failed jobs, 10% ... experiments. That leaves 3% of released work",
+        claim="20% of time being lost to machines being physically unavailable ... The second "
+        "20% is wasted on plain idleness ... The third 20% is lost to people running jobs that "
+        "they realize are bad ideas half way through ... The fourth 20% is actual divergence "
+        "and failed jobs ... Perhaps 10% of the time is spent on valuable experiments ... That "
+        "leaves 3% of released work",
         reading="the five shares the essay names, subtracted from 100%",
         steps=[step],
         reason="They leave 10%; only 3% released plus 'double that' (6%) unreleased comes close.",
