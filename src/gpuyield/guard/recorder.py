@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
 import socket
 import threading
@@ -73,27 +72,51 @@ def is_rank_zero(environ: dict[str, str] | None = None) -> bool:
     return rank.strip() == "0"
 
 
-def _number(value: Any) -> str:
-    """A JSON number; NaN and Inf as Python's json module writes them."""
-    number = float(value)
-    if math.isfinite(number):
-        return repr(number)
-    return "NaN" if math.isnan(number) else ("Infinity" if number > 0 else "-Infinity")
+def _step_template(has: tuple[bool, bool, bool, bool]) -> str:
+    """The %-format of a step line with these optional fields (loss, grad_norm, scale, tokens)."""
+    parts = ['{"v":1,"event":"step","t":%r,"step":%d']
+    names = ("loss", "grad_norm", "loss_scale")
+    parts += [f',"{name}":%r' for name, present in zip(names, has[:3], strict=True) if present]
+    if has[3]:
+        parts.append(',"tokens":%d')
+    return "".join(parts) + "}\n"
+
+
+# One template per combination of present fields: formatting is the flusher's main cost, and a
+# single %-format per line is the cheapest way CPython has to write floats as shortest reprs.
+_STEP_TEMPLATES = {
+    (a, b, c, d): _step_template((a, b, c, d))
+    for a in (False, True)
+    for b in (False, True)
+    for c in (False, True)
+    for d in (False, True)
+}
+
+# repr() writes nan/inf; JSON readers (Python's json included) expect NaN/Infinity. A step line's
+# keys never contain ":nan" or ":inf", so replacing after formatting is safe and cheaper than
+# testing every value.
+_NONFINITE = ((":nan", ":NaN"), (":inf", ":Infinity"), (":-inf", ":-Infinity"))
 
 
 def _step_line(item: tuple[Any, ...]) -> str:
+    """One step line; float() also turns numpy and 0-d torch scalars into plain numbers."""
     _, t, step, loss, grad_norm, loss_scale, tokens = item
-    parts = [f'{{"v":1,"event":"step","t":{_number(t)},"step":{int(step)}']
-    if loss is not None:
-        parts.append(f',"loss":{_number(loss)}')
-    if grad_norm is not None:
-        parts.append(f',"grad_norm":{_number(grad_norm)}')
-    if loss_scale is not None:
-        parts.append(f',"loss_scale":{_number(loss_scale)}')
+    template = _STEP_TEMPLATES[
+        (loss is not None, grad_norm is not None, loss_scale is not None, tokens is not None)
+    ]
+    values: list[Any] = [float(t), int(step)]
+    values += [float(v) for v in (loss, grad_norm, loss_scale) if v is not None]
     if tokens is not None:
-        parts.append(f',"tokens":{int(tokens)}')
-    parts.append("}\n")
-    return "".join(parts)
+        values.append(int(tokens))
+    return _finite_spelling(template % tuple(values))
+
+
+def _finite_spelling(text: str) -> str:
+    """Spell non-finite numbers as Python's json module does (NaN, Infinity, -Infinity)."""
+    if "nan" in text or "inf" in text:
+        for old, new in _NONFINITE:
+            text = text.replace(old, new)
+    return text
 
 
 def _event_line(event: dict[str, Any]) -> str:
