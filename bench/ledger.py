@@ -181,10 +181,9 @@ def ledger_runs(data: Generated, params: GenParams, db: Path) -> dict[str, Any]:
     return figures
 
 
-def bench_size(num_jobs: int) -> dict[str, Any]:
-    """Everything measured for one size."""
-    params = GenParams(num_jobs=num_jobs)
-    data = cached(params, OUT / "data")
+def bench_size(params: GenParams, out_dir: Path = OUT) -> dict[str, Any]:
+    """Everything measured for one data set (cached under ``out_dir/data``)."""
+    data = cached(params, out_dir / "data")
     size_mb = data.sacct_path.stat().st_size / 1e6
     _warm_page_cache(data.sacct_path)
     figures: dict[str, Any] = {
@@ -196,7 +195,9 @@ def bench_size(num_jobs: int) -> dict[str, Any]:
         "generate_s": round(data.seconds, 2) if data.seconds else "cached",
         "bare_read": bare_reads(data.sacct_path),
     }
-    figures |= ledger_runs(data, params, OUT / f"ledger-{num_jobs}.duckdb")
+    db = out_dir / f"ledger-{params.cache_key()}.duckdb"
+    figures |= ledger_runs(data, params, db)
+    db.unlink(missing_ok=True)  # a 10M-job store is large; its size is in the figures
     if "report" in figures and not figures["report"].get("returncode"):
         figures |= derived(figures, size_mb)
     return figures
@@ -267,7 +268,7 @@ def _failure(figures: dict[str, Any]) -> str:
 def run(quick: bool, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
     """The benchmark contract of bench/__main__.py: measure, print a table, return the figures."""
     chosen = sizes or (QUICK_SIZES if quick else FULL_SIZES)
-    results = [bench_size(n) for n in chosen]
+    results = [bench_size(GenParams(num_jobs=n)) for n in chosen]
     print_table(results)
     return {
         "machine": machine(),

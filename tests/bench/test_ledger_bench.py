@@ -1,0 +1,96 @@
+"""The ledger benchmark's harness: what it measures is the command's own time and memory.
+
+Performance itself is not asserted here (that is what ``bench/`` reports); these tests pin that the
+figures mean what they say.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.gen_slurm import ClusterSpec, GenParams
+from bench.ledger import bare_reads, bench_size, derived, measure
+
+_MIB = 2**20
+_ALLOC_MB = 256
+# Touch every page so the memory is resident, then exit.
+_ALLOCATE = f"b = bytearray({_ALLOC_MB} * {_MIB}); b[::4096] = b'x' * len(b[::4096])"
+
+
+def test_peak_rss_is_the_childs_own() -> None:
+    big = measure([sys.executable, "-c", _ALLOCATE])
+    small = measure([sys.executable, "-c", "pass"])
+    assert big.returncode == 0
+    assert big.peak_rss_mb >= _ALLOC_MB
+    # A later, smaller child reports its own peak, not the largest child's so far.
+    assert small.peak_rss_mb < _ALLOC_MB / 2
+
+
+def test_wall_time_covers_the_command() -> None:
+    run = measure([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    assert run.wall_s >= 0.3
+    assert run.killed == ""
+
+
+def test_commands_past_the_caps_are_killed_and_say_so() -> None:
+    hog = measure(
+        [sys.executable, "-c", f"{_ALLOCATE}; import time; time.sleep(30)"],
+        rss_cap_mb=_ALLOC_MB / 2,
+    )
+    assert hog.killed.startswith("rss cap")
+    assert hog.returncode == -9
+    assert hog.wall_s < 30
+    slow = measure([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.5)
+    assert slow.killed == "timeout"
+    assert slow.wall_s < 30
+
+
+def test_ratio_and_targets_from_the_wall_times() -> None:
+    # ingest 5 s + report 1 s over a 2 s bare count and a 3 s materialised read.
+    figures: dict[str, Any] = {
+        "jobs": 600,
+        "ingest": {"wall_s": 5.0, "peak_rss_mb": 1000.0},
+        "report": {"wall_s": 1.0, "peak_rss_mb": 3000.0},
+        "bare_read": {"count": {"wall_s": 2.0}, "materialise": {"wall_s": 3.0}},
+    }
+    out = derived(figures, size_mb=12.0)
+    assert out["ledger_wall_s"] == 6.0
+    assert out["ratio_to_count"] == 3.0
+    assert out["ratio_to_materialise"] == 2.0
+    assert out["jobs_per_s"] == 100
+    assert out["mb_per_s"] == 2.0
+    assert out["peak_rss_mb"] == 3000.0
+    assert out["meets_targets"] is True
+    figures["report"]["peak_rss_mb"] = 5000.0
+    assert derived(figures, size_mb=12.0)["meets_targets"] is False
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    params = GenParams(num_jobs=3000, window_days=2.0, cluster=ClusterSpec(num_nodes=400))
+    return bench_size(params, tmp_path_factory.mktemp("bench"))
+
+
+def test_bare_reads_time_a_query_inside_the_subprocess(tmp_path: Path) -> None:
+    sacct = tmp_path / "s.psv"
+    sacct.write_text("JobID|State\n1|COMPLETED\n2|FAILED\n")
+    figures = bare_reads(sacct)
+    for name in ("count", "materialise"):
+        assert 0 < figures[name]["query_s"] <= figures[name]["wall_s"]
+
+
+def test_a_whole_small_bench_runs_the_cli_and_its_report_conserves(
+    small_run: dict[str, object],
+) -> None:
+    assert small_run["jobs"] == 3000
+    assert "error" not in small_run, small_run.get("error")
+    assert "ledger_wall_s" in small_run, small_run.get("ingest")
+    report = small_run["report_json"]
+    assert isinstance(report, dict)
+    assert report["installed_gpu_seconds"] > 0
+    # Conservation, checked here independently of the ledger's own check.
+    assert sum(report["categories"].values()) == pytest.approx(report["installed_gpu_seconds"])
+    assert report["rejected_rows"] == 0
