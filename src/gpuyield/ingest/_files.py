@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,17 +37,15 @@ def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
     if not path.is_file():
         raise InputError(f"{path}: no such file", hint="check the path; give the file sacct wrote")
     digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
     num_newlines = 0
     has_crlf = False
     size = 0
     last_byte = b"\n"
-    decoder_tail = b""
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK_BYTES):
             digest.update(chunk)
-            _check_chunk(path, decoder_tail + chunk, num_newlines - decoder_tail.count(b"\n"))
-            # Keep a short tail so a multi-byte character split over two chunks decodes whole.
-            decoder_tail = chunk[-4:]
+            _check_chunk(path, decoder, chunk, num_newlines)
             if b"\r" in chunk:
                 _check_carriage_returns(path, chunk, num_newlines)
                 has_crlf = True
@@ -55,13 +54,17 @@ def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
             last_byte = chunk[-1:]
             if progress is not None:
                 progress(len(chunk))
+    _check_chunk(path, decoder, b"", num_newlines, final=True)
     num_lines = num_newlines + (0 if last_byte == b"\n" else 1)
     return FileInfo(
         path=path, sha256=digest.hexdigest(), size_bytes=size, num_lines=num_lines, has_crlf=has_crlf
     )
 
 
-def _check_chunk(path: Path, data: bytes, lines_before: int) -> None:
+def _check_chunk(
+    path: Path, decoder: codecs.IncrementalDecoder, data: bytes, lines_before: int, *,
+    final: bool = False,
+) -> None:
     nul = data.find(b"\x00")
     if nul >= 0:
         raise ParseError(
@@ -71,15 +74,14 @@ def _check_chunk(path: Path, data: bytes, lines_before: int) -> None:
             hint="the file is binary or corrupted; re-run the command that wrote it",
         )
     try:
-        data.decode("utf-8")
+        # Incremental: a character cut at a chunk's end is completed by the next chunk.
+        decoder.decode(data, final=final)
     except UnicodeDecodeError as error:
-        # A character cut at the chunk's end is completed by the next chunk's tail.
-        if error.start >= len(data) - 3 and error.reason == "unexpected end of data":
-            return
+        at = max(0, min(error.start, len(data)))
         raise ParseError(
-            f"bytes that are not UTF-8 ({data[error.start:error.start + 4]!r})",
+            f"bytes that are not UTF-8 ({error.object[error.start:error.start + 4]!r})",
             path=path,
-            line=lines_before + data.count(b"\n", 0, error.start) + 1,
+            line=lines_before + data.count(b"\n", 0, at) + 1,
             hint="convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8",
         ) from None
 

@@ -1,0 +1,191 @@
+"""sacct parsing on the real capture in shared/data/slurm-local, and on the edge cases Slurm prints."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+
+WIDE_FIELDS = (
+    "JobID,JobIDRaw,JobName,User,UID,Group,Account,Partition,QOS,State,ExitCode,DerivedExitCode,"
+    "Submit,Eligible,Start,End,ElapsedRaw,Elapsed,TimelimitRaw,Timelimit,AllocTRES,ReqTRES,AllocCPUS,"
+    "ReqCPUS,ReqMem,NodeList,NNodes,NTasks,Comment,Reason,Flags,Priority,Cluster,WorkDir,SubmitLine,"
+    "MaxRSS,CPUTimeRAW"
+)
+
+
+def ingest(con: duckdb.DuckDBPyConnection, sacct: Path, **options: object):
+    return ingest_slurm(None, SlurmInputs(sacct=sacct), con=con, **options)  # type: ignore[arg-type]
+
+
+def gpu_seconds(con: duckdb.DuckDBPyConnection, start: str, end: str) -> int:
+    """Allocated GPU-seconds in a window, straight from the jobs table."""
+    row = con.execute(
+        """SELECT sum(num_gpus * (least(coalesce(end_s, epoch(?::TIMESTAMP)), epoch(?::TIMESTAMP))
+                  - greatest(start_s, epoch(?::TIMESTAMP))))
+           FROM jobs WHERE start_s IS NOT NULL""",
+        [end, end, start],
+    ).fetchall()
+    return int(row[0][0])
+
+
+def test_wide_capture_matches_sreport_allocated(fresh_db, slurm_local: Path) -> None:
+    # sreport's Allocated for 10:00-11:00 is 11750 GPU-seconds and equals sacct -X -D (README).
+    ingest(fresh_db, slurm_local / "sacct-X-D-wide.psv", until_s=1796036400)
+    sreport = (slurm_local / "sreport-cluster-utilization-gpu-seconds.txt").read_text()
+    allocated = int(re.search(r"lab\|gres/gpu\|(\d+)\|", sreport).group(1))
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == allocated == 11750
+
+
+def test_without_duplicates_the_requeued_runs_are_missing(fresh_db, slurm_local: Path) -> None:
+    # The README: without -D the sum is 11598, the first runs of jobs 2, 24, 28, 30 are not shown.
+    ingest(fresh_db, slurm_local / "sacct-X-wide.psv")
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11598
+
+
+def test_multiline_submitline_records_are_reassembled(fresh_db, slurm_local: Path) -> None:
+    path = slurm_local / "sacct-X-wide.psv"
+    # Records start with a job id; the continuation lines of jobs 1 and 12 do not.
+    starts = sum(
+        1 for line in path.read_text().splitlines()[1:] if re.match(r"^\d+(_\d+)?\|", line)
+    )
+    summary = ingest(fresh_db, path)
+    sacct = summary.files[0]
+    assert sacct.rows_read == starts == 35  # 39 runs in -D, less the 4 hidden requeued runs
+    count = fresh_db.execute("SELECT count(*) FROM jobs").fetchall()[0][0]
+    assert count == sacct.rows_read
+    names = {
+        r[0]
+        for r in fresh_db.execute("SELECT name FROM jobs WHERE job_id IN ('1', '12')").fetchall()
+    }
+    assert names == {"oom-probe", "mem-hog"}
+
+
+def test_step_rows_are_skipped_not_counted_as_allocations(fresh_db, slurm_local: Path) -> None:
+    path = slurm_local / "sacct-D-ALL.psv"
+    summary = ingest(fresh_db, path)
+    lines = path.read_text().splitlines()
+    at = lines[0].split("|").index("JobID")
+    steps = sum(1 for line in lines[1:] if line.count("|") == lines[0].count("|")
+                and "." in line.split("|")[at])  # fmt: skip
+    assert summary.files[0].rows_skipped == steps > 0
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
+
+
+def test_states_times_and_limits(fresh_db, slurm_local: Path) -> None:
+    ingest(fresh_db, slurm_local / "sacct-X-D-wide.psv")
+    rows = dict(fresh_db.execute("SELECT job_id || ':' || state, state_raw FROM jobs").fetchall())
+    assert rows["11:CANCELLED"] == "CANCELLED by 0"
+    running = fresh_db.execute("SELECT end_s FROM jobs WHERE job_id = '36'").fetchall()
+    assert running == [(None,)]  # Unknown end: still running at capture
+    never = fresh_db.execute("SELECT start_s, node_list FROM jobs WHERE job_id = '23'").fetchall()
+    assert never == [(None, None)]  # DEADLINE, never started, NodeList "None assigned"
+    array = fresh_db.execute("SELECT job_id_raw FROM jobs WHERE job_id = '6_0'").fetchall()
+    assert array == [("17",)]
+    requeued = fresh_db.execute(
+        "SELECT state FROM jobs WHERE job_id = '2' ORDER BY submit_s"
+    ).fetchall()
+    assert requeued == [("PREEMPTED",), ("COMPLETED",)]
+
+
+def test_pending_job_with_partition_limit(fresh_db, slurm_local: Path) -> None:
+    ingest(fresh_db, slurm_local / "sacct-X-wide-pending-job16.psv")
+    assert fresh_db.execute("SELECT state, start_s FROM jobs").fetchall() == [("PENDING", None)]
+
+
+def test_noheader_with_fields(fresh_db, slurm_local: Path, tmp_path: Path) -> None:
+    lines = (slurm_local / "sacct-X-D-wide.psv").read_text().splitlines()
+    body = tmp_path / "noheader.psv"
+    body.write_text("\n".join(lines[1:]) + "\n")
+    ingest(fresh_db, body, fields=lines[0].split("|"), until_s=1796036400)
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
+
+
+def test_every_capture_parses(fresh_db, slurm_local: Path) -> None:
+    for name in (
+        "sacct-X-ALL.psv",
+        "sacct-ALL.psv",
+        "sacct-wide.psv",
+        "sacct-X-wide-parsable2.psv",
+    ):
+        con = duckdb.connect()
+        from gpuyield.store import connect
+
+        con = connect(None)
+        summary = ingest(con, slurm_local / name)
+        assert summary.files[0].rows_rejected == 0, name
+        con.close()
+
+
+def write_sacct(
+    tmp_path: Path,
+    rows: list[str],
+    header: str = "JobID|JobIDRaw|State|Start|End|AllocTRES|NodeList",
+) -> Path:
+    path = tmp_path / "sacct.psv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+def test_typed_and_untyped_gpus_are_not_double_counted(fresh_db, tmp_path: Path) -> None:
+    path = write_sacct(tmp_path, [
+        "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu=4,gres/gpu:a100=4|n1",
+        "2|2|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu:a100=2,gres/gpu:h100=1|n2",
+        "3|3|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,mem=1G|n3",
+    ])  # fmt: skip
+    ingest(fresh_db, path)
+    gpus = dict(fresh_db.execute("SELECT job_id, num_gpus FROM jobs").fetchall())
+    assert gpus == {"1": 4, "2": 3, "3": 0}
+
+
+def test_timezone_shifts_times(fresh_db, tmp_path: Path) -> None:
+    path = write_sacct(
+        tmp_path, ["1|1|COMPLETED|2026-07-01T10:00:00|2026-07-01T11:00:00|gres/gpu=1|n1"]
+    )
+    ingest(fresh_db, path, tz="America/New_York")
+    start = fresh_db.execute("SELECT start_s FROM jobs").fetchall()[0][0]
+    assert start == 1782914400  # 14:00 UTC: New York is UTC-4 in July
+
+
+def test_bad_time_names_file_line_and_field(fresh_db, tmp_path: Path) -> None:
+    path = write_sacct(tmp_path, [
+        "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
+        "2|2|COMPLETED|2026-01-01T00:00:00|yesterday|gres/gpu=1|n1",
+    ])  # fmt: skip
+    with pytest.raises(ParseError) as info:
+        ingest(fresh_db, path)
+    assert info.value.line == 3 and info.value.field == "End"
+    assert str(path) in str(info.value) and info.value.hint
+
+
+def test_lenient_keeps_going_and_counts(fresh_db, tmp_path: Path) -> None:
+    path = write_sacct(tmp_path, [
+        "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
+        "2|2|EXPLODED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
+        "3|3|COMPLETED|2026-01-01T00:00:00",
+        "4|4|COMPLETED|2026-01-01T00:02:00|2026-01-01T00:03:00|gres/gpu=x|n1",
+        "5|5|COMPLETED|2026-01-01T00:04:00|2026-01-01T00:05:00|gres/gpu=2|n1",
+    ])  # fmt: skip
+    summary = ingest(fresh_db, path, lenient=True)
+    assert summary.files[0].rows_rejected == 3
+    assert sorted(r[0] for r in fresh_db.execute("SELECT job_id FROM jobs").fetchall()) == [
+        "1",
+        "5",
+    ]
+    rejects = fresh_db.execute("SELECT line, field FROM rejects ORDER BY line").fetchall()
+    assert [r[0] for r in rejects] == [3, 4, 5]
+
+
+def test_not_sacct_output_is_unknown_format(fresh_db, slurm_local: Path) -> None:
+    with pytest.raises(UnknownFormat):
+        ingest(fresh_db, slurm_local / "sacct-X-default.txt")
+
+
+def test_missing_required_field_is_named(fresh_db, slurm_local: Path) -> None:
+    with pytest.raises(UnknownFormat, match="nodelist"):
+        ingest(fresh_db, slurm_local / "sacct-X-D-gpucheck.psv")
