@@ -63,6 +63,17 @@ class ClaimCheck:
     #: Where a sourced figure comes from.
     source: str = ""
 
+    def __post_init__(self) -> None:
+        computed_verdict = self.verdict in (Verdict.HOLDS, Verdict.OFF)
+        if computed_verdict and self.recomputed is None:
+            raise ValueError(f"claim.recomputed is needed for verdict {self.verdict} ({self.id})")
+        if not computed_verdict and self.recomputed is not None:
+            raise ValueError(
+                f"claim.recomputed must be None for verdict {self.verdict} ({self.id})"
+            )
+        if self.verdict is Verdict.SOURCED and not self.source:
+            raise ValueError(f"claim.source is needed for a sourced claim ({self.id})")
+
     def to_json(self) -> dict[str, Any]:
         """``claim``, ``recomputed`` (a number or null) and ``verdict``, plus the detail."""
         return {

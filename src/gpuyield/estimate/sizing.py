@@ -25,6 +25,11 @@ SPEED_NOTES = (
     "It assumes batch-1 decoding without speculative decoding, which can break the bound.",
 )
 
+BUDGET_NOTE = (
+    "The budget is assumed to be spent on the final run alone at the given MFU; "
+    "6 * N * D ignores attention FLOPs."
+)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SpeedBound:
@@ -91,44 +96,16 @@ def params_from_speed(
     b_w = _positive(bytes_per_param, "--bytes-per-param")
     eta = require_fraction(as_range(efficiency, arg="--efficiency"), arg="--efficiency")
     bandwidth, bandwidth_source = _bandwidth(accelerator, bandwidth_tbps)
-    steps: list[Step] = [
+    inputs = [
         given("tokens_per_s", "decode speed", tps, "tokens/s"),
         given("num_chips", "chips serving one copy T", chips),
         given("bandwidth_tbps", "HBM bandwidth per chip B", bandwidth, "TB/s", bandwidth_source),
         given("efficiency", "achieved bandwidth fraction eta", eta, "%"),
         given("bytes_per_param", "bytes per weight b_w", b_w, "bytes"),
     ]
-    budget = compute(
-        "bytes_per_token",
-        "bytes readable per token",
-        "R = eta * T * B / tokens_per_s",
-        "{eta} * {chips} * {bandwidth}e12 / {tps}",
-        _read_budget,
-        {"eta": UP, "chips": UP, "bandwidth": UP, "tps": DOWN},
-        "bytes",
-        eta=eta,
-        chips=chips,
-        bandwidth=bandwidth,
-        tps=tps,
-    )
+    budget = _read_budget_step(eta, chips, bandwidth, tps)
     kv_steps, kv = _kv_steps(context_tokens, kv_bytes_per_token)
-    weights = compute(
-        "weight_bytes_per_token",
-        "bytes left for weights",
-        "W = R - L_ctx * k_kv",
-        "{budget} - {kv}",
-        lambda budget, kv: budget - kv,
-        {"budget": UP, "kv": DOWN},
-        "bytes",
-        budget=budget.value,
-        kv=kv,
-    )
-    if weights.value.low <= 0:
-        raise InputError(
-            f"the KV cache alone ({format_range(kv, 'bytes')} per token) needs at least the whole "
-            f"read budget ({format_range(budget.value, 'bytes')} per token)",
-            hint="check --context-tokens and --kv-bytes-per-token, or raise --efficiency",
-        )
+    weights = _weight_bytes(budget.value, kv)
     bound = compute(
         "max_active_params",
         "max active parameters",
@@ -141,10 +118,48 @@ def params_from_speed(
     )
     sheet = Worksheet(
         title="Upper bound on active parameters from decode speed",
-        steps=(*steps, budget, *kv_steps, weights, bound),
+        steps=(*inputs, budget, *kv_steps, weights, bound),
         notes=SPEED_NOTES,
     )
     return SpeedBound(max_active_params=bound.value, bytes_per_token=budget.value, worksheet=sheet)
+
+
+def _weight_bytes(budget: Range, kv: Range) -> Step:
+    """Bytes per token left for weights; an error, not a negative size, if the KV cache eats all."""
+    weights = compute(
+        "weight_bytes_per_token",
+        "bytes left for weights",
+        "W = R - L_ctx * k_kv",
+        "{budget} - {kv}",
+        lambda budget, kv: budget - kv,
+        {"budget": UP, "kv": DOWN},
+        "bytes",
+        budget=budget,
+        kv=kv,
+    )
+    if weights.value.low <= 0:
+        raise InputError(
+            f"the KV cache alone ({format_range(kv, 'bytes')} per token) needs at least the whole "
+            f"read budget ({format_range(budget, 'bytes')} per token)",
+            hint="check --context-tokens and --kv-bytes-per-token, or raise --efficiency",
+        )
+    return weights
+
+
+def _read_budget_step(eta: Range, chips: Range, bandwidth: Range, tps: Range) -> Step:
+    return compute(
+        "bytes_per_token",
+        "bytes readable per token",
+        "R = eta * T * B / tokens_per_s",
+        "{eta} * {chips} * {bandwidth}e12 / {tps}",
+        _read_budget,
+        {"eta": UP, "chips": UP, "bandwidth": UP, "tps": DOWN},
+        "bytes",
+        eta=eta,
+        chips=chips,
+        bandwidth=bandwidth,
+        tps=tps,
+    )
 
 
 def _read_budget(eta: float, chips: float, bandwidth: float, tps: float) -> float:
@@ -220,18 +235,7 @@ def params_from_budget(
         ),
         given("mfu", "model FLOPs utilization", m, "%"),
     ]
-    flops = compute(
-        "flops",
-        "compute delivered",
-        "C = H * 3600 * peak * MFU",
-        "{h} * 3600 * {p}e12 * {m}",
-        lambda h, p, m: h * f.SECONDS_PER_HOUR * p * f.TFLOPS * m,
-        {"h": UP, "p": UP, "m": UP},
-        "FLOP",
-        h=hours,
-        p=peak,
-        m=m,
-    )
+    flops = _delivered_flops(hours, peak, m)
     params = compute(
         "active_params",
         "active parameters",
@@ -245,13 +249,25 @@ def params_from_budget(
     sheet = Worksheet(
         title=f"Model size from a training budget on {chip.id} ({prec})",
         steps=(*steps, flops, params),
-        notes=(
-            "The budget is assumed to be spent on the final run alone at the given MFU; "
-            "6 * N * D ignores attention FLOPs.",
-        ),
+        notes=(BUDGET_NOTE,),
     )
     return BudgetParams(
         gpu_hours=hours, flops=flops.value, active_params=params.value, worksheet=sheet
+    )
+
+
+def _delivered_flops(hours: Range, peak: Range, mfu: Range) -> Step:
+    return compute(
+        "flops",
+        "compute delivered",
+        "C = H * 3600 * peak * MFU",
+        "{h} * 3600 * {p}e12 * {m}",
+        lambda h, p, m: h * f.SECONDS_PER_HOUR * p * f.TFLOPS * m,
+        {"h": UP, "p": UP, "m": UP},
+        "FLOP",
+        h=hours,
+        p=peak,
+        m=mfu,
     )
 
 

@@ -7,7 +7,13 @@ from typing import Any
 
 from gpuyield.errors import InputError
 from gpuyield.estimate import formulas as f
-from gpuyield.estimate.catalog import Model, get_accelerator, get_model, parse_precision
+from gpuyield.estimate.catalog import (
+    Accelerator,
+    Model,
+    get_accelerator,
+    get_model,
+    parse_precision,
+)
 from gpuyield.estimate.numbers import (
     NumberLike,
     Range,
@@ -94,52 +100,24 @@ def estimate_train(
     chip = get_accelerator(inputs.accelerator_id)
     peak = Range.point(chip.peak_tflops(inputs.precision))
     mfu_r = require_fraction(as_range(mfu, arg="--mfu"), arg="--mfu")
-    n, d = inputs.active_params, inputs.tokens
-    steps: list[Step] = [
-        given(
-            "active_params", "active parameters N", n, source=_src(inputs.model, "active_params")
-        ),
-        given("tokens", "training tokens D", d, source=_src(inputs.model, "tokens")),
-        given(
-            "peak_tflops",
-            f"{chip.id} dense {inputs.precision} peak",
-            peak,
-            "TFLOP/s",
-            f"{chip.source} ({chip.status})",
-        ),
-        given("mfu", "model FLOPs utilization", mfu_r, "%"),
-    ]
-    flops = compute(
-        "flops",
-        "training compute",
-        "C = 6 * N * D",
-        "6 * {active_params} * {tokens}",
-        f.training_flops,
-        {"active_params": UP, "tokens": UP},
-        "FLOP",
-        active_params=n,
-        tokens=d,
-    )
-    hours = compute(
-        "gpu_hours",
-        "GPU-hours",
-        "H = C / (peak * MFU) / 3600",
-        "{c} / ({p}e12 * {m}) / 3600",
-        _hours,
-        {"c": UP, "p": DOWN, "m": DOWN},
-        "GPU-h",
-        c=flops.value,
-        p=peak,
-        m=mfu_r,
-    )
-    steps += [flops, hours]
-    steps += _optional_steps(inputs, hours.value, peak, mfu_r, batch_tokens, price_per_gpu_hour)
+    steps = _input_steps(inputs, chip, peak, mfu_r)
+    flops, hours = _compute_steps(inputs, peak, mfu_r)
+    steps += [flops, hours, *_gpu_steps(inputs, hours.value)]
+    if batch_tokens is not None:
+        b = require_positive(as_range(batch_tokens, arg="--batch-tokens"), arg="--batch-tokens")
+        steps += _batch_steps(inputs, b, peak, mfu_r)
+    if price_per_gpu_hour is not None:
+        steps += _cost_steps(hours.value, price_per_gpu_hour)
     if inputs.model is not None and inputs.model.reported_gpu_hours is not None:
         steps += _reported_steps(inputs, inputs.model.reported_gpu_hours, flops.value, peak)
+    return _result(inputs, steps)
+
+
+def _result(inputs: _Inputs, steps: list[Step]) -> TrainEstimate:
     results = {step.name: step.value for step in steps}
     return TrainEstimate(
-        flops=flops.value,
-        gpu_hours=hours.value,
+        flops=results["flops"],
+        gpu_hours=results["gpu_hours"],
         wall_days=results.get("wall_days"),
         seconds_per_batch=results.get("seconds_per_batch"),
         num_batches=results.get("num_batches"),
@@ -150,8 +128,52 @@ def estimate_train(
     )
 
 
-def _hours(c: float, p: float, m: float) -> float:
-    return f.gpu_hours_for(c, p, m)
+def _input_steps(inputs: _Inputs, chip: Accelerator, peak: Range, mfu: Range) -> list[Step]:
+    model = inputs.model
+    return [
+        given(
+            "active_params",
+            "active parameters N",
+            inputs.active_params,
+            source=_src(model, "active_params"),
+        ),
+        given("tokens", "training tokens D", inputs.tokens, source=_src(model, "tokens")),
+        given(
+            "peak_tflops",
+            f"{chip.id} dense {inputs.precision} peak",
+            peak,
+            "TFLOP/s",
+            f"{chip.source} ({chip.status})",
+        ),
+        given("mfu", "model FLOPs utilization", mfu, "%"),
+    ]
+
+
+def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step]:
+    flops = compute(
+        "flops",
+        "training compute",
+        "C = 6 * N * D",
+        "6 * {active_params} * {tokens}",
+        f.training_flops,
+        {"active_params": UP, "tokens": UP},
+        "FLOP",
+        active_params=inputs.active_params,
+        tokens=inputs.tokens,
+    )
+    hours = compute(
+        "gpu_hours",
+        "GPU-hours",
+        "H = C / (peak * MFU) / 3600",
+        "{flops} / ({peak_tflops}e12 * {mfu}) / 3600",
+        f.gpu_hours_for,
+        {"flops": UP, "peak_tflops": DOWN, "mfu": DOWN},
+        "GPU-h",
+        flops=flops.value,
+        peak_tflops=peak,
+        mfu=mfu,
+    )
+    return flops, hours
 
 
 def _merge_inputs(
@@ -188,57 +210,43 @@ def _merge_inputs(
     )
 
 
-def _optional_steps(
-    inputs: _Inputs,
-    gpu_hours: Range,
-    peak: Range,
-    mfu: Range,
-    batch_tokens: NumberLike | None,
-    price: NumberLike | None,
-) -> list[Step]:
-    steps: list[Step] = []
+def _gpu_steps(inputs: _Inputs, gpu_hours: Range) -> list[Step]:
     g = inputs.num_gpus
-    if g is not None:
-        steps.append(given("num_gpus", "GPUs G", g, source=_src(inputs.model, "num_gpus")))
-        steps.append(
-            compute(
-                "wall_days",
-                "wall-clock days",
-                "T = H / G / 24",
-                "{gpu_hours} / {num_gpus} / 24",
-                f.wall_days,
-                {"gpu_hours": UP, "num_gpus": DOWN},
-                "days",
-                gpu_hours=gpu_hours,
-                num_gpus=g,
-            )
-        )
-    if batch_tokens is not None:
-        steps += _batch_steps(
-            inputs,
-            require_positive(as_range(batch_tokens, arg="--batch-tokens"), arg="--batch-tokens"),
-            peak,
-            mfu,
-        )
-    if price is not None:
-        price_r = require_positive(
-            as_range(price, arg="--price-per-gpu-hour"), arg="--price-per-gpu-hour"
-        )
-        steps.append(given("price_per_gpu_hour", "price per GPU-hour", price_r, "USD"))
-        steps.append(
-            compute(
-                "cost_usd",
-                "cost",
-                "$ = H * price",
-                "{h} * {p}",
-                lambda h, p: h * p,
-                {"h": UP, "p": UP},
-                "USD",
-                h=gpu_hours,
-                p=price_r,
-            )
-        )
-    return steps
+    if g is None:
+        return []
+    return [
+        given("num_gpus", "GPUs G", g, source=_src(inputs.model, "num_gpus")),
+        compute(
+            "wall_days",
+            "wall-clock days",
+            "T = H / G / 24",
+            "{gpu_hours} / {num_gpus} / 24",
+            f.wall_days,
+            {"gpu_hours": UP, "num_gpus": DOWN},
+            "days",
+            gpu_hours=gpu_hours,
+            num_gpus=g,
+        ),
+    ]
+
+
+def _cost_steps(gpu_hours: Range, price: NumberLike) -> list[Step]:
+    arg = "--price-per-gpu-hour"
+    rate = require_positive(as_range(price, arg=arg), arg=arg)
+    return [
+        given("price_per_gpu_hour", "price per GPU-hour", rate, "USD"),
+        compute(
+            "cost_usd",
+            "cost",
+            "$ = H * price",
+            "{h} * {p}",
+            lambda h, p: h * p,
+            {"h": UP, "p": UP},
+            "USD",
+            h=gpu_hours,
+            p=rate,
+        ),
+    ]
 
 
 def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Step]:
