@@ -62,7 +62,11 @@ CREATE OR REPLACE TEMP MACRO hostlist_expand_item(item) AS
                 CAST(coalesce(nullif(split_part(r, '-', 2), ''), split_part(r, '-', 1)) AS BIGINT) + 1
             ),
             lambda i: regexp_extract(item, '^([^\[]*)\[', 1)
-                 || lpad(CAST(i AS VARCHAR), CAST(length(split_part(r, '-', 1)) AS INTEGER), '0')
+                 -- lpad would cut numbers longer than the padding width (n[95-100] -> n10)
+                 || CASE WHEN length(CAST(i AS VARCHAR)) >= length(split_part(r, '-', 1))
+                         THEN CAST(i AS VARCHAR)
+                         ELSE lpad(CAST(i AS VARCHAR), CAST(length(split_part(r, '-', 1)) AS INTEGER), '0')
+                    END
                  || regexp_extract(item, '\]([^\[\]]*)$', 1)
         )
     ))

@@ -1,0 +1,154 @@
+"""Node events, inventories, hostlists and manifests: real files and the edge cases around them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuyield.errors import ManifestError, ParseError, UnknownFormat, UnknownIdError
+from gpuyield.ingest.events import read_events
+from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL, expand_hostlist
+from gpuyield.ingest.manifest import load_manifest
+from gpuyield.ingest.nodes import gpus_from_gres, read_nodes
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from tests.conftest import SAMPLE
+
+EPOCH_10_40_47 = 1796035247
+
+
+def test_long_event_format(slurm_local: Path) -> None:
+    stage = read_events(slurm_local / "sacctmgr-event-format.psv", tz="UTC", lenient=False,
+                        default_cluster="x")  # fmt: skip
+    cluster = stage.cluster_events.to_pylist()
+    assert cluster == [{"cluster": "lab", "start_s": EPOCH_10_40_47, "end_s": None, "num_gpus": 32,
+                        "node_list": "n[1-4]", "line": 2}]  # fmt: skip
+    nodes = stage.node_events.to_pylist()
+    assert [(e["node"], e["state"], e["end_s"] - e["start_s"]) for e in nodes] == [
+        ("n1", "DOWN", 0), ("n2", "DRAIN", 86), ("n2", "DOWN", 60), ("n3", "DRAIN", 51),
+        ("n4", "DOWN*", 47),
+    ]  # fmt: skip
+    # 244 node-seconds, the README's sum of the node events.
+    assert sum(e["end_s"] - e["start_s"] for e in nodes) == 244
+    assert [e["planned"] for e in nodes] == [False, False, False, True, False]  # "firmware update"
+
+
+def test_default_event_format_has_the_same_events(slurm_local: Path) -> None:
+    short = read_events(slurm_local / "sacctmgr-event-default.psv", tz="UTC", lenient=False,
+                        default_cluster="x")  # fmt: skip
+    long = read_events(slurm_local / "sacctmgr-event-format.psv", tz="UTC", lenient=False,
+                       default_cluster="x")  # fmt: skip
+    keys = ("node", "state", "start_s", "end_s", "reason")
+    project = lambda t: sorted(tuple(r[k] for k in keys) for r in t.to_pylist())  # noqa: E731
+    assert project(short.node_events) == project(long.node_events)
+    assert short.cluster_events.to_pylist()[0]["num_gpus"] is None  # no TRES in the short format
+
+
+def test_open_events(slurm_local: Path) -> None:
+    stage = read_events(slurm_local / "nodes-snapshot-b-sacctmgr-event-format.psv", tz="UTC",
+                        lenient=False, default_cluster="x")  # fmt: skip
+    assert [e["end_s"] for e in stage.node_events.to_pylist()] == [None, None]
+
+
+def test_bad_event_row(tmp_path: Path, slurm_local: Path) -> None:
+    text = (slurm_local / "sacctmgr-event-format.psv").read_text().splitlines()
+    text[3] = text[3].replace("2026-11-30T10:42:39", "not-a-time")
+    path = tmp_path / "events.psv"
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(ParseError) as info:
+        read_events(path, tz="UTC", lenient=False, default_cluster="x")
+    assert (info.value.line, info.value.field) == (4, "TimeStart")
+    lenient = read_events(path, tz="UTC", lenient=True, default_cluster="x")
+    assert lenient.rows_rejected == 1 and len(lenient.node_events) == 4
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["scontrol-show-nodes-oneliner.txt", "scontrol-show-nodes.txt", "sinfo-N-o.psv", "sinfo-N-O.txt"],
+)
+def test_inventories_agree(slurm_local: Path, name: str) -> None:
+    stage = read_nodes(slurm_local / name, lenient=False, cluster="lab")
+    rows = sorted((r["node"], r["num_gpus"]) for r in stage.nodes.to_pylist())
+    assert rows == [("n1", 8), ("n2", 8), ("n3", 8), ("n4", 8)]
+    partitions = {r["partitions"] for r in stage.nodes.to_pylist()}
+    assert partitions == {"gpu,scavenger,urgent"}
+
+
+def test_sinfo_long_without_gres_is_refused(slurm_local: Path) -> None:
+    with pytest.raises(UnknownFormat):
+        read_nodes(slurm_local / "sinfo-N-l.txt", lenient=False, cluster="lab")
+
+
+@pytest.mark.parametrize(
+    ("gres", "expected"),
+    [("gpu:8", (8, None)), ("gpu:a100:4(S:0-1),gpu:h100:4", (8, "a100,h100")), ("(null)", (0, None)),
+     ("gpu:a100:2,shard:8", (2, "a100"))],
+)  # fmt: skip
+def test_gres_counts(gres: str, expected: tuple[int, str | None]) -> None:
+    assert gpus_from_gres(gres) == expected
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["n", "gpu-", "rack1-n"]), st.integers(0, 120), st.integers(0, 5),
+                  st.integers(1, 3)),
+        min_size=1, max_size=4,
+    )
+)  # fmt: skip
+def test_hostlist_sql_agrees_with_python(groups: list[tuple[str, int, int, int]]) -> None:
+    parts, expected = [], []
+    for prefix, low, span, width in groups:
+        high = low + span
+        parts.append(f"{prefix}[{str(low).zfill(width)}-{str(high).zfill(width)}]")
+        expected += [f"{prefix}{str(i).zfill(width)}" for i in range(low, high + 1)]
+    text = ",".join(parts)
+    assert expand_hostlist(text) == expected
+    con = duckdb.connect()
+    con.execute(HOSTLIST_MACRO_SQL)
+    assert con.execute("SELECT hostlist_expand(?)", [text]).fetchall()[0][0] == expected
+    con.close()
+
+
+def test_hostlist_forms() -> None:
+    assert expand_hostlist("n[1-3,7],login1") == ["n1", "n2", "n3", "n7", "login1"]
+    assert expand_hostlist("None assigned") == []
+    with pytest.raises(ValueError):
+        expand_hostlist("n[3-1]")
+
+
+def test_sample_manifest(tmp_path: Path) -> None:
+    manifest = load_manifest(SAMPLE / "manifest.toml")
+    assert manifest.lineage_runs == {"long-a", "dn2", "bio-long"}
+    assert manifest.interval_s("dn2") == 4
+    assert manifest.diverged[0].after_s == 1796035740  # 2026-11-30T10:49:00Z
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[runs]\nmatch = "tag:(?P<run>x)"', "must start with"),
+        ('[runs]\nmatch = "comment:run=(x)"', "no group named 'run'"),
+        ('[[releases]]\nmodel = "m"\nruns = []', "non-empty list"),
+        ("[run_settings.a]\ncheckpoint_interval_s = -5", "positive"),
+        ("[bogus]\n", "unknown section"),
+        ("[[releases]\n", "not valid TOML"),
+    ],
+)
+def test_bad_manifests(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    with pytest.raises(ManifestError, match=message):
+        load_manifest(path)
+
+
+def test_unknown_run_gets_closest_name(fresh_db, tmp_path: Path) -> None:
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[releases]]\nmodel = "m"\nruns = ["long-aa"]\n')
+    with pytest.raises(UnknownIdError) as info:
+        ingest_slurm(None, SlurmInputs(sacct=SAMPLE / "sacct-X-D-wide.psv", manifest=manifest),
+                     con=fresh_db)  # fmt: skip
+    assert "long-a" in info.value.choices
+    assert fresh_db.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]  # atomic
