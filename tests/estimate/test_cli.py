@@ -168,3 +168,18 @@ def test_every_command_is_documented() -> None:
     group = typer.main.get_command(estimate_cli.app)
     for name in group.commands:  # type: ignore[attr-defined]
         assert f"gpuyield estimate {name}" in text, name
+
+
+def test_docs_scenario_table_matches_the_code() -> None:
+    from gpuyield.estimate import estimate_lab, list_lab_scenarios
+    from gpuyield.estimate.numbers import format_percent
+
+    text = DOCS.read_text(encoding="utf-8")
+    for scenario in list_lab_scenarios():
+        result = estimate_lab(scenario)
+        assert result.essay_yield is not None
+        row = (
+            f"| {scenario} | {format_percent(result.yield_fraction)} | "
+            f"{format_percent(result.essay_yield)} |"
+        )
+        assert row in text, row
