@@ -80,13 +80,15 @@ def _print_report(report: Any) -> None:
     table = Table(show_footer=True)
     table.add_column("category", footer="installed")
     table.add_column("GPU-hours", justify="right", footer=_hours(installed))
+    table.add_column("GPU-seconds", justify="right", footer=f"{installed:,.0f}")
     table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
     for category, value in report.categories.items():
         subs = [(k.split(".", 1)[1], v) for k, v in report.subcategories.items()
                 if k.startswith(category + ".")]  # fmt: skip
-        note = ", ".join(f"{s} {_hours(v)}" for s, v in sorted(subs))
+        note = ", ".join(f"{s} {v / installed:.1%}" for s, v in sorted(subs) if installed)
         label = category + (f" [dim]({note})[/]" if note else "")
-        table.add_row(label, _hours(value), _share(value / installed if installed else None))
+        table.add_row(label, _hours(value), f"{value:,.0f}",
+                      _share(value / installed if installed else None))  # fmt: skip
     console.print(table)
     essay = Table(title="beside the essay's typical lab", title_justify="left")
     for column in ("essay bucket", "this cluster", "typical lab"):

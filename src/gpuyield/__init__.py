@@ -1,0 +1,69 @@
+"""gpuyield: of every GPU-second a training cluster paid for, how much ended up in a released model?
+
+The public surface. Light names (errors, categories, the in-job ``Recorder`` and ``DivergenceWatch``)
+import eagerly; the ledger and report, which need DuckDB and Ibis, import on first use so that training
+jobs importing ``gpuyield.Recorder`` do not pay for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from gpuyield.categories import Category, DownCause, FailedCause
+from gpuyield.errors import (
+    ConservationError,
+    DataConsistencyError,
+    GpuyieldError,
+    InputError,
+    ManifestError,
+    MissingExtraError,
+    ParseError,
+    UnknownFormat,
+    UnknownIdError,
+)
+from gpuyield.guard import DivergenceWatch, Recorder
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Ledger": "gpuyield.ledger",
+    "Manifest": "gpuyield.ingest.manifest",
+    "SlurmInputs": "gpuyield.ingest.slurm",
+    "YieldReport": "gpuyield.report",
+    "build_report": "gpuyield.report",
+    "compute_ledger": "gpuyield.ledger",
+    "ingest_slurm": "gpuyield.ingest.slurm",
+    "load_manifest": "gpuyield.ingest.manifest",
+}
+
+__all__ = [
+    "Category",
+    "ConservationError",
+    "DataConsistencyError",
+    "DivergenceWatch",
+    "DownCause",
+    "FailedCause",
+    "GpuyieldError",
+    "InputError",
+    "Ledger",
+    "Manifest",
+    "ManifestError",
+    "MissingExtraError",
+    "ParseError",
+    "Recorder",
+    "SlurmInputs",
+    "UnknownFormat",
+    "UnknownIdError",
+    "YieldReport",
+    "build_report",
+    "compute_ledger",
+    "ingest_slurm",
+    "load_manifest",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'gpuyield' has no attribute {name!r}")
