@@ -24,6 +24,7 @@ EXPECTED_STATES = {
     "ft-main-1": ["TIMEOUT"],
     "ft-main-2": ["CANCELLED"],
     "exp-ok": ["COMPLETED"],
+    "requeue-victim": ["REQUEUED", "COMPLETED"],
     "scav-victim": ["PREEMPTED"],
     "urgent": ["COMPLETED"],
     "timeout": ["TIMEOUT"],
@@ -35,6 +36,17 @@ EXPECTED_STATES = {
     "multi-node": ["COMPLETED"],
     "still-running": ["RUNNING"],
 }
+
+
+# The report JSON shape of docs/contracts.md.
+CONTRACT_KEYS = (
+    "window", "installed_gpu_seconds", "categories", "subcategories", "yield", "utilization",
+    "goodput", "rejected_rows", "jobs_without_gpu_count",
+)  # fmt: skip
+CONTRACT_SUBCATEGORIES = (
+    "failed.hardware", "failed.software", "failed.oom", "failed.timeout",
+    "down.planned", "down.unplanned", "cancelled.preempted", "cancelled.user",
+)  # fmt: skip
 
 
 def _close(actual: float, expected: Fraction | int) -> bool:
@@ -59,9 +71,19 @@ def test_workload_reached_every_scenario(lab_run: LabRun) -> None:
     events = {(e.node, e.state) for e in lab_run.events}
     assert events == {("n1", "DOWN"), ("n2", "DRAIN"), ("n4", "DOWN*")}
     assert all(e.end_s is not None for e in lab_run.events), "every node is back in service"
+    requeued = lab_run.runs_of("requeue-victim")
+    assert len({j.job_id for j in requeued}) == 1, "sacct -D: both runs under one job id"
     (pt1,), (pt2,) = lab_run.runs_of("pt-main-1"), lab_run.runs_of("pt-main-2")
     assert pt1.end_s is not None and pt2.start_s is not None and pt2.start_s >= pt1.end_s
     assert lab_run.gpus_per_node == {"n1": 8, "n2": 8, "n3": 8, "n4": 8}
+
+
+def test_report_has_the_contract_shape(report: dict[str, Any]) -> None:
+    """docs/contracts.md: every category and every subcategory key, zeros included."""
+    assert set(CONTRACT_KEYS) <= set(report)
+    assert list(report["categories"]) == list(oracle.CATEGORIES)
+    missing = set(CONTRACT_SUBCATEGORIES) - set(report["subcategories"])
+    assert not missing, f"subcategories missing from the report: {sorted(missing)}"
 
 
 def test_allocated_equals_sacct_recomputation(lab_run: LabRun, report: dict[str, Any]) -> None:
@@ -101,8 +123,9 @@ def test_down_equals_node_events(lab_run: LabRun, report: dict[str, Any]) -> Non
     # n1 DOWN, n2 DRAIN and n4 DOWN* last seconds to a minute each, on 8-GPU nodes.
     assert down["unplanned"] >= 3 * 8 and down["planned"] == 0
     assert _close(report["categories"]["down"], down["unplanned"])
-    assert _close(report["subcategories"]["down.unplanned"], down["unplanned"])
-    assert _close(report["subcategories"]["down.planned"], 0)
+    subs = report["subcategories"]
+    assert _close(subs.get("down.unplanned", 0), down["unplanned"])
+    assert _close(subs.get("down.planned", 0), 0)
 
 
 def test_conservation_and_installed(lab_run: LabRun, report: dict[str, Any]) -> None:

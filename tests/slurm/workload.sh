@@ -1,11 +1,12 @@
 #!/bin/bash
 # workload.sh ROLES_TSV -- the integration test's own workload for the slurm-lab cluster
 # (../shared/slurm-lab/start-slurm.sh: nodes n1..n4, 8 fake GPUs each, partitions gpu / scavenger /
-# urgent, ReturnToService=1). About 90 s. Run as root with SLURMLAB set to the running lab.
+# urgent, ReturnToService=1). About 2 minutes. Run as root with SLURMLAB set to the running lab.
 #
 # Node plan (why each node): n3 never has a node event, so the failure causes of the jobs there
 # (software, timeout) cannot be turned into "hardware" by the ledger's event-proximity rule.
-#   n1  pt-main-1 (release lineage) dies NODE_FAIL when an admin sets n1 DOWN; later ft-main-2.
+#   n1  pt-main-1 (release lineage) dies NODE_FAIL when an admin sets n1 DOWN; later ft-main-2;
+#       requeue-victim is requeued by an admin and runs again (two sacct -D rows, one job id).
 #   n2  scavenger job PREEMPTED by an urgent job; then n2 is DRAINED (idle) and resumed.
 #   n3  TIMEOUT, lineage TIMEOUT chunk (ft-main-1), FAILED, CANCELLED, array, diverged run,
 #       and pt-main-2, which continues the lineage after pt-main-1's NODE_FAIL.
@@ -61,6 +62,8 @@ log "start"
 # ---- everything that can start at once
 PT1=$(sb pt-main-1 -J pt-main-1 -w n1 --no-requeue --gres=gpu:4 -c 1 --comment=run=pt-main --wrap='sleep 300') || exit 1
 sb exp-ok -J exp-ok -w n1 --gres=gpu:2 -c 1 --comment=run=exp1 --wrap='sleep 4' >/dev/null
+RQ=$(sb requeue-victim -J requeue-victim -w n1 --gres=gpu:1 -c 1 --comment=run=rq1 \
+  --wrap='if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then sleep 3; else sleep 300; fi') || exit 1
 SCAV=$(sb scav-victim -J scav-victim -p scavenger -w n2 --gres=gpu:8 -c 1 --comment=run=scav1 --wrap='sleep 300') || exit 1
 TO=$(sb timeout -J timeout-1min -w n3 --time=1 --gres=gpu:1 -c 1 --comment=run=to1 --wrap='sleep 300') || exit 1
 FT1=$(sb ft-main-1 -J ft-main-1 -w n3 --time=1 --gres=gpu:2 -c 1 --comment=run=ft-main --wrap='sleep 300') || exit 1
@@ -76,6 +79,10 @@ waitstate "$NF" RUNNING 30; sleep 2
 P4=$(cat "$LAB/run/slurmd-n4.pid")
 node_action kill-slurmd n4
 kill -KILL "$P4" || die "could not kill slurmd-n4 pid $P4"
+
+# ---- n1: requeue a running job: a REQUEUED run, then (Slurm holds it ~2 min) a second run, same id
+ran_for "$RQ" 2
+scontrol requeue "$RQ" || die "scontrol requeue $RQ failed"; log "scontrol requeue $RQ"
 
 # ---- n2: an urgent job preempts the scavenger job (PreemptMode=CANCEL there -> PREEMPTED)
 waitstate "$SCAV" RUNNING 30
@@ -122,7 +129,7 @@ sb multi-node -J multi-node -N 2 -w n1,n2 --ntasks-per-node=1 --gres=gpu:2 --com
 LIVE=$(sb still-running -J still-running -w n2 --gres=gpu:1 -c 1 --comment=run=live --wrap='sleep 1800') || exit 1
 waitstate "$LIVE" RUNNING 30
 gone "$PT2" 60; gone "$TO" 60
-for _ in $(seq 1 60); do
+for _ in $(seq 1 180); do  # the requeued job's second run starts about 2 min after the requeue
   left=$(squeue -h -o %i | grep -vx "$LIVE" | xargs)
   [ -z "$left" ] && break
   sleep 1
