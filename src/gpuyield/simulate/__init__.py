@@ -1,0 +1,26 @@
+"""Simulator of AI training clusters: failures, lineage runs, research jobs, written as Slurm logs.
+
+Library entry points (the CLI ``gpuyield simulate`` wraps them)::
+
+    scenario = load_scenario("llama3-405b")          # or a path to a TOML file
+    result = simulate(scenario)                       # seeded, in memory
+    truth = write_outputs(result, Path("out"))        # sacct.psv, events.psv, ..., truth.json
+"""
+
+from __future__ import annotations
+
+from gpuyield.simulate.cluster import SimulationResult, simulate
+from gpuyield.simulate.output import write_outputs
+from gpuyield.simulate.scenario import Policy, Scenario, bundled_names, load_scenario
+from gpuyield.simulate.truth import compute_truth
+
+__all__ = [
+    "Policy",
+    "Scenario",
+    "SimulationResult",
+    "bundled_names",
+    "compute_truth",
+    "load_scenario",
+    "simulate",
+    "write_outputs",
+]

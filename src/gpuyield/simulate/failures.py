@@ -1,0 +1,109 @@
+"""The fleet's hardware failure process, drawn all at once with numpy.
+
+Each hardware cause is an independent Poisson process per node (rates from
+``Scenario.failure_rates``),
+so the whole fleet's failures of one cause are a Poisson count with uniform times and uniform nodes.
+A node that is already out for repair cannot fail again, so draws falling inside an outage of the
+same node are dropped (a small thinning, visible only at very high rates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuyield.simulate.calibration import CAUSES_BY_ID, CauseKind
+from gpuyield.simulate.scenario import Scenario
+
+#: Hardware cause ids in a fixed order; ``Outages.cause`` indexes into it.
+HARDWARE_CAUSES: tuple[str, ...] = tuple(
+    c.id for c in CAUSES_BY_ID.values() if c.kind is CauseKind.HARDWARE
+)
+SOFTWARE_CAUSES: tuple[str, ...] = tuple(
+    c.id for c in CAUSES_BY_ID.values() if c.kind is CauseKind.SOFTWARE
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Outages:
+    """Node outages as parallel arrays (struct of arrays), sorted by ``fail_s``."""
+
+    #: Node index (0-based).
+    node: np.ndarray
+    #: When the fault happened (epoch s); the node does no useful work from here.
+    fail_s: np.ndarray
+    #: When Slurm marks the node DOWN/DOWN* (jobs on it end NODE_FAIL); the node event starts.
+    detect_s: np.ndarray
+    #: When the node is set to DRAIN for repair.
+    drain_s: np.ndarray
+    #: When the node returns to service.
+    back_s: np.ndarray
+    #: Index into ``HARDWARE_CAUSES``.
+    cause: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.node.size)
+
+
+def draw_outages(scenario: Scenario, rng: np.random.Generator) -> Outages:
+    """Draw every hardware outage of the fleet in the scenario window."""
+    rates = scenario.failure_rates()
+    cfg = scenario.failures
+    start, end = scenario.start_s, scenario.end_s
+    exposure = scenario.fleet.num_nodes * float(end - start)
+    nodes, times, causes = [], [], []
+    for index, cause_id in enumerate(HARDWARE_CAUSES):
+        count = int(rng.poisson(rates[cause_id] * exposure))
+        times.append(rng.integers(start, end, size=count, dtype=np.int64))
+        nodes.append(rng.integers(0, scenario.fleet.num_nodes, size=count, dtype=np.int64))
+        causes.append(np.full(count, index, dtype=np.int64))
+    node = np.concatenate(nodes)
+    fail = np.concatenate(times)
+    cause = np.concatenate(causes)
+    repair = np.rint(rng.exponential(cfg.repair_mean_s, size=node.size)).astype(np.int64)
+    order = np.lexsort((cause, fail, node))
+    node, fail, cause, repair = node[order], fail[order], cause[order], repair[order]
+    keep = _drop_during_repair(node, fail, repair, cfg.detection_s + cfg.down_s)
+    node, fail, cause, repair = node[keep], fail[keep], cause[keep], repair[keep]
+    detect = fail + cfg.detection_s
+    drain = detect + cfg.down_s
+    back = drain + repair
+    by_time = np.lexsort((node, fail))
+    return Outages(
+        node=node[by_time],
+        fail_s=fail[by_time],
+        detect_s=detect[by_time],
+        drain_s=drain[by_time],
+        back_s=back[by_time],
+        cause=cause[by_time],
+    )
+
+
+def _drop_during_repair(
+    node: np.ndarray, fail: np.ndarray, repair: np.ndarray, fixed_s: int
+) -> np.ndarray:
+    """Mask of draws that hit a node in service (input sorted by node, then time)."""
+    keep = np.ones(node.size, dtype=bool)
+    back = fail + fixed_s + repair
+    # Only draws closer to the previous draw on the same node than its outage need the slow check.
+    suspect = np.flatnonzero((node[1:] == node[:-1]) & (fail[1:] < back[:-1])) + 1
+    if suspect.size == 0:
+        return keep
+    last_node, last_back = -1, -1
+    for i in range(node.size):
+        if node[i] != last_node:
+            last_node, last_back = int(node[i]), -1
+        if fail[i] < last_back:
+            keep[i] = False
+            continue
+        last_back = int(back[i])
+    return keep
+
+
+def poisson_times(
+    rng: np.random.Generator, rate_per_s: float, start_s: int, end_s: int
+) -> np.ndarray:
+    """Sorted integer times of a homogeneous Poisson process on ``[start_s, end_s)``."""
+    count = int(rng.poisson(rate_per_s * (end_s - start_s)))
+    return np.sort(rng.integers(start_s, end_s, size=count, dtype=np.int64))

@@ -1,0 +1,468 @@
+"""Release-lineage runs: one big job on its own node group, through failures, restarts and stops.
+
+Inside a job that starts at ``s`` the timeline is fixed (the ledger's contract assumes it): start-up
+``[s, s+U)``, then compute; checkpoint ``k`` is written during ``[s+k*tau-delta, s+k*tau)`` and
+saved
+at ``s + k*tau``. Progress kept at checkpoint ``k`` is ``k*(tau-delta) - U``. A failure loses what
+was
+computed since the last saved checkpoint; the job ends when Slurm notices (NODE_FAIL at detection,
+FAILED after the software detection time), is requeued (NODE_FAIL, same job id) or resubmitted
+(FAILED, planned stop: new job id), and starts again after the policy's wait.
+
+Truth is booked here with the ledger's rules (docs/contracts.md), because only this module knows
+where the checkpoints are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuyield.simulate.failures import HARDWARE_CAUSES, SOFTWARE_CAUSES, Outages, poisson_times
+from gpuyield.simulate.records import (
+    CANCELLED_BY_ADMIN,
+    COMPLETED,
+    FAILED,
+    NODE_FAIL,
+    PENDING,
+    RUNNING,
+    JobRow,
+    Tally,
+)
+from gpuyield.simulate.scenario import LineageConfig, Policy, Scenario
+
+_NEVER = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LineageResult:
+    """What one lineage run did in the window."""
+
+    run: str
+    release: str
+    rows: tuple[JobRow, ...]
+    #: Telemetry JSON lines (``telemetry/<run>.jsonl``), empty when telemetry is off.
+    telemetry: tuple[str, ...]
+    #: Truth GPU-seconds of this run's jobs by the ledger's rules.
+    tally: Tally
+    #: Unexpected interruptions by cause id.
+    interruptions: dict[str, int]
+    planned_interruptions: int
+    #: Progress kept (seconds of the whole job's compute).
+    productive_s: int
+    #: Submit of the first job to completion (or the window end).
+    wall_s: int
+    #: Node-seconds the job was running (exposure of the failure process).
+    running_node_s: int
+    completed_s: int | None
+
+    @property
+    def effective_training_time(self) -> float:
+        """Share of the run's wall time that became kept progress (Meta's ETTR)."""
+        return self.productive_s / self.wall_s if self.wall_s else 0.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Stop:
+    """Why and when a running job stopped."""
+
+    #: When progress stopped (the fault, or the checkpoint a planned stop waits for).
+    at_s: int
+    #: When Slurm ended the job.
+    end_s: int
+    state: str
+    cause: str | None
+    failed_node: int | None = None
+
+
+class _Timeline:
+    """Progress arithmetic of one job (start s, interval tau, write delta, start-up U)."""
+
+    def __init__(self, run: LineageConfig, start_s: int) -> None:
+        self.s = start_s
+        self.tau = run.checkpoint_interval_s
+        self.delta = run.checkpoint_write_s
+        self.startup = run.startup_s
+
+    def checkpoints_by(self, t: int) -> int:
+        """Checkpoints saved at or before ``t``."""
+        return (t - self.s) // self.tau
+
+    def kept_at(self, k: int) -> int:
+        """Progress saved by checkpoint ``k`` (0 before the first)."""
+        return k * (self.tau - self.delta) - self.startup if k > 0 else 0
+
+    def finish_time(self, work_s: int) -> int:
+        """When ``work_s`` of progress is reached (ends inside a compute phase)."""
+        period = self.tau - self.delta
+        k = -(-(work_s + self.startup) // period) - 1
+        return self.s + k * self.tau + (work_s + self.startup - k * period)
+
+    def overhead_until(self, t: int, k: int) -> int:
+        """Start-up plus the write stalls of ``k`` saved checkpoints, seconds up to ``t``."""
+        return min(self.startup, t - self.s) + k * self.delta
+
+
+class _NodePool:
+    """Which nodes of the group are out for repair, and the spares free to swap in."""
+
+    def __init__(self, outages: Outages, spares: list[int]) -> None:
+        self.down: dict[int, list[tuple[int, int]]] = {}
+        for i in range(len(outages)):
+            self.down.setdefault(int(outages.node[i]), []).append(
+                (int(outages.fail_s[i]), int(outages.back_s[i]))
+            )
+        self.spares = sorted(spares)
+
+    def out_at(self, node: int, t: int) -> tuple[int, int] | None:
+        """The outage covering ``t`` on ``node``, if any."""
+        for fail, back in self.down.get(node, ()):
+            if fail <= t < back:
+                return fail, back
+        return None
+
+    def fill(self, active: list[int], t: int, need: int) -> tuple[list[int], int]:
+        """Nodes for a job starting at or after ``t``: healthy ones, then spares; wait if short."""
+        while True:
+            healthy = [n for n in active if self.out_at(n, t) is None]
+            spare_ok = [n for n in self.spares if self.out_at(n, t) is None]
+            if len(healthy) + len(spare_ok) >= need:
+                chosen = healthy[:need] + spare_ok[: need - len(healthy[:need])]
+                taken = set(chosen)
+                self.spares = sorted(n for n in set(active) | set(self.spares) if n not in taken)
+                return chosen, t
+            backs = [o[1] for n in active + self.spares if (o := self.out_at(n, t)) is not None]
+            t = min(backs)
+
+
+def simulate_lineage(
+    scenario: Scenario,
+    run: LineageConfig,
+    group: list[int],
+    spares: list[int],
+    outages: Outages,
+    rng: np.random.Generator,
+    next_job_id: int,
+) -> tuple[LineageResult, int]:
+    """Simulate one lineage run on ``group`` (+ ``spares``); returns it and the next free job id."""
+    sim = _RunSim(scenario, run, group, spares, outages, rng, next_job_id)
+    sim.simulate()
+    return sim.result(), sim.next_job_id
+
+
+class _RunSim:
+    """The event loop of one run: a handful of jobs, a few hundred interruptions."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        run: LineageConfig,
+        group: list[int],
+        spares: list[int],
+        outages: Outages,
+        rng: np.random.Generator,
+        next_job_id: int,
+    ) -> None:
+        self.sc, self.run = scenario, run
+        self.gpn = scenario.fleet.gpus_per_node
+        self.end = scenario.end_s
+        self.submit = scenario.start_s + round(run.start_day * 86400)
+        self.need = scenario.run_nodes(run)
+        self.active = list(group)
+        members = np.isin(outages.node, np.asarray(group + spares, dtype=np.int64))
+        self.hw = Outages(**{k: getattr(outages, k)[members] for k in Outages.__slots__})
+        self.pool = _NodePool(self.hw, spares)
+        rates = scenario.failure_rates()
+        sw_rate = sum(rates[c] for c in SOFTWARE_CAUSES) * self.need
+        self.sw_times = (
+            poisson_times(rng, sw_rate, self.submit, self.end)
+            if self.submit < self.end
+            else np.empty(0, dtype=np.int64)
+        )
+        sw_weights = np.array([rates[c] for c in SOFTWARE_CAUSES])
+        self.sw_causes = (
+            rng.choice(
+                len(SOFTWARE_CAUSES), size=self.sw_times.size, p=sw_weights / sw_weights.sum()
+            )
+            if self.sw_times.size
+            else np.empty(0, dtype=np.int64)
+        )
+        self.planned = (
+            poisson_times(rng, run.planned_stops_per_day / 86400, self.submit, self.end)
+            if self.submit < self.end
+            else np.empty(0, dtype=np.int64)
+        )
+        self.work_left = round(run.work_days * 86400) if run.work_days > 0 else None
+        self.next_job_id = next_job_id
+        self.rows: list[JobRow] = []
+        self.lines: list[str] = []
+        self.tally = Tally()
+        self.interruptions: dict[str, int] = {}
+        self.planned_count = 0
+        self.productive = 0
+        self.running_node_s = 0
+        self.debt = 0
+        self.completed: int | None = None
+
+    # -- the loop -------------------------------------------------------------------------------
+    def simulate(self) -> None:
+        if self.submit >= self.end:
+            return
+        job_id, submit, wait, reason = self._new_id(), self.submit, 0, "None"
+        while True:
+            nodes, start = self.pool.fill(self.active, submit + wait, self.need)
+            self.active = nodes
+            if start >= self.end:
+                self._row(job_id, submit, None, None, PENDING, (), reason)
+                return
+            stop = self._run_job(start)
+            self._book(job_id, submit, start, stop, reason)
+            if stop.state in (COMPLETED, RUNNING):
+                return
+            if stop.state == NODE_FAIL:
+                # Slurm requeues a NODE_FAIL job under the same id; the failed node leaves the job.
+                submit, reason = stop.end_s, "BeginTime"
+                assert stop.failed_node is not None
+                self.active = [n for n in self.active if n != stop.failed_node]
+                # The failed node comes back as a spare once repaired (the pool checks outages).
+                self.pool.spares.append(stop.failed_node)
+            else:
+                job_id, submit, reason = self._new_id(), stop.end_s, "None"
+            if stop.state == CANCELLED_BY_ADMIN:
+                wait = self.run.planned_pause_s
+            elif self.run.policy is Policy.SPARES:
+                wait = self.run.spare_swap_s
+            else:
+                wait = self.run.requeue_wait_s
+
+    def _run_job(self, start: int) -> _Stop:
+        """Run a job from ``start`` until it stops, completes or the window ends."""
+        line = _Timeline(self.run, start)
+        horizon = self.end if self.work_left is None else line.finish_time(self.work_left)
+        while True:
+            stop = self._first_stop(line, start, min(horizon, self.end))
+            if stop is None:
+                break
+            if (
+                stop.state == NODE_FAIL
+                and self.run.policy is Policy.DROP
+                and stop.at_s >= start + self.run.startup_s
+            ):
+                self._drop_replica(stop)
+                if self.work_left is not None:
+                    horizon = line.finish_time(self.work_left + self.debt)
+                start = stop.at_s + 1  # keep scanning after this failure
+                continue
+            return stop
+        if self.work_left is not None and horizon <= self.end:
+            return _Stop(at_s=horizon, end_s=horizon, state=COMPLETED, cause=None)
+        return _Stop(at_s=self.end, end_s=self.end, state=RUNNING, cause=None)
+
+    def _first_stop(self, line: _Timeline, t0: int, t1: int) -> _Stop | None:
+        """The earliest event in ``[t0, t1)`` that stops the job (or drops a replica)."""
+        best: _Stop | None = None
+        i = int(np.searchsorted(self.hw.fail_s, t0, side="left"))
+        active = set(self.active)
+        while i < len(self.hw) and self.hw.fail_s[i] < t1:
+            if int(self.hw.node[i]) in active:
+                best = _Stop(
+                    at_s=int(self.hw.fail_s[i]),
+                    end_s=int(self.hw.detect_s[i]),
+                    state=NODE_FAIL,
+                    cause=HARDWARE_CAUSES[int(self.hw.cause[i])],
+                    failed_node=int(self.hw.node[i]),
+                )
+                break
+            i += 1
+        j = int(np.searchsorted(self.sw_times, t0, side="left"))
+        if (
+            j < self.sw_times.size
+            and self.sw_times[j] < t1
+            and (best is None or self.sw_times[j] < best.at_s)
+        ):
+            t = int(self.sw_times[j])
+            best = _Stop(
+                at_s=t,
+                end_s=t + self.sc.failures.software_detection_s,
+                state=FAILED,
+                cause=SOFTWARE_CAUSES[int(self.sw_causes[j])],
+            )
+        p = int(np.searchsorted(self.planned, max(t0, line.s + 1), side="left"))
+        if p < self.planned.size and self.planned[p] < t1:
+            # A planned stop waits for the next checkpoint, so nothing is lost.
+            k = -(-(int(self.planned[p]) - line.s) // line.tau)
+            ckpt = line.s + k * line.tau
+            if ckpt < t1 and (best is None or ckpt < best.at_s):
+                best = _Stop(at_s=ckpt, end_s=ckpt, state=CANCELLED_BY_ADMIN, cause=None)
+        if best is not None and best.end_s > self.end:
+            # Slurm has not noticed yet at the window end: the job is still RUNNING there.
+            return _Stop(at_s=best.at_s, end_s=self.end, state=RUNNING, cause=best.cause)
+        return best
+
+    def _drop_replica(self, stop: _Stop) -> None:
+        """Policy drop: stall for detection, then lose one replica's throughput until repair."""
+        assert stop.cause is not None and stop.failed_node is not None
+        self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
+        out = self.pool.out_at(stop.failed_node, stop.at_s)
+        assert out is not None
+        replicas = max(self.need // self.run.replica_nodes, 1)
+        reduced = min(out[1], self.end) - stop.end_s
+        self.debt += (stop.end_s - stop.at_s) + reduced // replicas
+
+    # -- booking ----------------------------------------------------------------------------------
+    def _book(self, job_id: int, submit: int, start: int, stop: _Stop, reason: str) -> None:
+        line = _Timeline(self.run, start)
+        end = stop.end_s
+        elapsed = end - start
+        self.running_node_s += (stop.at_s - start) * self.need
+        gpus = self.need * self.gpn
+        lost_state = stop.state not in (COMPLETED, RUNNING)
+        k = line.checkpoints_by(stop.at_s)
+        kept = line.kept_at(k) + (0 if lost_state else self._partial(line, stop.at_s, k))
+        kept -= self.debt
+        self.debt = 0
+        self.productive += kept
+        if self.work_left is not None:
+            self.work_left -= kept
+        if stop.state == COMPLETED:
+            self.completed = end
+        if stop.cause is not None and stop.state in (NODE_FAIL, FAILED):
+            self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
+        if stop.state == CANCELLED_BY_ADMIN:
+            self.planned_count += 1
+        self._book_truth(line, stop, k, elapsed, gpus)
+        self._row(
+            job_id,
+            submit,
+            start,
+            None if stop.state == RUNNING else end,
+            stop.state,
+            tuple(self.active),
+            reason,
+        )
+        if self.run.telemetry:
+            self._telemetry(job_id, line, stop, k)
+
+    def _partial(self, line: _Timeline, t: int, k: int) -> int:
+        """Progress computed after checkpoint ``k`` up to ``t`` (kept when the job did not fail)."""
+        since = line.s + k * line.tau
+        compute_end = since + line.tau - line.delta
+        begin = since if k > 0 else line.s + line.startup
+        if t <= begin:
+            return 0  # still in start-up: nothing computed yet
+        return min(t, compute_end) - begin
+
+    def _book_truth(self, line: _Timeline, stop: _Stop, k: int, elapsed: int, gpus: int) -> None:
+        lost_cat = {NODE_FAIL: "failed", FAILED: "failed", CANCELLED_BY_ADMIN: "cancelled"}
+        category = lost_cat.get(stop.state)
+        if not self.run.telemetry:
+            lost = elapsed % line.tau if category else 0
+            overhead = 0
+        else:
+            last = line.s + k * line.tau if k > 0 else line.s
+            lost = stop.end_s - last if category else 0
+            overhead = (
+                (line.startup + k * line.delta if k > 0 else 0)
+                if category
+                else line.overhead_until(stop.end_s, k)
+            )
+        if category == "failed":
+            self.tally.add(category, lost * gpus, self._failed_cause(stop))
+        elif category:
+            self.tally.add(category, lost * gpus, "user")
+        self.tally.add("overhead", overhead * gpus)
+        self.tally.add("released", (elapsed - lost - overhead) * gpus)
+
+    def _failed_cause(self, stop: _Stop) -> str:
+        """The ledger's cause: hardware for NODE_FAIL or a node event on its nodes near its end."""
+        if stop.state == NODE_FAIL:
+            return "hardware"
+        active = set(self.active)
+        lo, hi = stop.end_s - 600, stop.end_s + 300
+        for starts in (self.hw.detect_s, self.hw.drain_s):
+            near = np.flatnonzero((starts >= lo) & (starts <= hi))
+            if any(int(self.hw.node[i]) in active for i in near):
+                return "hardware"
+        return "software"
+
+    def _telemetry(self, job_id: int, line: _Timeline, stop: _Stop, k: int) -> None:
+        run = self.run.name
+
+        def emit(**fields: object) -> None:
+            self.lines.append(json.dumps({"v": 1, **fields}, separators=(",", ":")))
+
+        emit(
+            event="job_start",
+            t=float(line.s),
+            run=run,
+            job_id=str(job_id),
+            host=self.sc.fleet.node_prefix + str(self.active[0]),
+            pid=4242,
+        )
+        first_step = line.s + line.startup
+        if first_step <= stop.at_s:
+            emit(event="step", t=float(first_step), step=0)
+        for i in range(1, k + 1):
+            t = line.s + i * line.tau
+            emit(event="checkpoint_saved", t=float(t), step=i, duration_s=float(line.delta))
+        if stop.state != RUNNING:
+            status = {COMPLETED: "completed", CANCELLED_BY_ADMIN: "cancelled"}.get(
+                stop.state, "failed"
+            )
+            emit(event="job_end", t=float(stop.end_s), status=status)
+
+    def _row(
+        self,
+        job_id: int,
+        submit: int,
+        start: int | None,
+        end: int | None,
+        state: str,
+        nodes: tuple[int, ...],
+        reason: str,
+    ) -> None:
+        self.rows.append(
+            JobRow(
+                job_id=job_id,
+                name=self.run.name,
+                run=self.run.name,
+                user="train",
+                uid=1001,
+                account="lineage",
+                partition="train",
+                submit_s=submit,
+                eligible_s=start if start is not None else submit,
+                start_s=start,
+                end_s=end,
+                state=state,
+                nodes=nodes,
+                num_gpus=self.need * self.gpn,
+                reason=reason,
+                exit_code="1:0" if state == FAILED else "0:0",
+            )
+        )
+
+    def _new_id(self) -> int:
+        self.next_job_id += 1
+        return self.next_job_id - 1
+
+    def result(self) -> LineageResult:
+        stop = self.completed if self.completed is not None else self.end
+        return LineageResult(
+            run=self.run.name,
+            release=self.run.release,
+            rows=tuple(self.rows),
+            telemetry=tuple(self.lines),
+            tally=self.tally,
+            interruptions=dict(self.interruptions),
+            planned_interruptions=self.planned_count,
+            productive_s=self.productive,
+            wall_s=stop - self.submit if stop > self.submit else 0,
+            running_node_s=self.running_node_s,
+            completed_s=self.completed,
+        )
+
+
+__all__ = ["LineageResult", "simulate_lineage"]

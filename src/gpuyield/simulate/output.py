@@ -1,0 +1,312 @@
+"""Write a simulation as the files a real cluster would give the ledger, plus ``truth.json``."""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuyield.simulate import slurm_text as st
+from gpuyield.simulate.calibration import CAUSES_BY_ID
+from gpuyield.simulate.cluster import SimulationResult
+from gpuyield.simulate.failures import HARDWARE_CAUSES
+from gpuyield.simulate.records import JobRow
+from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
+from gpuyield.simulate.truth import compute_truth
+
+_EXIT = {"FAILED": "1:0", "OUT_OF_MEMORY": "0:125", "CANCELLED": "0:15"}
+
+
+def write_outputs(result: SimulationResult, out_dir: Path) -> dict[str, Any]:
+    """Write the simulator's output directory (docs/contracts.md); returns the truth written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    truth = compute_truth(result)
+    with (out_dir / "sacct.psv").open("w", encoding="utf-8", newline="\n") as fh:
+        fh.write("|".join(st.SACCT_FIELDS) + "\n")
+        for _, line in heapq.merge(_lineage_lines(result), _research_lines(result)):
+            fh.write(line + "\n")
+    (out_dir / "events.psv").write_text(_events_text(result), encoding="utf-8")
+    (out_dir / "nodes.txt").write_text(_nodes_text(result), encoding="utf-8")
+    (out_dir / "manifest.toml").write_text(_manifest_text(result), encoding="utf-8")
+    telemetry = [run for run in result.lineage if run.telemetry]
+    if telemetry:
+        (out_dir / "telemetry").mkdir(exist_ok=True)
+        for run in telemetry:
+            text = "\n".join(run.telemetry) + "\n"
+            (out_dir / "telemetry" / f"{run.run}.jsonl").write_text(text, encoding="utf-8")
+    (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    return truth
+
+
+def _names(result: SimulationResult) -> tuple[str, int]:
+    fleet = result.scenario.fleet
+    return st.node_namer(fleet.node_prefix, fleet.num_nodes)
+
+
+def _lineage_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, int], str]]:
+    rows = sorted(
+        ((row.submit_s, row.job_id, i), row)
+        for run in result.lineage
+        for i, row in enumerate(run.rows)
+    )
+    end = result.scenario.end_s
+    prefix, width = _names(result)
+    cluster = result.scenario.cluster
+    gpn = result.scenario.fleet.gpus_per_node
+    for key, row in rows:
+        yield key, _lineage_line(row, end, prefix, width, cluster, gpn)
+
+
+def _lineage_line(row: JobRow, end: int, prefix: str, width: int, cluster: str, gpn: int) -> str:
+    started = row.start_s is not None
+    elapsed = 0
+    if row.start_s is not None:
+        elapsed = (row.end_s if row.end_s is not None else end) - row.start_s
+    nodes = len(row.nodes) if started else row.num_gpus // gpn
+    alloc = st.tres(row.num_gpus, nodes) if started else ""
+    cpus = row.num_gpus * st.CPUS_PER_GPU
+    return st.sacct_line(
+        (
+            row.job_id,
+            row.job_id,
+            row.name,
+            row.user,
+            row.uid,
+            row.user,
+            row.account,
+            row.partition,
+            "normal",
+            row.state,
+            row.exit_code,
+            "0:0",
+            st.time1(row.submit_s),
+            st.time1(row.eligible_s),
+            st.time1(row.start_s),
+            st.time1(row.end_s),
+            elapsed,
+            st.duration(elapsed),
+            "UNLIMITED",
+            "UNLIMITED",
+            alloc,
+            st.tres(row.num_gpus, nodes),
+            cpus if started else 0,
+            cpus,
+            f"{row.num_gpus * st.MEM_GB_PER_GPU}G",
+            st.hostlist(row.nodes, prefix, width) if started else "None assigned",
+            nodes,
+            nodes,
+            f"run={row.run}",
+            row.reason,
+            "SchedMain,StartRecieved",
+            4294901000,
+            cluster,
+            f"/home/{row.user}/{row.run}",
+            f"sbatch -J {row.name} --comment=run={row.run} train.sh",
+            "",
+            elapsed * cpus,
+        )
+    )
+
+
+def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, int], str]]:
+    rows, jobs = result.rows, result.jobs
+    if rows is None or jobs is None or len(rows) == 0:
+        return
+    sc = result.scenario
+    prefix, width = _names(result)
+    end = sc.end_s
+    order = np.lexsort((np.arange(len(rows)), jobs.job_id[rows.job], rows.submit_s))
+    job_id = jobs.job_id[rows.job][order].tolist()
+    user = jobs.user[rows.job][order].tolist()
+    limit = (jobs.time_limit_s[rows.job][order] // 60).tolist()
+    state = rows.state[order].tolist()
+    submit = rows.submit_s[order].tolist()
+    start = rows.start_s[order].tolist()
+    stop = rows.end_s[order].tolist()
+    first = rows.first_node[order].tolist()
+    nnodes = rows.num_nodes[order].tolist()
+    gpus = rows.num_gpus[order].tolist()
+    requeued = rows.requeued[order].tolist()
+    t_submit = st.times(rows.submit_s[order]).tolist()
+    t_start = st.times(np.where(rows.start_s >= 0, rows.start_s, 0)[order]).tolist()
+    t_end = st.times(np.where(rows.end_s >= 0, rows.end_s, 0)[order]).tolist()
+    for i in range(len(job_id)):
+        s, jid, u = state[i], job_id[i], user[i]
+        started = s != S_PENDING
+        running = s == S_RUNNING or not started
+        elapsed = ((end if running else stop[i]) - start[i]) if started else 0
+        name = STATE_NAMES[s]
+        text_state = f"CANCELLED by {2000 + u}" if s == S_CANCELLED else name
+        g, nn = gpus[i], nnodes[i]
+        cpus = g * st.CPUS_PER_GPU
+        req = st.tres(g, nn)
+        nodes = (
+            st.hostlist(range(first[i], first[i] + nn), prefix, width)
+            if started
+            else "None assigned"
+        )
+        line = (
+            f"{jid}|{jid}|exp-{g}g|u{u:02d}|{2000 + u}|u{u:02d}|research|research|normal|"
+            f"{text_state}|{_EXIT.get(name, '0:0')}|0:0|{t_submit[i]}|{t_submit[i]}|"
+            f"{t_start[i] if started else 'Unknown'}|{'Unknown' if running else t_end[i]}|"
+            f"{elapsed}|{st.duration(elapsed)}|{limit[i]}|{st.duration(limit[i] * 60)}|"
+            f"{req if started else ''}|{req}|{cpus if started else 0}|{cpus}|"
+            f"{g * st.MEM_GB_PER_GPU}G|{nodes}|{nn}|{nn}|run=r{jid}|"
+            f"{'BeginTime' if requeued[i] else 'None'}|SchedMain,StartRecieved|4294900000|"
+            f"{sc.cluster}|/home/u{u:02d}|sbatch --gres=gpu:{g} --comment=run=r{jid} exp.sh||"
+            f"{elapsed * cpus}"
+        )
+        yield (submit[i], jid, i), line
+
+
+def _events_text(result: SimulationResult) -> str:
+    sc, out = result.scenario, result.outages
+    prefix, width = _names(result)
+    end = sc.end_s
+    gpn = sc.fleet.gpus_per_node
+    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
+    lines = [
+        st.EVENT_HEADER,
+        "|".join(
+            (
+                sc.cluster,
+                all_nodes,
+                "",
+                "Cluster",
+                "1",
+                "",
+                "0",
+                st.time1(sc.start_s),
+                "Unknown",
+                st.duration(end - sc.start_s),
+                "Cluster Registered TRES",
+                "",
+                st.cluster_tres(sc.fleet.num_nodes, gpn),
+            )
+        ),
+    ]
+    tres = st.node_tres(gpn)
+    node_events = []
+    for i in range(len(out)):
+        cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
+        node = int(out.node[i])
+        detect, drain, back = int(out.detect_s[i]), int(out.drain_s[i]), int(out.back_s[i])
+        if detect >= end:
+            continue
+        dead = cause.reason == "Not responding"
+        node_events.append(
+            (
+                node,
+                detect,
+                "DOWN*" if dead else "DOWN",
+                min(drain, end),
+                drain if drain < end else None,
+                cause.reason,
+                "slurm(64030)" if dead else "root(0)",
+            )
+        )
+        if drain < end:
+            node_events.append(
+                (
+                    node,
+                    drain,
+                    "DRAIN",
+                    min(back, end),
+                    back if back < end else None,
+                    f"repair: {cause.component.lower()}",
+                    "root(0)",
+                )
+            )
+    for node, start, state, upto, stop, reason, user in sorted(node_events):
+        lines.append(
+            "|".join(
+                (
+                    sc.cluster,
+                    "",
+                    st.node_name(node, prefix, width),
+                    "Node",
+                    "2",
+                    state,
+                    str(st.STATE_RAW[state]),
+                    st.time1(start),
+                    st.time1(stop),
+                    st.duration(upto - start),
+                    reason,
+                    user,
+                    tres,
+                )
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _nodes_text(result: SimulationResult) -> str:
+    sc, out = result.scenario, result.outages
+    prefix, width = _names(result)
+    end, gpn = sc.end_s, sc.fleet.gpus_per_node
+    alloc = np.zeros(sc.fleet.num_nodes, dtype=np.int64)
+    for run in result.lineage:
+        for row in run.rows:
+            if row.start_s is not None and row.end_s is None:
+                alloc[list(row.nodes)] += row.num_gpus // len(row.nodes)
+    if result.rows is not None:
+        rows = result.rows
+        for i in np.flatnonzero(rows.state == S_RUNNING).tolist():
+            first, nn = int(rows.first_node[i]), int(rows.num_nodes[i])
+            alloc[first : first + nn] += int(rows.num_gpus[i]) // nn
+    state: dict[int, tuple[str, str]] = {}
+    open_now = np.flatnonzero((out.detect_s < end) & (out.back_s >= end))
+    for i in open_now.tolist():
+        cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
+        if out.drain_s[i] < end:
+            state[int(out.node[i])] = ("IDLE+DRAIN", f"repair: {cause.component.lower()}")
+        else:
+            dead = cause.reason == "Not responding"
+            state[int(out.node[i])] = ("DOWN*" if dead else "DOWN", cause.reason)
+    boot = st.time1(sc.start_s)
+    lines = []
+    for node in range(sc.fleet.num_nodes):
+        used = int(alloc[node])
+        default = ("ALLOCATED" if used == gpn else "MIXED" if used else "IDLE", "")
+        text, reason = state.get(node, default)
+        lines.append(
+            st.scontrol_node(
+                st.node_name(node, prefix, width), text, gpn, used, reason or None, boot
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _manifest_text(result: SimulationResult) -> str:
+    lines = [
+        "# Release manifest written by `gpuyield simulate` (format: docs/contracts.md).",
+        "[runs]",
+        'match = "comment:run=(?P<run>[^,\\\\s]+)"',
+        "",
+    ]
+    releases: dict[str, list[str]] = {}
+    for run in result.scenario.lineage:
+        releases.setdefault(run.release, []).append(run.name)
+    for model, runs in releases.items():
+        lines += [
+            "[[releases]]",
+            f'model = "{model}"',
+            "runs = [" + ", ".join(f'"{r}"' for r in runs) + "]",
+            "",
+        ]
+    if result.jobs is not None and result.rows is not None:
+        seen = np.unique(result.rows.job)
+        diverged = result.jobs.job_id[seen[result.jobs.diverged[seen]]]
+        for job_id in diverged.tolist():
+            lines += ["[[diverged]]", f'run = "r{job_id}"', ""]
+    for run in result.scenario.lineage:
+        lines += [
+            f"[run_settings.{run.name}]",
+            f"checkpoint_interval_s = {run.checkpoint_interval_s}",
+            "",
+        ]
+    return "\n".join(lines)

@@ -1,0 +1,371 @@
+"""Scenario files: typed configuration of one simulation, read from TOML.
+
+A scenario names a fleet, a failure process, release-lineage runs and a research workload. Bundled
+scenarios live in ``gpuyield/data/scenarios/sim/<name>.toml``; users pass a path to their own.
+Every field is validated in ``__post_init__`` with its dotted name, so a typo in a file says where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
+
+
+class Policy(StrEnum):
+    """What a release-lineage job does when one of its nodes fails."""
+
+    # The whole job stops; it is requeued and restarts from its last checkpoint.
+    RESTART = "restart"
+    # The failed data-parallel replica is dropped; the job goes on at reduced throughput.
+    DROP = "drop"
+    # A hot spare node swaps in: a restart from the last checkpoint without the queue wait.
+    SPARES = "spares"
+
+
+def _positive(value: float, name: str) -> None:
+    if not value > 0:
+        raise InputError(f"{name} must be > 0, got {value!r}", hint="fix the scenario file")
+
+
+def _non_negative(value: float, name: str) -> None:
+    if not value >= 0:
+        raise InputError(f"{name} must be >= 0, got {value!r}", hint="fix the scenario file")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FleetConfig:
+    """The machines."""
+
+    #: Nodes in the cluster, lineage groups and research pool together.
+    num_nodes: int
+    #: GPUs per node (all nodes alike).
+    gpus_per_node: int = 8
+    #: Accelerator id in the estimator's catalog (informative; the simulator needs only GPU counts).
+    accelerator: str = "h100-sxm"
+    #: Node names are ``<prefix><number>`` zero-padded to the width of the largest number.
+    node_prefix: str = "n"
+
+    def __post_init__(self) -> None:
+        _positive(self.num_nodes, "fleet.num_nodes")
+        _positive(self.gpus_per_node, "fleet.gpus_per_node")
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs installed."""
+        return self.num_nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FailureConfig:
+    """The failure process: independent Poisson failures per node and cause."""
+
+    #: Failures per 1,000 node-days by cause id (see ``calibration.LLAMA3_CAUSES``); defaults to
+    #: Table 5.
+    rates_per_1000_node_days: dict[str, float] = field(default_factory=dict)
+    #: Multiplies every rate (sweeps use it; 1.0 keeps the calibration).
+    rate_scale: float = 1.0
+    #: From a hardware fault to Slurm marking the node down (job ends NODE_FAIL then).
+    detection_s: int = 120
+    #: From a software crash or hang to the job ending FAILED (NCCL watchdog, launcher exit).
+    software_detection_s: int = 60
+    #: Seconds a failed node shows DOWN/DOWN* before it is set to DRAIN for repair.
+    down_s: int = 600
+    #: Mean repair time (exponential), detection to return to service.
+    repair_mean_s: int = 3 * 86400
+
+    def __post_init__(self) -> None:
+        for cause_id, rate in self.rates_per_1000_node_days.items():
+            if cause_id not in CAUSES_BY_ID:
+                raise UnknownIdError("failure cause", cause_id, CAUSES_BY_ID)
+            _non_negative(rate, f"failures.rates_per_1000_node_days.{cause_id}")
+        _non_negative(self.rate_scale, "failures.rate_scale")
+        _non_negative(self.detection_s, "failures.detection_s")
+        _non_negative(self.software_detection_s, "failures.software_detection_s")
+        _non_negative(self.down_s, "failures.down_s")
+        _positive(self.repair_mean_s, "failures.repair_mean_s")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LineageConfig:
+    """One release-lineage training run on its own group of nodes."""
+
+    #: Run id, written as ``Comment=run=<name>``.
+    name: str
+    #: Released model this run belongs to (runs sharing a release form its lineage, in file order).
+    release: str
+    num_gpus: int
+    #: When the run is submitted, days after the scenario start.
+    start_day: float = 0.0
+    #: Productive compute needed, in days of the whole job; 0 runs until the window ends.
+    work_days: float = 0.0
+    checkpoint_interval_s: int = 1800
+    #: Training stalls for this long while a checkpoint is written (ends at start + k * interval).
+    checkpoint_write_s: int = 30
+    #: From job start to the first step (loading, NCCL init, checkpoint load).
+    startup_s: int = 300
+    #: After a failure, until the requeued job starts again (policy ``restart``).
+    requeue_wait_s: int = 300
+    #: After a failure, until a hot spare has swapped in (policy ``spares``).
+    spare_swap_s: int = 30
+    #: Hot spare / replacement nodes kept for this run (idle while unused).
+    spare_nodes: int = 0
+    policy: Policy = Policy.RESTART
+    #: Nodes per data-parallel replica (policy ``drop`` loses one replica per failed node).
+    replica_nodes: int = 16
+    #: Planned stops (firmware updates, changes to training) per day; each stops after a checkpoint.
+    planned_stops_per_day: float = 0.0
+    #: How long a planned stop keeps the run off the cluster.
+    planned_pause_s: int = 600
+    #: Write telemetry JSONL for this run (lets the ledger measure overhead).
+    telemetry: bool = True
+
+    def __post_init__(self) -> None:
+        where = f"lineage.{self.name}"
+        _positive(self.num_gpus, f"{where}.num_gpus")
+        _non_negative(self.start_day, f"{where}.start_day")
+        _non_negative(self.work_days, f"{where}.work_days")
+        _positive(self.checkpoint_interval_s, f"{where}.checkpoint_interval_s")
+        _non_negative(self.checkpoint_write_s, f"{where}.checkpoint_write_s")
+        _non_negative(self.startup_s, f"{where}.startup_s")
+        if self.startup_s + self.checkpoint_write_s >= self.checkpoint_interval_s:
+            raise InputError(
+                f"{where}.checkpoint_interval_s must exceed startup_s + checkpoint_write_s",
+                hint="checkpoints are saved at job start + k * interval; make the interval longer",
+            )
+        _non_negative(self.requeue_wait_s, f"{where}.requeue_wait_s")
+        _non_negative(self.spare_swap_s, f"{where}.spare_swap_s")
+        _non_negative(self.spare_nodes, f"{where}.spare_nodes")
+        _positive(self.replica_nodes, f"{where}.replica_nodes")
+        _non_negative(self.planned_stops_per_day, f"{where}.planned_stops_per_day")
+        _non_negative(self.planned_pause_s, f"{where}.planned_pause_s")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobClass:
+    """One size class of research jobs (they run in their own share of the research nodes)."""
+
+    num_gpus: int
+    #: Share of research GPU-time demand in this class (shares are normalised).
+    gpu_time_share: float
+    #: Median run time; durations are log-normal.
+    median_duration_s: int
+    #: Log-normal sigma of durations.
+    duration_sigma: float = 1.0
+    #: Time limit; TIMEOUT jobs run to it.
+    time_limit_s: int = 3 * 86400
+
+    def __post_init__(self) -> None:
+        _positive(self.num_gpus, "research.classes.num_gpus")
+        _positive(self.gpu_time_share, "research.classes.gpu_time_share")
+        _positive(self.median_duration_s, "research.classes.median_duration_s")
+        _non_negative(self.duration_sigma, "research.classes.duration_sigma")
+        _positive(self.time_limit_s, "research.classes.time_limit_s")
+
+
+def _default_classes() -> tuple[JobClass, ...]:
+    # Small jobs dominate counts, large ones GPU-time (the shape of Kokolis et al. 2024; our
+    # numbers are
+    # chosen so a 100k-GPU year has about 3M research jobs, ~40 GPU-hours each as on RSC-1).
+    return (
+        JobClass(num_gpus=1, gpu_time_share=0.02, median_duration_s=6 * 3600, duration_sigma=1.2),
+        JobClass(num_gpus=8, gpu_time_share=0.38, median_duration_s=8 * 3600, duration_sigma=1.2),
+        JobClass(num_gpus=64, gpu_time_share=0.25, median_duration_s=12 * 3600),
+        JobClass(num_gpus=512, gpu_time_share=0.35, median_duration_s=24 * 3600),
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResearchConfig:
+    """Research jobs on the nodes not held by lineage groups."""
+
+    enabled: bool = False
+    #: Offered load: demanded GPU-time / research GPU capacity (above 1 the queue grows).
+    load: float = 0.8
+    classes: tuple[JobClass, ...] = field(default_factory=_default_classes)
+    #: End-state mix of research jobs (RSC-1 by default); NODE_FAIL comes from the failure process.
+    end_states: dict[str, float] = field(default_factory=lambda: dict(RSC1_END_STATES))
+    #: Share of jobs whose run diverged and was cancelled by its user (listed in ``[[diverged]]``).
+    diverged_share: float = 0.02
+    #: Research jobs may use lineage groups while no lineage run holds them (preempted at run
+    #: start).
+    backfill_lineage_gaps: bool = False
+
+    def __post_init__(self) -> None:
+        _non_negative(self.load, "research.load")
+        if not self.classes:
+            raise InputError("research.classes must not be empty", hint="add [[research.classes]]")
+        for state, share in self.end_states.items():
+            if state not in RSC1_END_STATES:
+                raise UnknownIdError("research end state", state, RSC1_END_STATES)
+            _non_negative(share, f"research.end_states.{state}")
+        if sum(self.end_states.values()) <= 0:
+            raise InputError("research.end_states must not all be 0", hint="give some shares")
+        _non_negative(self.diverged_share, "research.diverged_share")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scenario:
+    """A whole simulation: fleet, failures, workload, window."""
+
+    name: str
+    description: str = ""
+    #: Window start, UTC.
+    start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+    days: float = 30.0
+    seed: int = 0
+    cluster: str = "sim"
+    fleet: FleetConfig
+    failures: FailureConfig = field(default_factory=FailureConfig)
+    lineage: tuple[LineageConfig, ...] = ()
+    research: ResearchConfig = field(default_factory=ResearchConfig)
+
+    def __post_init__(self) -> None:
+        _positive(self.days, "scenario.days")
+        _non_negative(self.seed, "scenario.seed")
+        names = [run.name for run in self.lineage]
+        if len(set(names)) != len(names):
+            raise InputError("lineage run names must be unique", hint=f"names: {names}")
+        if self.group_nodes_total() > self.fleet.num_nodes:
+            raise InputError(
+                f"lineage groups need {self.group_nodes_total()} nodes but fleet.num_nodes is "
+                f"{self.fleet.num_nodes}",
+                hint="raise fleet.num_nodes or shrink the lineage runs",
+            )
+        for run in self.lineage:
+            if run.num_gpus % self.fleet.gpus_per_node:
+                raise InputError(
+                    f"lineage.{run.name}.num_gpus must be a multiple of fleet.gpus_per_node",
+                    hint=f"use a multiple of {self.fleet.gpus_per_node}",
+                )
+
+    @property
+    def start_s(self) -> int:
+        """Window start, epoch seconds."""
+        return int(self.start.timestamp())
+
+    @property
+    def end_s(self) -> int:
+        """Window end, epoch seconds."""
+        return self.start_s + round(self.days * 86400)
+
+    def run_nodes(self, run: LineageConfig) -> int:
+        """Nodes the job of ``run`` runs on (spares not included)."""
+        return run.num_gpus // self.fleet.gpus_per_node
+
+    def group_nodes_total(self) -> int:
+        """Nodes held by all lineage groups (jobs plus their spares)."""
+        return sum(self.run_nodes(r) + r.spare_nodes for r in self.lineage)
+
+    def failure_rates(self) -> dict[str, float]:
+        """Rate per node-second by cause, after defaults and ``rate_scale``."""
+        from gpuyield.simulate.calibration import llama3_rate_per_1000_node_days
+
+        rates = {c.id: llama3_rate_per_1000_node_days(c) for c in CAUSES_BY_ID.values()}
+        rates.update(self.failures.rates_per_1000_node_days)
+        scale = self.failures.rate_scale / 1000.0 / 86400.0
+        return {cause: rate * scale for cause, rate in rates.items()}
+
+    def with_overrides(self, **changes: Any) -> Scenario:
+        """A copy with top-level fields replaced (``days``, ``seed``, ``fleet``, ...)."""
+        return dataclasses.replace(self, **changes)
+
+
+def bundled_names() -> list[str]:
+    """Names of the scenarios shipped with gpuyield."""
+    root = resources.files("gpuyield").joinpath("data/scenarios/sim")
+    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """Load a bundled scenario by name, or a scenario TOML file by path."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise InputError(f"scenario file {path} does not exist", hint="check the path")
+        text = path.read_text(encoding="utf-8")
+        origin = str(path)
+    else:
+        name = str(name_or_path)
+        if name not in bundled_names():
+            raise UnknownIdError("scenario", name, bundled_names())
+        res = resources.files("gpuyield").joinpath(f"data/scenarios/sim/{name}.toml")
+        text = res.read_text(encoding="utf-8")
+        origin = f"{name}.toml"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ParseError(str(error), path=origin, hint="fix the TOML syntax") from error
+    return scenario_from_dict(data, origin=origin)
+
+
+def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scenario:
+    """Build a ``Scenario`` from parsed TOML (tables ``scenario``, ``fleet``, ``failures``, ...)."""
+    known = {"scenario", "fleet", "failures", "lineage", "research"}
+    for key in data:
+        if key not in known:
+            raise ParseError(
+                f"unknown table [{key}]",
+                path=origin,
+                field=key,
+                hint=f"known tables: {', '.join(sorted(known))}",
+            )
+    try:
+        head = dict(data.get("scenario", {}))
+        if "start" in head:
+            head["start"] = _parse_start(head["start"])
+        fleet = FleetConfig(**data["fleet"])
+        failures = FailureConfig(**data.get("failures", {}))
+        lineage = tuple(_lineage(d) for d in data.get("lineage", []))
+        research = _research(data.get("research", {}))
+        return Scenario(**head, fleet=fleet, failures=failures, lineage=lineage, research=research)
+    except KeyError as error:
+        raise ParseError(
+            f"missing {error.args[0]!r}",
+            path=origin,
+            field=str(error.args[0]),
+            hint="see docs/simulate.md for the scenario format",
+        ) from error
+    except TypeError as error:
+        # dataclass __init__ names the unexpected or missing keyword; pass that on as a parse error.
+        raise ParseError(str(error), path=origin, hint="see docs/simulate.md") from error
+
+
+def _parse_start(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value))
+        except ValueError as error:
+            raise InputError(
+                f"scenario.start {value!r} is not ISO 8601", hint="write e.g. 2026-01-01T00:00:00"
+            ) from error
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _lineage(data: dict[str, Any]) -> LineageConfig:
+    data = dict(data)
+    if "policy" in data:
+        try:
+            data["policy"] = Policy(data["policy"])
+        except ValueError as error:
+            raise UnknownIdError(
+                "policy", str(data["policy"]), [p.value for p in Policy]
+            ) from error
+    return LineageConfig(**data)
+
+
+def _research(data: dict[str, Any]) -> ResearchConfig:
+    data = dict(data)
+    if "classes" in data:
+        data["classes"] = tuple(JobClass(**c) for c in data["classes"])
+    return ResearchConfig(**data)

@@ -1,0 +1,197 @@
+"""Ground truth: the report the ledger must reproduce, computed with its rules (docs/contracts.md).
+
+Lineage jobs are booked by ``lineage.py`` (it knows the checkpoints); research jobs, down and idle
+here, vectorised. ``down`` is every node event's GPU-seconds minus GPUs allocated during it
+(allocation wins; only the ``drop`` policy keeps a job on a failed node).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from gpuyield.simulate.cluster import SimulationResult
+from gpuyield.simulate.failures import HARDWARE_CAUSES
+from gpuyield.simulate.records import Tally
+from gpuyield.simulate.research import (
+    S_CANCELLED,
+    S_COMPLETED,
+    S_FAILED,
+    S_NODE_FAIL,
+    S_OOM,
+    S_PENDING,
+    S_PREEMPTED,
+    S_REQUEUED,
+    S_RUNNING,
+    S_TIMEOUT,
+)
+
+CATEGORY_ORDER = (
+    "down",
+    "idle",
+    "failed",
+    "cancelled",
+    "diverged",
+    "experiment",
+    "overhead",
+    "released",
+)
+SUBCATEGORY_ORDER = (
+    "failed.hardware",
+    "failed.software",
+    "failed.oom",
+    "failed.timeout",
+    "down.planned",
+    "down.unplanned",
+    "cancelled.preempted",
+    "cancelled.user",
+)
+# A node event starting this long before to after a failed job's end blames the hardware.
+_BLAME_BEFORE_S = 600
+_BLAME_AFTER_S = 300
+
+
+def compute_truth(result: SimulationResult) -> dict[str, Any]:
+    """``truth.json`` content: the report shape plus interruptions and effective training time."""
+    sc = result.scenario
+    installed = sc.fleet.num_gpus * (sc.end_s - sc.start_s)
+    tally = Tally()
+    for run in result.lineage:
+        tally.merge(run.tally)
+    allocated = sum(_lineage_allocated(result))
+    if result.rows is not None:
+        allocated += _book_research(result, tally)
+    down = _book_down(result, tally)
+    idle = installed - allocated - down
+    assert idle >= 0, (installed, allocated, down)
+    tally.add("idle", idle)
+    categories = {c: _num(tally.categories.get(c, 0)) for c in CATEGORY_ORDER}
+    total = sum(categories.values())
+    assert total == installed, (total, installed, categories)
+    subs = {s: _num(tally.subcategories.get(s, 0)) for s in SUBCATEGORY_ORDER}
+    by_cause: dict[str, int] = {}
+    for run in result.lineage:
+        for cause, count in run.interruptions.items():
+            by_cause[cause] = by_cause.get(cause, 0) + count
+    return {
+        "window": {"start": _iso(sc.start_s), "end": _iso(sc.end_s)},
+        "installed_gpu_seconds": installed,
+        "categories": categories,
+        "subcategories": subs,
+        "yield": categories["released"] / installed,
+        "utilization": allocated / (installed - down) if installed > down else 0.0,
+        "goodput": categories["released"] / allocated if allocated else 0.0,
+        "rejected_rows": 0,
+        "jobs_without_gpu_count": 0,
+        "interruptions": {
+            "unexpected": sum(by_cause.values()),
+            "planned": sum(r.planned_interruptions for r in result.lineage),
+            "by_cause": {c: by_cause[c] for c in sorted(by_cause)},
+        },
+        "effective_training_time": {r.run: r.effective_training_time for r in result.lineage},
+    }
+
+
+def _num(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _iso(epoch_s: int) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _lineage_allocated(result: SimulationResult) -> list[int]:
+    end = result.scenario.end_s
+    return [
+        row.num_gpus * ((row.end_s if row.end_s is not None else end) - row.start_s)
+        for run in result.lineage
+        for row in run.rows
+        if row.start_s is not None
+    ]
+
+
+def _book_research(result: SimulationResult, tally: Tally) -> int:
+    """Book research rows; returns their allocated GPU-seconds."""
+    rows, jobs = result.rows, result.jobs
+    assert rows is not None and jobs is not None
+    end = result.scenario.end_s
+    started = rows.state != S_PENDING
+    stop = np.where(rows.end_s >= 0, rows.end_s, end)
+    gpu_s = np.where(started, (stop - rows.start_s) * rows.num_gpus, 0)
+    diverged = jobs.diverged[rows.job]
+    state = rows.state
+    hardware = _blamed_on_hardware(result, stop)
+    failed_like = np.isin(state, (S_FAILED, S_TIMEOUT, S_OOM))
+    plain = ~diverged
+    book = [
+        ("diverged", None, diverged),
+        ("experiment", None, plain & np.isin(state, (S_COMPLETED, S_RUNNING))),
+        ("failed", "hardware", plain & ((state == S_NODE_FAIL) | (failed_like & hardware))),
+        ("failed", "oom", plain & (state == S_OOM) & ~hardware),
+        ("failed", "timeout", plain & (state == S_TIMEOUT) & ~hardware),
+        ("failed", "software", plain & (state == S_FAILED) & ~hardware),
+        ("cancelled", "user", plain & np.isin(state, (S_CANCELLED, S_REQUEUED))),
+        ("cancelled", "preempted", plain & (state == S_PREEMPTED)),
+    ]
+    covered = np.zeros(len(rows), dtype=bool)
+    for category, sub, mask in book:
+        assert not (covered & mask).any(), category
+        covered |= mask
+        tally.add(category, int(gpu_s[mask].sum()), sub)
+    assert (covered | ~started).all()
+    return int(gpu_s.sum())
+
+
+def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarray:
+    """Rows with a node event starting on their nodes 10 min before to 5 min after their end."""
+    rows, out = result.rows, result.outages
+    assert rows is not None
+    blamed = np.zeros(len(rows), dtype=bool)
+    candidates = np.flatnonzero(np.isin(rows.state, (S_FAILED, S_TIMEOUT, S_OOM)))
+    if candidates.size == 0 or len(out) == 0:
+        return blamed
+    order = candidates[np.argsort(stop[candidates], kind="stable")]
+    ends = stop[order]
+    for starts in (out.detect_s, out.drain_s):
+        lo = np.searchsorted(ends, starts - _BLAME_AFTER_S, side="left")
+        hi = np.searchsorted(ends, starts + _BLAME_BEFORE_S, side="right")
+        for i in np.flatnonzero(hi > lo).tolist():
+            near = order[lo[i] : hi[i]]
+            node = out.node[i]
+            hit = (rows.first_node[near] <= node) & (
+                node < rows.first_node[near] + rows.num_nodes[near]
+            )
+            blamed[near[hit]] = True
+    return blamed
+
+
+def _book_down(result: SimulationResult, tally: Tally) -> int:
+    """Book node-event time not covered by an allocation; returns the down GPU-seconds."""
+    sc, out = result.scenario, result.outages
+    start, end = sc.start_s, sc.end_s
+    lo = np.clip(out.detect_s, start, end)
+    hi = np.clip(out.back_s, start, end)
+    total = int(((hi - lo) * sc.fleet.gpus_per_node).sum())
+    overlap = _allocated_during_outages(result, lo, hi)
+    down = total - overlap
+    tally.add("down", down, "unplanned")
+    assert all("maint" not in cause for cause in HARDWARE_CAUSES)
+    return down
+
+
+def _allocated_during_outages(result: SimulationResult, lo: np.ndarray, hi: np.ndarray) -> int:
+    """GPU-seconds of lineage jobs that kept a node while it was out (policy drop)."""
+    out, gpn, end = result.outages, result.scenario.fleet.gpus_per_node, result.scenario.end_s
+    overlap = 0
+    for run in result.lineage:
+        for row in run.rows:
+            if row.start_s is None:
+                continue
+            row_end = row.end_s if row.end_s is not None else end
+            nodes = np.asarray(row.nodes, dtype=np.int64)
+            hit = np.flatnonzero(np.isin(out.node, nodes) & (lo < row_end) & (hi > row.start_s))
+            for i in hit.tolist():
+                overlap += gpn * (min(int(hi[i]), row_end) - max(int(lo[i]), row.start_s))
+    return overlap
