@@ -6,7 +6,7 @@ import logging
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gpuyield.errors import InputError
@@ -207,4 +207,19 @@ def test_flat_history_spike_rule(level: float, jump: float) -> None:
     loss = level * (1 + jump)
     events = _feed(DivergenceWatch(config), [level] * 8 + [loss])
     threshold = level + config.spike_z * config.rel_noise_floor * level
+    assume(abs(loss - threshold) > 1e-9 * level)  # the exact boundary is a rounding question
     assert bool(events) == (loss > threshold)
+
+
+def test_slow_climb_without_a_spike_is_a_divergence() -> None:
+    # +0.1% per point never jumps 10 sigmas above the rolling median, but the median itself
+    # climbs: once it is drift_rel (20%) above the lowest full-window median, that is divergence.
+    config = WatchConfig(warmup_points=10, window=20)
+    losses = [_LEVEL] * 40 + [_LEVEL * 1.001**i for i in range(1, 400)]
+    events = _feed(DivergenceWatch(config), losses)
+    assert _kinds(events) == [EventKind.DIVERGENCE]
+    (event,) = events
+    assert event.metric == "loss_median" and event.baseline == _LEVEL
+    # The median of the last 20 points is the climb ~10 points back; it passes 2.4 then.
+    first_over = next(i for i, x in enumerate(losses) if x > _LEVEL * 1.2)
+    assert first_over < event.step <= first_over + config.window // 2 + 1
