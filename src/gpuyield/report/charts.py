@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from gpuyield.categories import Category, DownCause, FailedCause
 from gpuyield.errors import MissingExtraError
-from gpuyield.report.figures import TOP_N, ReportFigures
+from gpuyield.report.figures import ReportFigures
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-# A 16:9 slide at 150 dpi is 2000 x 1125 pixels: sharp on a projector, small enough to mail.
-SLIDE_SIZE_IN = (13.33, 7.5)
+# A 16:9 slide (13.33 x 7.5 in) at 150 dpi is 2000 x 1125 pixels: sharp on a projector, small enough to mail.
+SLIDE_SIZE_IN = (40 / 3, 7.5)
 SLIDE_DPI = 150
 # Chart ids, in page order; each is the ``data-chart`` marker and the PNG's file name.
 CHART_IDS = ("where", "time", "who", "failures", "lineage")
@@ -92,13 +92,14 @@ def render_charts(figures: ReportFigures, png_dir: Path | None = None) -> list[R
     with matplotlib.rc_context(_RC):
         for chart_id in CHART_IDS:
             fig = drawers[chart_id](figures)
+            # SVG first: saving at another dpi re-runs the layout, and the page must not depend
+            # on whether PNGs were asked for.
+            svg = svg_of(fig, chart_id)
             png = None
             if png_dir is not None:
                 png = png_dir / f"{chart_id}.png"
                 fig.savefig(png, format="png", dpi=SLIDE_DPI, metadata={"Software": None})
-            rendered.append(
-                RenderedChart(chart_id=chart_id, svg=svg_of(fig, chart_id), png_path=png)
-            )
+            rendered.append(RenderedChart(chart_id=chart_id, svg=svg, png_path=png))
     return rendered
 
 
@@ -133,7 +134,12 @@ def _new_figure() -> Figure:
 
 
 def _empty_note(ax: Axes, text: str) -> None:
+    from matplotlib.ticker import NullFormatter
+
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
+    # No ticks, and a formatter that accepts none (the date formatter fails on an empty tick list).
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(NullFormatter())
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -236,6 +242,8 @@ def draw_who(figures: ReportFigures) -> Figure:
     """Chart 3: allocated GPU-hours by account, user and partition (top groups, then the rest)."""
     fig = _new_figure()
     axes = fig.subplots(1, len(figures.who))
+    # The same number of bar slots in every panel, so bars are equally thick side by side.
+    slots = max(4, *(len(w.rows) for w in figures.who))
     for ax, who in zip(axes, figures.who, strict=True):
         keys = [row.key for row in who.rows]
         left = [0.0] * len(keys)
@@ -243,8 +251,7 @@ def draw_who(figures: ReportFigures) -> Figure:
             widths = [_hours(row.categories[category]) for row in who.rows]
             ax.barh(keys, widths, left=left, color=COLORS[category], label=category)
             left = [a + b for a, b in zip(left, widths, strict=True)]
-        # Room for the top groups plus the rest, so bars are equally thick in every panel.
-        ax.set_ylim(TOP_N + 0.5, -0.5)
+        ax.set_ylim(slots - 0.5, -0.5)
         ax.set_title(f"by {who.by}", loc="left")
         ax.set_xlabel("allocated GPU-hours")
         if not keys:

@@ -7,16 +7,19 @@ tables under them and the PNGs all show the same numbers, and tests check them w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import ibis
+import ibis.expr.types as ir
 
+from gpuyield import store
 from gpuyield.categories import Category
-from gpuyield.ledger import Ledger
-from gpuyield.report.breakdown import UNALLOCATED, BreakdownRow, breakdown
+from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.report.breakdown import UNALLOCATED, breakdown
 from gpuyield.report.failures import Failures, failures_of
 from gpuyield.report.lineage import LineageFigure, lineages_of
-from gpuyield.report.summary import YieldReport
+from gpuyield.report.summary import YieldReport, iso, report_from_ledger
 
 # Windows at least this long are drawn per day, as the essay's "whole weekend lost" needs.
 _DAILY_FROM_S = 3 * 86400
@@ -133,6 +136,19 @@ class ReportFigures:
     """Section 6 (with ``report.figures`` and ``report.sources``)."""
 
 
+def build_figures(
+    db: str | Path, *, since_s: int | None = None, until_s: int | None = None
+) -> ReportFigures:
+    """Compute the ledger of the store at ``db`` once, and everything the HTML report shows."""
+    con = store.connect(db, read_only=True)
+    try:
+        backend = backend_for(con)
+        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s)
+        return collect_figures(ledger, report_from_ledger(ledger, con), con, backend)
+    finally:
+        con.close()
+
+
 def collect_figures(
     ledger: Ledger, report: YieldReport, con: Any, backend: ibis.BaseBackend
 ) -> ReportFigures:
@@ -155,32 +171,60 @@ def bucket_s_for(duration_s: int) -> int:
 
 
 def timeline_of(ledger: Ledger) -> Timeline:
-    """Categories per bucket, from the same clipping as ``gpuyield report --by day|hour``."""
+    """Categories per bucket: segments and capacity clipped to each bucket, as ``--by day|hour``."""
     window = ledger.window
     bucket_s = bucket_s_for(window.duration_s)
-    rows = _time_rows(ledger, bucket_s)
     first = window.start_s - window.start_s % bucket_s
     starts = list(range(first, window.end_s, bucket_s)) or [first]
-    assert len(starts) == len(rows), "breakdown buckets and starts disagree"
-    buckets = tuple(
-        TimeBucket(
-            label=row.key,
-            start_s=start,
-            in_window_s=min(window.end_s, start + bucket_s) - max(window.start_s, start),
-            categories=row.categories,
-        )
-        for start, row in zip(starts, rows, strict=True)
+    per_bucket = _bucket_totals(ledger, bucket_s, starts)
+    return Timeline(
+        bucket_s=bucket_s,
+        buckets=tuple(
+            TimeBucket(
+                label=iso(start)[: 10 if bucket_s == 86400 else 16],
+                start_s=start,
+                in_window_s=min(window.end_s, start + bucket_s) - max(window.start_s, start),
+                categories=per_bucket[start],
+            )
+            for start in starts
+        ),
     )
-    return Timeline(bucket_s=bucket_s, buckets=buckets)
 
 
-def _time_rows(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
-    if bucket_s in (86400, 3600):
-        return breakdown(ledger, "day" if bucket_s == 86400 else "hour")
-    # Sub-hour buckets: the clipping of --by hour, only finer, so short windows still show a shape.
-    from gpuyield.report.breakdown import _by_time
+def _bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int, dict[str, float]]:
+    """GPU-seconds per bucket and category; idle is what the bucket's capacity has left."""
+    import pyarrow as pa
 
-    return _by_time(ledger, bucket_s)
+    # From Arrow, not a dict: ibis turns dicts into pandas frames, which warns under pandas 3.
+    buckets = ibis.memtable(pa.table({"bucket_s": pa.array(starts, pa.int64())}))
+    buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
+    segments = _clip(ledger.segments, buckets)
+    by_category = segments.group_by(["bucket_s", "category"]).aggregate(
+        gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
+    )
+    capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), buckets)
+    installed = capacity.group_by("bucket_s").aggregate(
+        gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum()
+    )
+    out = {start: {c.value: 0.0 for c in Category} for start in starts}
+    for row in by_category.to_pyarrow().to_pylist():
+        out[row["bucket_s"]][row["category"]] += float(row["gpu_s"])
+    for row in installed.to_pyarrow().to_pylist():
+        cats = out[row["bucket_s"]]
+        cats[Category.IDLE.value] = float(row["gpu_s"]) - sum(
+            v for k, v in cats.items() if k != Category.IDLE.value
+        )
+    return out
+
+
+def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:
+    joined = table.join(
+        buckets, [table.start_s < buckets.bucket_end_s, table.end_s > buckets.bucket_s]
+    )
+    return joined.mutate(
+        start_s=ibis.greatest(joined.start_s, joined.bucket_s.cast("float64")),
+        end_s=ibis.least(joined.end_s, joined.bucket_end_s.cast("float64")),
+    )
 
 
 def who_of(ledger: Ledger, by: str, top_n: int = TOP_N) -> WhoBreakdown:
