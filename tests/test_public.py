@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
 from typing import Any
 
 import pytest
@@ -44,7 +43,9 @@ def _commands() -> list[tuple[str, Any]]:
     return [(name, cmd) for name, cmd in found if name]
 
 
-@pytest.mark.parametrize(("name", "command"), _commands(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "command"), _commands(), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_every_command_and_option_has_help(name: str, command: Any) -> None:
     assert command.help and command.help.strip() and "not yet built" not in command.help, name
     for param in command.params:
@@ -52,7 +53,9 @@ def test_every_command_and_option_has_help(name: str, command: Any) -> None:
             assert param.help, f"{name} {param.opts[0]} has no help"
 
 
-@pytest.mark.parametrize(("name", "command"), _commands(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "command"), _commands(), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_every_command_is_documented(name: str, command: Any) -> None:
     del command
     docs = "\n".join(p.read_text() for p in DOCS.glob("*.md"))
@@ -61,10 +64,20 @@ def test_every_command_is_documented(name: str, command: Any) -> None:
 
 def test_user_error_is_one_line_with_hint_and_exit_1(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "gpuyield", "ingest", "slurm", "--sacct", str(tmp_path / "nope.psv"),
-         "--db", str(tmp_path / "x.duckdb")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "gpuyield",
+            "ingest",
+            "slurm",
+            "--sacct",
+            str(tmp_path / "nope.psv"),
+            "--db",
+            str(tmp_path / "x.duckdb"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "error:" in result.stderr and "hint:" in result.stderr

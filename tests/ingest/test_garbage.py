@@ -13,13 +13,28 @@ from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.store import connect
 
 HEADER = "JobID|JobIDRaw|State|Submit|Start|End|AllocTRES|NodeList|NNodes|ElapsedRaw"
-GOOD = "7|7|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:00:00|2026-01-01T01:00:00|gres/gpu=8|n1|1|3600"
+GOOD = (
+    "7|7|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:00:00|2026-01-01T01:00:00|gres/gpu=8|n1|1|3600"
+)
 
 field_values = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["Unknown", "None", "", "UNLIMITED", "gres/gpu=", "n[1-", "9" * 40, "-5",
-                     "2026-13-45T99:99:99", "CANCELLED by 0", "gres/gpu=99999999999999999999"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "Unknown",
+            "None",
+            "",
+            "UNLIMITED",
+            "gres/gpu=",
+            "n[1-",
+            "9" * 40,
+            "-5",
+            "2026-13-45T99:99:99",
+            "CANCELLED by 0",
+            "gres/gpu=99999999999999999999",
+        ]
+    ),
+)
 
 
 def mutate_line(values: list[str], keep: int) -> str:

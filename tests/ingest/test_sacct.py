@@ -71,8 +71,11 @@ def test_step_rows_are_skipped_not_counted_as_allocations(fresh_db, slurm_local:
     summary = ingest(fresh_db, path)
     lines = path.read_text().splitlines()
     at = lines[0].split("|").index("JobID")
-    steps = sum(1 for line in lines[1:] if line.count("|") == lines[0].count("|")
-                and "." in line.split("|")[at])  # fmt: skip
+    steps = sum(
+        1
+        for line in lines[1:]
+        if line.count("|") == lines[0].count("|") and "." in line.split("|")[at]
+    )
     assert summary.files[0].rows_skipped == steps > 0
     assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
 
@@ -133,11 +136,14 @@ def write_sacct(
 
 
 def test_typed_and_untyped_gpus_are_not_double_counted(fresh_db, tmp_path: Path) -> None:
-    path = write_sacct(tmp_path, [
-        "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu=4,gres/gpu:a100=4|n1",
-        "2|2|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu:a100=2,gres/gpu:h100=1|n2",
-        "3|3|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,mem=1G|n3",
-    ])  # fmt: skip
+    path = write_sacct(
+        tmp_path,
+        [
+            "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu=4,gres/gpu:a100=4|n1",
+            "2|2|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu:a100=2,gres/gpu:h100=1|n2",
+            "3|3|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,mem=1G|n3",
+        ],
+    )
     ingest(fresh_db, path)
     gpus = dict(fresh_db.execute("SELECT job_id, num_gpus FROM jobs").fetchall())
     assert gpus == {"1": 4, "2": 3, "3": 0}
@@ -153,10 +159,13 @@ def test_timezone_shifts_times(fresh_db, tmp_path: Path) -> None:
 
 
 def test_bad_time_names_file_line_and_field(fresh_db, tmp_path: Path) -> None:
-    path = write_sacct(tmp_path, [
-        "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
-        "2|2|COMPLETED|2026-01-01T00:00:00|yesterday|gres/gpu=1|n1",
-    ])  # fmt: skip
+    path = write_sacct(
+        tmp_path,
+        [
+            "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
+            "2|2|COMPLETED|2026-01-01T00:00:00|yesterday|gres/gpu=1|n1",
+        ],
+    )
     with pytest.raises(ParseError) as info:
         ingest(fresh_db, path)
     assert info.value.line == 3 and info.value.field == "End"
@@ -164,13 +173,16 @@ def test_bad_time_names_file_line_and_field(fresh_db, tmp_path: Path) -> None:
 
 
 def test_lenient_keeps_going_and_counts(fresh_db, tmp_path: Path) -> None:
-    path = write_sacct(tmp_path, [
-        "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
-        "2|2|EXPLODED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
-        "3|3|COMPLETED|2026-01-01T00:00:00",
-        "4|4|COMPLETED|2026-01-01T00:02:00|2026-01-01T00:03:00|gres/gpu=x|n1",
-        "5|5|COMPLETED|2026-01-01T00:04:00|2026-01-01T00:05:00|gres/gpu=2|n1",
-    ])  # fmt: skip
+    path = write_sacct(
+        tmp_path,
+        [
+            "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
+            "2|2|EXPLODED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n1",
+            "3|3|COMPLETED|2026-01-01T00:00:00",
+            "4|4|COMPLETED|2026-01-01T00:02:00|2026-01-01T00:03:00|gres/gpu=x|n1",
+            "5|5|COMPLETED|2026-01-01T00:04:00|2026-01-01T00:05:00|gres/gpu=2|n1",
+        ],
+    )
     summary = ingest(fresh_db, path, lenient=True)
     assert summary.files[0].rows_rejected == 3
     assert sorted(r[0] for r in fresh_db.execute("SELECT job_id FROM jobs").fetchall()) == [

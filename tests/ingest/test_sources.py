@@ -21,26 +21,40 @@ EPOCH_10_40_47 = 1796035247
 
 
 def test_long_event_format(slurm_local: Path) -> None:
-    stage = read_events(slurm_local / "sacctmgr-event-format.psv", tz="UTC", lenient=False,
-                        default_cluster="x")  # fmt: skip
+    stage = read_events(
+        slurm_local / "sacctmgr-event-format.psv", tz="UTC", lenient=False, default_cluster="x"
+    )
     cluster = stage.cluster_events.to_pylist()
-    assert cluster == [{"cluster": "lab", "start_s": EPOCH_10_40_47, "end_s": None, "num_gpus": 32,
-                        "node_list": "n[1-4]", "line": 2}]  # fmt: skip
+    assert cluster == [
+        {
+            "cluster": "lab",
+            "start_s": EPOCH_10_40_47,
+            "end_s": None,
+            "num_gpus": 32,
+            "node_list": "n[1-4]",
+            "line": 2,
+        }
+    ]
     nodes = stage.node_events.to_pylist()
     assert [(e["node"], e["state"], e["end_s"] - e["start_s"]) for e in nodes] == [
-        ("n1", "DOWN", 0), ("n2", "DRAIN", 86), ("n2", "DOWN", 60), ("n3", "DRAIN", 51),
+        ("n1", "DOWN", 0),
+        ("n2", "DRAIN", 86),
+        ("n2", "DOWN", 60),
+        ("n3", "DRAIN", 51),
         ("n4", "DOWN*", 47),
-    ]  # fmt: skip
+    ]
     # 244 node-seconds, the README's sum of the node events.
     assert sum(e["end_s"] - e["start_s"] for e in nodes) == 244
     assert [e["planned"] for e in nodes] == [False, False, False, True, False]  # "firmware update"
 
 
 def test_default_event_format_has_the_same_events(slurm_local: Path) -> None:
-    short = read_events(slurm_local / "sacctmgr-event-default.psv", tz="UTC", lenient=False,
-                        default_cluster="x")  # fmt: skip
-    long = read_events(slurm_local / "sacctmgr-event-format.psv", tz="UTC", lenient=False,
-                       default_cluster="x")  # fmt: skip
+    short = read_events(
+        slurm_local / "sacctmgr-event-default.psv", tz="UTC", lenient=False, default_cluster="x"
+    )
+    long = read_events(
+        slurm_local / "sacctmgr-event-format.psv", tz="UTC", lenient=False, default_cluster="x"
+    )
     keys = ("node", "state", "start_s", "end_s", "reason")
     project = lambda t: sorted(tuple(r[k] for k in keys) for r in t.to_pylist())  # noqa: E731
     assert project(short.node_events) == project(long.node_events)
@@ -48,8 +62,12 @@ def test_default_event_format_has_the_same_events(slurm_local: Path) -> None:
 
 
 def test_open_events(slurm_local: Path) -> None:
-    stage = read_events(slurm_local / "nodes-snapshot-b-sacctmgr-event-format.psv", tz="UTC",
-                        lenient=False, default_cluster="x")  # fmt: skip
+    stage = read_events(
+        slurm_local / "nodes-snapshot-b-sacctmgr-event-format.psv",
+        tz="UTC",
+        lenient=False,
+        default_cluster="x",
+    )
     assert [e["end_s"] for e in stage.node_events.to_pylist()] == [None, None]
 
 
@@ -67,7 +85,12 @@ def test_bad_event_row(tmp_path: Path, slurm_local: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["scontrol-show-nodes-oneliner.txt", "scontrol-show-nodes.txt", "sinfo-N-o.psv", "sinfo-N-O.txt"],
+    [
+        "scontrol-show-nodes-oneliner.txt",
+        "scontrol-show-nodes.txt",
+        "sinfo-N-o.psv",
+        "sinfo-N-O.txt",
+    ],
 )
 def test_inventories_agree(slurm_local: Path, name: str) -> None:
     stage = read_nodes(slurm_local / name, lenient=False, cluster="lab")
@@ -84,20 +107,29 @@ def test_sinfo_long_without_gres_is_refused(slurm_local: Path) -> None:
 
 @pytest.mark.parametrize(
     ("gres", "expected"),
-    [("gpu:8", (8, None)), ("gpu:a100:4(S:0-1),gpu:h100:4", (8, "a100,h100")), ("(null)", (0, None)),
-     ("gpu:a100:2,shard:8", (2, "a100"))],
-)  # fmt: skip
+    [
+        ("gpu:8", (8, None)),
+        ("gpu:a100:4(S:0-1),gpu:h100:4", (8, "a100,h100")),
+        ("(null)", (0, None)),
+        ("gpu:a100:2,shard:8", (2, "a100")),
+    ],
+)
 def test_gres_counts(gres: str, expected: tuple[int, str | None]) -> None:
     assert gpus_from_gres(gres) == expected
 
 
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["n", "gpu-", "rack1-n"]), st.integers(0, 120), st.integers(0, 5),
-                  st.integers(1, 3)),
-        min_size=1, max_size=4,
+        st.tuples(
+            st.sampled_from(["n", "gpu-", "rack1-n"]),
+            st.integers(0, 120),
+            st.integers(0, 5),
+            st.integers(1, 3),
+        ),
+        min_size=1,
+        max_size=4,
     )
-)  # fmt: skip
+)
 def test_hostlist_sql_agrees_with_python(groups: list[tuple[str, int, int, int]]) -> None:
     parts, expected = [], []
     for prefix, low, span, width in groups:
@@ -148,7 +180,8 @@ def test_unknown_run_gets_closest_name(fresh_db, tmp_path: Path) -> None:
     manifest = tmp_path / "m.toml"
     manifest.write_text('[[releases]]\nmodel = "m"\nruns = ["long-aa"]\n')
     with pytest.raises(UnknownIdError) as info:
-        ingest_slurm(None, SlurmInputs(sacct=SAMPLE / "sacct-X-D-wide.psv", manifest=manifest),
-                     con=fresh_db)  # fmt: skip
+        ingest_slurm(
+            None, SlurmInputs(sacct=SAMPLE / "sacct-X-D-wide.psv", manifest=manifest), con=fresh_db
+        )
     assert "long-a" in info.value.choices
     assert fresh_db.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]  # atomic

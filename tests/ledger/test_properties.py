@@ -17,8 +17,17 @@ from tests.ledger.timeline import GPUS_PER_NODE, HOUR_S, T0_S, Cluster, Event, J
 
 WINDOW_S = 2 * HOUR_S
 NUM_NODES = 3
-STATES = ["COMPLETED", "FAILED", "NODE_FAIL", "CANCELLED by 0", "PREEMPTED", "TIMEOUT",
-          "OUT_OF_MEMORY", "RUNNING", "REQUEUED"]  # fmt: skip
+STATES = [
+    "COMPLETED",
+    "FAILED",
+    "NODE_FAIL",
+    "CANCELLED by 0",
+    "PREEMPTED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "RUNNING",
+    "REQUEUED",
+]
 
 
 @st.composite
@@ -34,8 +43,9 @@ def clusters(draw: st.DrawFn) -> Cluster:
                 state = draw(st.sampled_from(STATES))
                 end = None if state == "RUNNING" else t + length
                 run = draw(st.sampled_from(["", "pt", "ft", "div", "x"]))
-                jobs.append(Job(job_id, t, end, state=state, gpus=lane_gpus, nodes=f"n{node}",
-                                run=run))  # fmt: skip
+                jobs.append(
+                    Job(job_id, t, end, state=state, gpus=lane_gpus, nodes=f"n{node}", run=run)
+                )
                 job_id += 1
                 if end is None:
                     break
@@ -43,10 +53,16 @@ def clusters(draw: st.DrawFn) -> Cluster:
     # Lanes on one node must fit its GPUs: drop jobs of lanes past capacity.
     jobs = _fit(jobs)
     events = [
-        Event(f"n{draw(st.integers(1, NUM_NODES))}", s, None if open_ else s + draw(st.integers(0, 4000)),
-              state=draw(st.sampled_from(["DOWN", "DRAIN", "MAINT", "DOWN*"])))
-        for s, open_ in draw(st.lists(st.tuples(st.integers(0, WINDOW_S), st.booleans()), max_size=5))
-    ]  # fmt: skip
+        Event(
+            f"n{draw(st.integers(1, NUM_NODES))}",
+            s,
+            None if open_ else s + draw(st.integers(0, 4000)),
+            state=draw(st.sampled_from(["DOWN", "DRAIN", "MAINT", "DOWN*"])),
+        )
+        for s, open_ in draw(
+            st.lists(st.tuples(st.integers(0, WINDOW_S), st.booleans()), max_size=5)
+        )
+    ]
     return Cluster(num_nodes=NUM_NODES, jobs=jobs or [Job(1, 0, 1, gpus=0)], events=events)
 
 
@@ -82,8 +98,14 @@ def _ingest(directory: Path, cluster: Cluster, db: Path | None = None) -> duckdb
     runs = {j.run for j in cluster.jobs}
     manifest.write_text(MANIFEST if {"pt", "ft", "div"} <= runs else "")
     con = connect(db)
-    ingest_slurm(db, SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"],
-                                 manifest=manifest), until_s=T0_S + WINDOW_S, con=con)  # fmt: skip
+    ingest_slurm(
+        db,
+        SlurmInputs(
+            sacct=files["sacct"], events=files["events"], nodes=files["nodes"], manifest=manifest
+        ),
+        until_s=T0_S + WINDOW_S,
+        con=con,
+    )
     return con
 
 
@@ -99,20 +121,26 @@ def test_categories_always_add_up_to_installed(cluster: Cluster) -> None:
     # Independent check of allocated time: GPUs x clipped seconds of every job.
     window_end = T0_S + WINDOW_S
     expected = sum(
-        (j.gpus or 0) * (min(T0_S + (j.end_s if j.end_s is not None else WINDOW_S), window_end)
-                         - max(T0_S + j.start_s, ledger.window.start_s))
+        (j.gpus or 0)
+        * (
+            min(T0_S + (j.end_s if j.end_s is not None else WINDOW_S), window_end)
+            - max(T0_S + j.start_s, ledger.window.start_s)
+        )
         for j in cluster.jobs
         if j.start_s is not None
         and min(T0_S + (j.end_s if j.end_s is not None else WINDOW_S), window_end)
         > max(T0_S + j.start_s, ledger.window.start_s)
-    )  # fmt: skip
+    )
     assert abs(ledger.allocated_gpu_seconds - expected) < 1e-6
 
 
 def _snapshot(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[object, ...]]]:
     tables = ["jobs", "job_nodes", "node_events", "cluster_events", "nodes", "manifests", "rejects"]
-    snap = {t: sorted(con.execute(f"SELECT * EXCLUDE (ingest_id) FROM {t}").fetchall(), key=repr)
-            for t in tables if t not in ("job_nodes", "rejects", "manifests")}  # fmt: skip
+    snap = {
+        t: sorted(con.execute(f"SELECT * EXCLUDE (ingest_id) FROM {t}").fetchall(), key=repr)
+        for t in tables
+        if t not in ("job_nodes", "rejects", "manifests")
+    }
     snap["job_nodes"] = sorted(con.execute("SELECT * FROM job_nodes").fetchall())
     snap["ingests"] = sorted(con.execute("SELECT ingest_id, sha256 FROM ingests").fetchall())
     return snap
@@ -124,8 +152,10 @@ def test_reingest_changes_nothing(cluster: Cluster) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         con = _ingest(Path(tmp), cluster)
         before = _snapshot(con)
-        files = {k: Path(tmp) / v for k, v in
-                 (("sacct", "sacct.psv"), ("events", "events.psv"), ("nodes", "nodes.txt"))}  # fmt: skip
+        files = {
+            k: Path(tmp) / v
+            for k, v in (("sacct", "sacct.psv"), ("events", "events.psv"), ("nodes", "nodes.txt"))
+        }
         summary = ingest_slurm(None, SlurmInputs(**files), until_s=T0_S + WINDOW_S, con=con)
         assert all(f.skipped for f in summary.files)
         assert _snapshot(con) == before
@@ -152,9 +182,10 @@ def test_failed_ingest_leaves_store_as_it_was(tmp_path: Path) -> None:
     files = Cluster(jobs=[Job(5, 0, 50)], events=[Event("n1", 10, 20)]).write(tmp_path / "b")
     files["sacct"].write_text(files["sacct"].read_text() + "9|9|COMPLETED|garbage\n")
     try:
-        ingest_slurm(db, SlurmInputs(sacct=files["sacct"], events=files["events"]),
-                     until_s=T0_S + WINDOW_S)  # fmt: skip
-    except Exception as error:  # noqa: BLE001 - the type is checked below
+        ingest_slurm(
+            db, SlurmInputs(sacct=files["sacct"], events=files["events"]), until_s=T0_S + WINDOW_S
+        )
+    except Exception as error:
         assert type(error).__name__ == "ParseError"
     else:
         raise AssertionError("malformed row accepted")
@@ -179,10 +210,14 @@ def test_killed_ingest_leaves_store_as_it_was(tmp_path: Path) -> None:
     with big.open("w") as handle:
         handle.write("JobID|JobIDRaw|State|Submit|Start|End|AllocTRES|NodeList\n")
         for i in range(2, 400_000):
-            handle.write(f"{i}|{i}|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:00:00|"
-                         f"2026-01-01T00:00:01|gres/gpu=1|n{i % 2 + 1}\n")  # fmt: skip
-    script = ("import sys; from pathlib import Path; from gpuyield.ingest.slurm import SlurmInputs, "
-              "ingest_slurm; ingest_slurm(sys.argv[1], SlurmInputs(sacct=Path(sys.argv[2])))")
+            handle.write(
+                f"{i}|{i}|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:00:00|"
+                f"2026-01-01T00:00:01|gres/gpu=1|n{i % 2 + 1}\n"
+            )
+    script = (
+        "import sys; from pathlib import Path; from gpuyield.ingest.slurm import SlurmInputs, "
+        "ingest_slurm; ingest_slurm(sys.argv[1], SlurmInputs(sacct=Path(sys.argv[2])))"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script, str(db), str(big)])
     time.sleep(2.5)
     assert proc.poll() is None, "ingest finished before it could be killed; make the file larger"

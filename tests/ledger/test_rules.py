@@ -23,8 +23,9 @@ def run_ledger(tmp_path: Path, cluster: Cluster, manifest: str | None = None, **
     if manifest is not None:
         path = tmp_path / "in" / "manifest.toml"
         path.write_text(manifest)
-        inputs = SlurmInputs(sacct=inputs.sacct, events=inputs.events, nodes=inputs.nodes,
-                             manifest=path)  # fmt: skip
+        inputs = SlurmInputs(
+            sacct=inputs.sacct, events=inputs.events, nodes=inputs.nodes, manifest=path
+        )
     db = tmp_path / "db.duckdb"
     ingest_slurm(db, inputs, until_s=T0_S + WINDOW_S)
     con = connect(db, read_only=True)
@@ -89,7 +90,10 @@ def test_lineage_failure_loses_time_since_last_checkpoint(tmp_path: Path) -> Non
 
 
 def test_lineage_preemption_is_cancelled_and_timeout_is_planned(tmp_path: Path) -> None:
-    jobs = [Job(1, 0, 1300, state="PREEMPTED", run="pt"), Job(2, 2000, 3100, state="TIMEOUT", run="pt")]
+    jobs = [
+        Job(1, 0, 1300, state="PREEMPTED", run="pt"),
+        Job(2, 2000, 3100, state="TIMEOUT", run="pt"),
+    ]
     ledger = run_ledger(tmp_path, Cluster(jobs=jobs), LINEAGE)
     assert ledger.subcategories["cancelled.preempted"] == 300 * 8
     # A TIMEOUT inside a lineage is a planned chunk: all of it stays released.
@@ -108,8 +112,10 @@ def test_down_counts_only_unallocated_gpus(tmp_path: Path) -> None:
     # n1 drains for 1000 s while a 4-GPU job keeps running on it: allocation wins over drain.
     cluster = Cluster(
         jobs=[Job(1, 0, 600, gpus=4, nodes="n1")],
-        events=[Event("n1", 100, 1100, state="DRAIN", reason="ECC errors"),
-                Event("n2", 0, 200, state="MAINT", reason="planned maintenance")],  # fmt: skip
+        events=[
+            Event("n1", 100, 1100, state="DRAIN", reason="ECC errors"),
+            Event("n2", 0, 200, state="MAINT", reason="planned maintenance"),
+        ],
     )
     ledger = run_ledger(tmp_path, cluster)
     unplanned = 1000 * 8 - 500 * 4
@@ -125,8 +131,10 @@ def test_overlapping_events_merge(tmp_path: Path) -> None:
 
 
 def test_open_event_and_running_job_end_at_capture(tmp_path: Path) -> None:
-    cluster = Cluster(jobs=[Job(1, HOUR_S, None, state="RUNNING", gpus=8, nodes="n2")],
-                      events=[Event("n1", WINDOW_S - 100, None)])  # fmt: skip
+    cluster = Cluster(
+        jobs=[Job(1, HOUR_S, None, state="RUNNING", gpus=8, nodes="n2")],
+        events=[Event("n1", WINDOW_S - 100, None)],
+    )
     ledger = run_ledger(tmp_path, cluster)
     assert ledger.categories["down"] == 100 * 8
     assert ledger.categories["experiment"] == (WINDOW_S - HOUR_S) * 8
@@ -134,7 +142,10 @@ def test_open_event_and_running_job_end_at_capture(tmp_path: Path) -> None:
 
 def test_failed_job_blamed_on_hardware_by_nearby_node_event(tmp_path: Path) -> None:
     cluster = Cluster(
-        jobs=[Job(1, 0, 1000, state="FAILED", nodes="n1"), Job(2, 0, 1000, state="FAILED", nodes="n2")],
+        jobs=[
+            Job(1, 0, 1000, state="FAILED", nodes="n1"),
+            Job(2, 0, 1000, state="FAILED", nodes="n2"),
+        ],
         events=[Event("n1", 1000 + 200, 2000)],  # 200 s after job 1 ended: inside the 5-min window
     )
     ledger = run_ledger(tmp_path, cluster)
@@ -143,8 +154,9 @@ def test_failed_job_blamed_on_hardware_by_nearby_node_event(tmp_path: Path) -> N
 
 
 def test_window_clips_jobs(tmp_path: Path) -> None:
-    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 3 * HOUR_S, gpus=1)]),
-                        since=HOUR_S, until=2 * HOUR_S)  # fmt: skip
+    ledger = run_ledger(
+        tmp_path, Cluster(jobs=[Job(1, 0, 3 * HOUR_S, gpus=1)]), since=HOUR_S, until=2 * HOUR_S
+    )
     assert ledger.installed_gpu_seconds == 2 * 8 * HOUR_S
     assert ledger.categories["experiment"] == HOUR_S
 
@@ -171,8 +183,9 @@ def test_back_to_back_jobs_are_not_oversubscription(tmp_path: Path) -> None:
 
 
 def test_multi_node_job_spreads_gpus(tmp_path: Path) -> None:
-    cluster = Cluster(jobs=[Job(1, 0, 100, gpus=16, nodes="n[1-2]")],
-                      events=[Event("n2", 50, 150, state="DRAIN")])  # fmt: skip
+    cluster = Cluster(
+        jobs=[Job(1, 0, 100, gpus=16, nodes="n[1-2]")], events=[Event("n2", 50, 150, state="DRAIN")]
+    )
     ledger = run_ledger(tmp_path, cluster)
     assert ledger.categories["experiment"] == 1600
     # n2 drained 50..150; its 8 GPUs were held by the job until 100.

@@ -11,10 +11,14 @@ T0_S = int(T0.timestamp())
 HOUR_S = 3600
 GPUS_PER_NODE = 8
 
-SACCT_FIELDS = ("JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|"
-                "AllocTRES|NodeList|NNodes|Comment")  # fmt: skip
-EVENT_HEADER = ("Cluster|Cluster Nodes|NodeName|Event|EventRaw|State|StateRaw|TimeStart|TimeEnd|"
-                "Duration|Reason|User|TRES")  # fmt: skip
+SACCT_FIELDS = (
+    "JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|"
+    "AllocTRES|NodeList|NNodes|Comment"
+)
+EVENT_HEADER = (
+    "Cluster|Cluster Nodes|NodeName|Event|EventRaw|State|StateRaw|TimeStart|TimeEnd|"
+    "Duration|Reason|User|TRES"
+)
 
 
 def ts(offset_s: int | None) -> str:
@@ -41,17 +45,34 @@ class Job:
     tres: str | None = None
 
     def line(self) -> str:
-        tres = self.tres if self.tres is not None else (
-            "" if self.gpus is None else f"billing=1,cpu=1,gres/gpu={self.gpus},node=1")
+        tres = (
+            self.tres
+            if self.tres is not None
+            else ("" if self.gpus is None else f"billing=1,cpu=1,gres/gpu={self.gpus},node=1")
+        )
         elapsed = 0 if self.start_s is None else ((self.end_s or self.start_s) - self.start_s)
         node_count = self.nodes.count(",") + 1 if "[" not in self.nodes else 2
         submit = self.submit_s if self.submit_s is not None else (self.start_s or 0)
         comment = f"run={self.run}" if self.run else ""
-        return "|".join([
-            str(self.job_id), str(self.job_id), f"job{self.job_id}", self.user, self.account, "gpu",
-            self.state, ts(submit), ts(self.start_s) if self.start_s is not None else "None",
-            ts(self.end_s), str(elapsed), tres, self.nodes, str(node_count), comment,
-        ])  # fmt: skip
+        return "|".join(
+            [
+                str(self.job_id),
+                str(self.job_id),
+                f"job{self.job_id}",
+                self.user,
+                self.account,
+                "gpu",
+                self.state,
+                ts(submit),
+                ts(self.start_s) if self.start_s is not None else "None",
+                ts(self.end_s),
+                str(elapsed),
+                tres,
+                self.nodes,
+                str(node_count),
+                comment,
+            ]
+        )
 
 
 @dataclass
@@ -65,9 +86,23 @@ class Event:
     reason: str = "hw fault"
 
     def line(self) -> str:
-        return "|".join(["lab", "", self.node, "Node", "2", self.state, "1", ts(self.start_s),
-                         ts(self.end_s), "", self.reason, "root(0)",
-                         f"cpu=8,gres/gpu={GPUS_PER_NODE}"])  # fmt: skip
+        return "|".join(
+            [
+                "lab",
+                "",
+                self.node,
+                "Node",
+                "2",
+                self.state,
+                "1",
+                ts(self.start_s),
+                ts(self.end_s),
+                "",
+                self.reason,
+                "root(0)",
+                f"cpu=8,gres/gpu={GPUS_PER_NODE}",
+            ]
+        )
 
 
 @dataclass
@@ -84,15 +119,32 @@ class Cluster:
         sacct = directory / "sacct.psv"
         sacct.write_text("\n".join([SACCT_FIELDS, *[j.line() for j in self.jobs]]) + "\n")
         events = directory / "events.psv"
-        cluster_row = "|".join(["lab", f"n[1-{self.num_nodes}]", "", "Cluster", "1", "", "0",
-                                ts(self.registered_s), "Unknown", "", "Cluster Registered TRES", "",
-                                f"cpu=8,gres/gpu={GPUS_PER_NODE * self.num_nodes}"])  # fmt: skip
-        events.write_text("\n".join([EVENT_HEADER, cluster_row, *[e.line() for e in self.events]])
-                          + "\n")  # fmt: skip
+        cluster_row = "|".join(
+            [
+                "lab",
+                f"n[1-{self.num_nodes}]",
+                "",
+                "Cluster",
+                "1",
+                "",
+                "0",
+                ts(self.registered_s),
+                "Unknown",
+                "",
+                "Cluster Registered TRES",
+                "",
+                f"cpu=8,gres/gpu={GPUS_PER_NODE * self.num_nodes}",
+            ]
+        )
+        events.write_text(
+            "\n".join([EVENT_HEADER, cluster_row, *[e.line() for e in self.events]]) + "\n"
+        )
         nodes = directory / "nodes.txt"
-        nodes.write_text("".join(
-            f"NodeName=n{i} Arch=x86_64 Gres=gpu:{GPUS_PER_NODE} State=IDLE Partitions=gpu "
-            f"CfgTRES=cpu=8,mem=4000M,gres/gpu={GPUS_PER_NODE}\n"
-            for i in range(1, self.num_nodes + 1)
-        ))  # fmt: skip
+        nodes.write_text(
+            "".join(
+                f"NodeName=n{i} Arch=x86_64 Gres=gpu:{GPUS_PER_NODE} State=IDLE Partitions=gpu "
+                f"CfgTRES=cpu=8,mem=4000M,gres/gpu={GPUS_PER_NODE}\n"
+                for i in range(1, self.num_nodes + 1)
+            )
+        )
         return {"sacct": sacct, "events": events, "nodes": nodes}

@@ -22,9 +22,15 @@ class RichProgress:
 
     def __init__(self, *, enabled: bool = True) -> None:
         self._progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-            TimeElapsedColumn(), console=err_console, transient=True, disable=not enabled,
-        )  # fmt: skip
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            disable=not enabled,
+        )
         self._task: TaskID | None = None
 
     def __enter__(self) -> RichProgress:
@@ -32,7 +38,10 @@ class RichProgress:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self._progress.__exit__(kind, error, tb)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,12 +13,12 @@ import typer
 from gpuyield.cli._common import console, errors_mapped, print_json
 from gpuyield.errors import InputError
 
-app = typer.Typer(help="Read scheduler accounting, node events, inventory, manifests and telemetry.",
-                  no_args_is_help=True)  # fmt: skip
+app = typer.Typer(
+    help="Read scheduler accounting, node events, inventory, manifests and telemetry.",
+    no_args_is_help=True,
+)
 
-DbOption = Annotated[
-    Path, typer.Option("--db", help="DuckDB file to write (created if missing).")
-]
+DbOption = Annotated[Path, typer.Option("--db", help="DuckDB file to write (created if missing).")]
 
 
 def parse_instant(text: str | None, tz: str, option: str) -> int | None:
@@ -27,8 +28,9 @@ def parse_instant(text: str | None, tz: str, option: str) -> int | None:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise InputError(f"{option}: not an ISO time: {text!r}",
-                         hint="write it like 2026-11-30T11:00:00") from None  # fmt: skip
+        raise InputError(
+            f"{option}: not an ISO time: {text!r}", hint="write it like 2026-11-30T11:00:00"
+        ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=ZoneInfo(tz))
     return int(value.timestamp())
@@ -36,23 +38,31 @@ def parse_instant(text: str | None, tz: str, option: str) -> int | None:
 
 @app.command("slurm")
 def slurm_command(
-    sacct: Annotated[Path | None, typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output.")] = None,
+    sacct: Annotated[
+        Path | None, typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output.")
+    ] = None,
     events: Annotated[
         Path | None, typer.Option(help="`sacctmgr -P show event All_Time [format=...]` output.")
     ] = None,
     nodes: Annotated[
         Path | None, typer.Option(help="Node inventory: `scontrol -o show nodes` or `sinfo -N -o`.")
     ] = None,
-    manifest: Annotated[Path | None, typer.Option(help="Release manifest (TOML, docs/manifest.md).")] = None,
+    manifest: Annotated[
+        Path | None, typer.Option(help="Release manifest (TOML, docs/manifest.md).")
+    ] = None,
     directory: Annotated[
         Path | None,
-        typer.Option("--dir", help="Directory with sacct.psv, events.psv, nodes.txt, manifest.toml."),
+        typer.Option(
+            "--dir", help="Directory with sacct.psv, events.psv, nodes.txt, manifest.toml."
+        ),
     ] = None,
     db: DbOption = Path("gpuyield.duckdb"),
     until: Annotated[
         str | None,
-        typer.Option(help="Capture time: running jobs and open events end here. "
-                          "Default: the latest time in the input."),  # fmt: skip
+        typer.Option(
+            help="Capture time: running jobs and open events end here. "
+            "Default: the latest time in the input."
+        ),
     ] = None,
     tz: Annotated[str, typer.Option(help="Time zone of the times in the files.")] = "UTC",
     lenient: Annotated[
@@ -64,8 +74,12 @@ def slurm_command(
     fields: Annotated[
         str | None, typer.Option(help="Comma-separated field names of a --noheader sacct file.")
     ] = None,
-    cluster: Annotated[str | None, typer.Option(help="Cluster name when the files lack one.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the ingest summary as JSON.")] = False,
+    cluster: Annotated[
+        str | None, typer.Option(help="Cluster name when the files lack one.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the ingest summary as JSON.")
+    ] = False,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
@@ -73,16 +87,25 @@ def slurm_command(
 
     with errors_mapped():
         if noheader and not fields:
-            raise InputError("--noheader needs --fields", hint="pass the --format list you gave sacct")
+            raise InputError(
+                "--noheader needs --fields", hint="pass the --format list you gave sacct"
+            )
         inputs = SlurmInputs(sacct=sacct, events=events, nodes=nodes, manifest=manifest)
         if directory is not None:
             inputs = inputs.merged(SlurmInputs.from_dir(directory))
         field_list = [f.strip() for f in fields.split(",")] if fields else None
         until_s = parse_instant(until, tz, "--until")
         with RichProgress(enabled=not as_json) as progress:
-            summary = ingest_slurm(db, inputs, until_s=until_s, tz=tz, lenient=lenient,
-                                   fields=field_list, cluster=cluster,
-                                   progress=progress)  # fmt: skip
+            summary = ingest_slurm(
+                db,
+                inputs,
+                until_s=until_s,
+                tz=tz,
+                lenient=lenient,
+                fields=field_list,
+                cluster=cluster,
+                progress=progress,
+            )
     if as_json:
         print_json(summary.to_dict())
         return
@@ -94,11 +117,51 @@ def _print_summary(summary: Any) -> None:
 
     table = Table(title=f"ingested into {summary.db}", title_justify="left")
     for column in ("source", "file", "read", "rejected", "skipped", "status"):
-        table.add_column(column, justify="right" if column in ("read", "rejected", "skipped") else "left")
+        table.add_column(
+            column, justify="right" if column in ("read", "rejected", "skipped") else "left"
+        )
     for f in summary.files:
         status = f"unchanged (ingest #{f.ingest_id})" if f.skipped else f"ingest #{f.ingest_id}"
-        table.add_row(f.source, f.path, str(f.rows_read), str(f.rows_rejected), str(f.rows_skipped),
-                      status)  # fmt: skip
+        table.add_row(
+            f.source, f.path, str(f.rows_read), str(f.rows_rejected), str(f.rows_skipped), status
+        )
     console.print(table)
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+
+
+@app.command("telemetry")
+def telemetry_command(
+    files: Annotated[list[Path], typer.Argument(help="Telemetry files or directories of one run.")],
+    run: Annotated[
+        str, typer.Option("--run", help="The run these files belong to (as in the manifest).")
+    ],
+    db: DbOption = Path("gpuyield.duckdb"),
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="jsonl, tensorboard, wandb, mlflow, megatron or csv "
+            "(default: detected from the content).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+) -> None:
+    """Ingest run telemetry: measured lost progress, overhead, and divergence found in the loss curve."""
+    from gpuyield.ingest.runlog import ingest_telemetry_files
+
+    with errors_mapped():
+        results = ingest_telemetry_files(db, run, files, fmt=fmt)
+    if as_json:
+        print_json([dataclasses.asdict(r) for r in results])
+        return
+    for r in results:
+        status = (
+            f"unchanged (ingest #{r.ingest_id})"
+            if r.skipped
+            else (
+                f"{r.records} records, {r.divergence_events} divergence events, "
+                f"{r.torn_lines} torn lines skipped"
+            )
+        )
+        console.print(f"{r.run}: {r.path}: {status}")

@@ -14,9 +14,9 @@ _BY_HELP = "Break down by account, user, partition, run, day or hour."
 
 
 def report_command(
-    db: Annotated[Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")] = Path(
-        "gpuyield.duckdb"
-    ),
+    db: Annotated[
+        Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")
+    ] = Path("gpuyield.duckdb"),
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
     since: Annotated[
         str | None, typer.Option(help="Window start (ISO time). Default: cluster registration.")
@@ -24,8 +24,12 @@ def report_command(
     until: Annotated[
         str | None, typer.Option(help="Window end (ISO time). Default: the data's capture time.")
     ] = None,
-    tz: Annotated[str, typer.Option(help="Time zone of --since/--until without an offset.")] = "UTC",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/contracts.md shape).")] = False,
+    tz: Annotated[
+        str, typer.Option(help="Time zone of --since/--until without an offset.")
+    ] = "UTC",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (docs/contracts.md shape).")
+    ] = False,
     html: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML report to this file.")
     ] = None,
@@ -49,8 +53,10 @@ def report_command(
     if as_json:
         data = report.to_dict()
         if by is not None:
-            data["breakdown"] = {"by": by, "rows": [{"key": r.key, "categories": r.categories}
-                                                    for r in rows]}  # fmt: skip
+            data["breakdown"] = {
+                "by": by,
+                "rows": [{"key": r.key, "categories": r.categories} for r in rows],
+            }
         print_json(data)
         return
     _print_report(report)
@@ -83,12 +89,16 @@ def _print_report(report: Any) -> None:
     table.add_column("GPU-seconds", justify="right", footer=f"{installed:,.0f}")
     table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
     for category, value in report.categories.items():
-        subs = [(k.split(".", 1)[1], v) for k, v in report.subcategories.items()
-                if k.startswith(category + ".")]  # fmt: skip
+        subs = [
+            (k.split(".", 1)[1], v)
+            for k, v in report.subcategories.items()
+            if k.startswith(category + ".")
+        ]
         note = ", ".join(f"{s} {v / installed:.1%}" for s, v in sorted(subs) if installed)
         label = category + (f" [dim]({note})[/]" if note else "")
-        table.add_row(label, _hours(value), f"{value:,.0f}",
-                      _share(value / installed if installed else None))  # fmt: skip
+        table.add_row(
+            label, _hours(value), f"{value:,.0f}", _share(value / installed if installed else None)
+        )
     console.print(table)
     essay = Table(title="beside the essay's typical lab", title_justify="left")
     for column in ("essay bucket", "this cluster", "typical lab"):
@@ -98,8 +108,10 @@ def _print_report(report: Any) -> None:
     console.print(essay)
     for name, how in report.figures.items():
         console.print(f"[dim]{name}: {how}[/]")
-    quality = f"rejected rows: {report.rejected_rows}; jobs without GPU count: " \
-              f"{report.jobs_without_gpu_count}"  # fmt: skip
+    quality = (
+        f"rejected rows: {report.rejected_rows}; jobs without GPU count: "
+        f"{report.jobs_without_gpu_count}"
+    )
     console.print(f"[dim]{quality}[/]")
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
@@ -116,6 +128,9 @@ def _print_breakdown(by: str, rows: list[Any]) -> None:
         table.add_column(category.value, justify="right")
     table.add_column("total", justify="right")
     for row in rows:
-        table.add_row(row.key, *[_hours(row.categories[c.value]) for c in Category],
-                      _hours(row.total_gpu_seconds))  # fmt: skip
+        table.add_row(
+            row.key,
+            *[_hours(row.categories[c.value]) for c in Category],
+            _hours(row.total_gpu_seconds),
+        )
     console.print(table)

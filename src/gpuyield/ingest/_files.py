@@ -57,12 +57,20 @@ def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
     _check_chunk(path, decoder, b"", num_newlines, final=True)
     num_lines = num_newlines + (0 if last_byte == b"\n" else 1)
     return FileInfo(
-        path=path, sha256=digest.hexdigest(), size_bytes=size, num_lines=num_lines, has_crlf=has_crlf
+        path=path,
+        sha256=digest.hexdigest(),
+        size_bytes=size,
+        num_lines=num_lines,
+        has_crlf=has_crlf,
     )
 
 
 def _check_chunk(
-    path: Path, decoder: codecs.IncrementalDecoder, data: bytes, lines_before: int, *,
+    path: Path,
+    decoder: codecs.IncrementalDecoder,
+    data: bytes,
+    lines_before: int,
+    *,
     final: bool = False,
 ) -> None:
     nul = data.find(b"\x00")
@@ -79,7 +87,7 @@ def _check_chunk(
     except UnicodeDecodeError as error:
         at = max(0, min(error.start, len(data)))
         raise ParseError(
-            f"bytes that are not UTF-8 ({error.object[error.start:error.start + 4]!r})",
+            f"bytes that are not UTF-8 ({error.object[error.start : error.start + 4]!r})",
             path=path,
             line=lines_before + data.count(b"\n", 0, at) + 1,
             hint="convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8",

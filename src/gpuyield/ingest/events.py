@@ -18,7 +18,6 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import NO_TIME_VALUES, Problem, store_rejects
 
 SOURCE = "slurm.events"
@@ -100,8 +99,11 @@ def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> 
         parts = text.split("|")
         if len(parts) > len(keys):  # a pipe inside the free-text reason
             extra = len(parts) - len(keys)
-            parts = [*parts[:reason_at], "|".join(parts[reason_at : reason_at + extra + 1]),
-                     *parts[reason_at + extra + 1 :]]  # fmt: skip
+            parts = [
+                *parts[:reason_at],
+                "|".join(parts[reason_at : reason_at + extra + 1]),
+                *parts[reason_at + extra + 1 :],
+            ]
         try:
             row = _typed_row(parts, keys, number, tz, default_cluster)
         except ParseError as error:
@@ -109,8 +111,9 @@ def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> 
                 raise ParseError(
                     error.reason, path=path, line=number, field=error.field, hint=_HINT
                 ) from None
-            problems.append(Problem(line=number, field=error.field or "", message=error.reason,
-                                    raw=text))  # fmt: skip
+            problems.append(
+                Problem(line=number, field=error.field or "", message=error.reason, raw=text)
+            )
             continue
         times = [t for t in (row["start_s"], row["end_s"]) if isinstance(t, int)]
         latest = max([latest, *times]) if latest is not None else max(times)
@@ -169,14 +172,24 @@ def _typed_row(
 
 
 _NODE_COLUMNS = {
-    "cluster": pa.string(), "node": pa.string(), "state": pa.string(), "reason": pa.string(),
-    "user_name": pa.string(), "start_s": pa.int64(), "end_s": pa.int64(), "planned": pa.bool_(),
+    "cluster": pa.string(),
+    "node": pa.string(),
+    "state": pa.string(),
+    "reason": pa.string(),
+    "user_name": pa.string(),
+    "start_s": pa.int64(),
+    "end_s": pa.int64(),
+    "planned": pa.bool_(),
     "line": pa.int64(),
-}  # fmt: skip
+}
 _CLUSTER_COLUMNS = {
-    "cluster": pa.string(), "start_s": pa.int64(), "end_s": pa.int64(), "num_gpus": pa.int64(),
-    "node_list": pa.string(), "line": pa.int64(),
-}  # fmt: skip
+    "cluster": pa.string(),
+    "start_s": pa.int64(),
+    "end_s": pa.int64(),
+    "num_gpus": pa.int64(),
+    "node_list": pa.string(),
+    "line": pa.int64(),
+}
 
 
 def _table(rows: list[dict[str, object]], columns: dict[str, pa.DataType]) -> pa.Table:

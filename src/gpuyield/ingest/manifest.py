@@ -113,7 +113,9 @@ class Manifest:
         data = json.loads(text)
         return Manifest(
             match=RunMatch(**data["match"]),
-            releases=tuple(Release(model=r["model"], runs=tuple(r["runs"])) for r in data["releases"]),
+            releases=tuple(
+                Release(model=r["model"], runs=tuple(r["runs"])) for r in data["releases"]
+            ),
             diverged=tuple(DivergedRun(**d) for d in data["diverged"]),
             checkpoint_interval_s=data["checkpoint_interval_s"],
             default_checkpoint_interval_s=data["default_checkpoint_interval_s"],
@@ -132,8 +134,9 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
     except FileNotFoundError:
         raise ManifestError(f"{path}: no such manifest file") from None
     except tomllib.TOMLDecodeError as error:
-        raise ManifestError(f"{path}: not valid TOML: {error}",
-                            hint="see docs/manifest.md for the format") from None  # fmt: skip
+        raise ManifestError(
+            f"{path}: not valid TOML: {error}", hint="see docs/manifest.md for the format"
+        ) from None
     return parse_manifest(data, path, tz=tz)
 
 
@@ -141,21 +144,28 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
     """Validate a manifest given as parsed TOML."""
     unknown = set(data) - {"runs", "releases", "diverged", "run_settings"}
     if unknown:
-        raise ManifestError(f"{path}: unknown section {sorted(unknown)[0]!r}",
-                            hint="sections are runs, releases, diverged, run_settings")  # fmt: skip
+        raise ManifestError(
+            f"{path}: unknown section {sorted(unknown)[0]!r}",
+            hint="sections are runs, releases, diverged, run_settings",
+        )
     runs = data.get("runs", {})
     match = _parse_match(str(runs.get("match", _DEFAULT_MATCH)), path)
     releases = tuple(_parse_release(r, path, i) for i, r in enumerate(data.get("releases", [])))
-    diverged = tuple(_parse_diverged(d, path, i, tz) for i, d in enumerate(data.get("diverged", [])))
+    diverged = tuple(
+        _parse_diverged(d, path, i, tz) for i, d in enumerate(data.get("diverged", []))
+    )
     intervals: dict[str, float] = {}
     for run, settings in data.get("run_settings", {}).items():
         unknown_keys = set(settings) - {"checkpoint_interval_s"}
         if unknown_keys:
-            raise ManifestError(f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
-                                hint="known: checkpoint_interval_s")  # fmt: skip
+            raise ManifestError(
+                f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
+                hint="known: checkpoint_interval_s",
+            )
         if "checkpoint_interval_s" in settings:
-            intervals[run] = _positive(settings["checkpoint_interval_s"], path,
-                                       f"run_settings.{run}.checkpoint_interval_s")  # fmt: skip
+            intervals[run] = _positive(
+                settings["checkpoint_interval_s"], path, f"run_settings.{run}.checkpoint_interval_s"
+            )
     default = runs.get("checkpoint_interval_s")
     return Manifest(
         match=match,
@@ -171,22 +181,26 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
 def _parse_match(text: str, path: Path) -> RunMatch:
     source, sep, pattern = text.partition(":")
     if not sep or source not in _MATCH_FIELDS:
-        raise ManifestError(f"{path}: runs.match must start with 'comment:' or 'name:', got {text!r}",
-                            hint='e.g. match = "comment:run=(?P<run>[^,\\\\s]+)"')  # fmt: skip
+        raise ManifestError(
+            f"{path}: runs.match must start with 'comment:' or 'name:', got {text!r}",
+            hint='e.g. match = "comment:run=(?P<run>[^,\\\\s]+)"',
+        )
     try:
         compiled = re.compile(pattern)
     except re.error as error:
         raise ManifestError(f"{path}: runs.match is not a valid regex: {error}") from None
     if "run" not in compiled.groupindex:
-        raise ManifestError(f"{path}: runs.match has no group named 'run'",
-                            hint="write the run's part as (?P<run>...)")  # fmt: skip
+        raise ManifestError(
+            f"{path}: runs.match has no group named 'run'",
+            hint="write the run's part as (?P<run>...)",
+        )
     return RunMatch(field=_MATCH_FIELDS[source], pattern=pattern, group=compiled.groupindex["run"])
 
 
 def _parse_release(item: Any, path: Path, index: int) -> Release:
     where = f"releases[{index}]"
     if not isinstance(item, dict) or not isinstance(item.get("model"), str):
-        raise ManifestError(f"{path}: {where} needs model = \"name\"")
+        raise ManifestError(f'{path}: {where} needs model = "name"')
     runs = item.get("runs")
     if not isinstance(runs, list) or not runs or not all(isinstance(r, str) for r in runs):
         raise ManifestError(f"{path}: {where}.runs must be a non-empty list of run names")
@@ -196,7 +210,7 @@ def _parse_release(item: Any, path: Path, index: int) -> Release:
 def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
     where = f"diverged[{index}]"
     if not isinstance(item, dict) or not isinstance(item.get("run"), str):
-        raise ManifestError(f"{path}: {where} needs run = \"name\"")
+        raise ManifestError(f'{path}: {where} needs run = "name"')
     after = item.get("after")
     if after is None:
         return DivergedRun(run=item["run"])

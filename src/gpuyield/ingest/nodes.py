@@ -65,14 +65,21 @@ def read_nodes(path: Path, *, lenient: bool, cluster: str) -> NodesStage:
         node = str(row["node"])
         if node in merged:
             old = merged[node]
-            parts = {*str(old["partitions"] or "").split(","), *str(row["partitions"] or "").split(",")}
+            parts = {
+                *str(old["partitions"] or "").split(","),
+                *str(row["partitions"] or "").split(","),
+            }
             old["partitions"] = ",".join(sorted(p for p in parts if p)) or None
         else:
             merged[node] = {**row, "cluster": cluster}
     columns = {
-        "cluster": pa.string(), "node": pa.string(), "num_gpus": pa.int64(),
-        "gpu_type": pa.string(), "partitions": pa.string(), "line": pa.int64(),
-    }  # fmt: skip
+        "cluster": pa.string(),
+        "node": pa.string(),
+        "num_gpus": pa.int64(),
+        "gpu_type": pa.string(),
+        "partitions": pa.string(),
+        "line": pa.int64(),
+    }
     table = pa.table({c: pa.array([r[c] for r in merged.values()], t) for c, t in columns.items()})
     return NodesStage(rows_read=count, nodes=table, problems=tuple(problems))
 
@@ -109,20 +116,23 @@ def _read_scontrol(
         tres = _TRES_GPU.search(fields.get("CfgTRES", ""))
         gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
         if "CfgTRES" not in fields and "Gres" not in fields:
-            problem = Problem(line=number, field="Gres", message="node has neither Gres nor CfgTRES",
-                              raw=record)  # fmt: skip
+            problem = Problem(
+                line=number, field="Gres", message="node has neither Gres nor CfgTRES", raw=record
+            )
             if not lenient:
                 raise ParseError(problem.message, path=path, line=number, field="Gres", hint=_HINT)
             problems.append(problem)
             continue
-        rows.append({
-            "node": fields["NodeName"],
-            # CfgTRES is what accounting counts; Gres is the fallback for older Slurm.
-            "num_gpus": int(tres.group(1)) if tres else gres_count,
-            "gpu_type": gpu_type,
-            "partitions": fields.get("Partitions") or None,
-            "line": number,
-        })  # fmt: skip
+        rows.append(
+            {
+                "node": fields["NodeName"],
+                # CfgTRES is what accounting counts; Gres is the fallback for older Slurm.
+                "num_gpus": int(tres.group(1)) if tres else gres_count,
+                "gpu_type": gpu_type,
+                "partitions": fields.get("Partitions") or None,
+                "line": number,
+            }
+        )
     return rows, problems, len(records)
 
 
@@ -131,15 +141,16 @@ def _read_sinfo(
 ) -> tuple[list[dict[str, object]], list[Problem], int]:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     header_line = lines[0][1]
-    if separator:
-        names = [h.strip().upper() for h in header_line.split(separator)]
-        split = lambda line: [v.strip() for v in line.split(separator)]  # noqa: E731
-    else:
-        starts = [m.start() for m in re.finditer(r"\S+", header_line)]
-        names = [header_line[s:e].strip().upper() for s, e in zip(starts, [*starts[1:], None])]
-        split = lambda line: [  # noqa: E731
-            line[s:e].strip() for s, e in zip(starts, [*starts[1:], None], strict=True)
-        ]
+    # With a separator, split on it; fixed-width columns start where their header word starts.
+    starts = [m.start() for m in re.finditer(r"\S+", header_line)]
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+
+    def split(line: str) -> list[str]:
+        if separator:
+            return [v.strip() for v in line.split(separator)]
+        return [line[s:e].strip() for s, e in bounds]
+
+    names = [v.upper() for v in split(header_line)]
     if "NODELIST" not in names or "GRES" not in names:
         raise UnknownFormat(f"{path}: sinfo output without NODELIST and GRES columns", hint=_HINT)
     rows: list[dict[str, object]] = []
@@ -151,14 +162,20 @@ def _read_sinfo(
             count, gpu_type = gpus_from_gres(values.get("GRES", ""))
         except ValueError as error:
             if not lenient:
-                raise ParseError(str(error), path=path, line=number, field="NODELIST",
-                                 hint=_HINT) from None  # fmt: skip
+                raise ParseError(
+                    str(error), path=path, line=number, field="NODELIST", hint=_HINT
+                ) from None
             problems.append(Problem(line=number, field="NODELIST", message=str(error), raw=line))
             continue
         partition = values.get("PARTITION", "").rstrip("*") or None
         rows.extend(
-            {"node": node, "num_gpus": count, "gpu_type": gpu_type, "partitions": partition,
-             "line": number}  # fmt: skip
+            {
+                "node": node,
+                "num_gpus": count,
+                "gpu_type": gpu_type,
+                "partitions": partition,
+                "line": number,
+            }
             for node in nodes
         )
     return rows, problems, len(lines) - 1

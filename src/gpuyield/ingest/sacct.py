@@ -37,11 +37,31 @@ SOURCE = "slurm.sacct"
 
 # Every state sacct can print; anything else is a parse error rather than a guess.
 KNOWN_STATES = (
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
-    "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED", "REQUEUE_FED",
-    "REQUEUE_HOLD", "RESIZING", "RESV_DEL_HOLD", "REVOKED", "RUNNING", "SIGNALING",
-    "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT",
-)  # fmt: skip
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "COMPLETING",
+    "CONFIGURING",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PENDING",
+    "PREEMPTED",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "RESIZING",
+    "RESV_DEL_HOLD",
+    "REVOKED",
+    "RUNNING",
+    "SIGNALING",
+    "SPECIAL_EXIT",
+    "STAGE_OUT",
+    "STOPPED",
+    "SUSPENDED",
+    "TIMEOUT",
+)
 
 # Fields the ledger cannot work without, by any of the names sacct may print them under.
 _REQUIRED = {
@@ -52,9 +72,22 @@ _REQUIRED = {
     "nodelist": ("nodelist",),
 }
 _OPTIONAL = (
-    "jobid", "jobname", "user", "account", "partition", "qos", "exitcode", "submit", "elapsedraw",
-    "alloctres", "allocgres", "nnodes", "comment", "reason", "cluster",
-)  # fmt: skip
+    "jobid",
+    "jobname",
+    "user",
+    "account",
+    "partition",
+    "qos",
+    "exitcode",
+    "submit",
+    "elapsedraw",
+    "alloctres",
+    "allocgres",
+    "nnodes",
+    "comment",
+    "reason",
+    "cluster",
+)
 # A pipe found inside a record goes to the first of these present: free text most likely to hold one.
 _FREE_TEXT = ("submitline", "comment", "jobname", "workdir")
 
@@ -185,7 +218,9 @@ def _split_records(
             merged = [*parts[:free], "|".join(parts[free : free + extra + 1])]
             records.append((buf_line, merged + parts[free + extra + 1 :], text))
         else:
-            problems.append((buf_line, f"record has {len(parts)} fields, header has {n_sep + 1}", text))
+            problems.append(
+                (buf_line, f"record has {len(parts)} fields, header has {n_sep + 1}", text)
+            )
         buf.clear()
 
     for number, raw in enumerate(lines[header_lines:], start=header_lines + 1):
@@ -207,7 +242,9 @@ def _split_records(
     table = pa.table(
         {
             "line": pa.array([r[0] for r in records], pa.int64()),
-            **{f"f{i}": pa.array([r[1][i] for r in records], pa.string()) for i in range(n_sep + 1)},
+            **{
+                f"f{i}": pa.array([r[1][i] for r in records], pa.string()) for i in range(n_sep + 1)
+            },
             "raw": pa.array([r[2] for r in records], pa.string()),
         }
     )
@@ -333,13 +370,15 @@ def _finish(
     columns: dict[str, int],
 ) -> SacctStage:
     all_problems = problems + [
-        Problem(line=line, field="(record)", message=msg, raw=raw) for line, msg, raw in shape_problems
+        Problem(line=line, field="(record)", message=msg, raw=raw)
+        for line, msg, raw in shape_problems
     ]
     if all_problems:
         store_rejects(con, ingest_id, info.path, all_problems)
         bad_lines = sorted({p.line for p in problems})
         con.execute("CREATE OR REPLACE TEMP TABLE bad_lines (line BIGINT)")
-        con.executemany("INSERT INTO bad_lines VALUES (?)", [(n,) for n in bad_lines])
+        if bad_lines:
+            con.executemany("INSERT INTO bad_lines VALUES (?)", [(n,) for n in bad_lines])
     else:
         con.execute("CREATE OR REPLACE TEMP TABLE bad_lines (line BIGINT)")
     # Within one file the last record of a run wins (sacct never prints one twice; a concatenated

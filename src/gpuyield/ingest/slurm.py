@@ -7,6 +7,7 @@ and rows replace earlier rows with the same natural key, so overlapping captures
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from gpuyield.errors import InputError
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import manifest as manifest_mod
 from gpuyield.ingest import nodes as nodes_mod
+from gpuyield.ingest import runlog
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
 from gpuyield.ingest._sql import check_timezone
@@ -72,10 +74,7 @@ class IngestSummary:
         return {
             "db": self.db,
             "as_of_s": self.as_of_s,
-            "files": [
-                {k: getattr(f, k) for k in f.__slots__}  # type: ignore[attr-defined]
-                for f in self.files
-            ],
+            "files": [dataclasses.asdict(f) for f in self.files],
             "warnings": list(self.warnings),
         }
 
@@ -92,17 +91,24 @@ class SlurmInputs:
     """scontrol/sinfo node inventory."""
     manifest: Path | None = None
     """Release manifest (TOML)."""
+    telemetry: tuple[tuple[str, Path], ...] = ()
+    """(run, file) pairs of run telemetry (a directory's ``telemetry/<run>.jsonl``)."""
 
     @staticmethod
     def from_dir(directory: Path) -> SlurmInputs:
         """The standard file names inside a directory (as the simulator writes them)."""
         if not directory.is_dir():
             raise InputError(f"{directory}: not a directory")
-        found = {k: directory / name for k, name in DIR_FILES.items() if (directory / name).exists()}
+        found = {
+            k: directory / name for k, name in DIR_FILES.items() if (directory / name).exists()
+        }
         if "sacct" not in found:
-            raise InputError(f"{directory}: no {DIR_FILES['sacct']} in it",
-                             hint="expected files: " + ", ".join(DIR_FILES.values()))  # fmt: skip
-        return SlurmInputs(**found)
+            raise InputError(
+                f"{directory}: no {DIR_FILES['sacct']} in it",
+                hint="expected files: " + ", ".join(DIR_FILES.values()),
+            )
+        telemetry = tuple((p.stem, p) for p in sorted((directory / "telemetry").glob("*.jsonl")))
+        return SlurmInputs(**found, telemetry=telemetry)
 
     def merged(self, other: SlurmInputs) -> SlurmInputs:
         """Explicit files win over ones found in a directory."""
@@ -111,6 +117,7 @@ class SlurmInputs:
             events=self.events or other.events,
             nodes=self.nodes or other.nodes,
             manifest=self.manifest or other.manifest,
+            telemetry=self.telemetry or other.telemetry,
         )
 
 
@@ -129,18 +136,26 @@ def ingest_slurm(
     """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing."""
     tz = check_timezone(tz)
     progress = progress or NoProgress()
-    if inputs.sacct is None and inputs.events is None and inputs.nodes is None:
-        if inputs.manifest is None:
-            raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
+    if not any((inputs.sacct, inputs.events, inputs.nodes, inputs.manifest, inputs.telemetry)):
+        raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
     own = con is None
     con = con if con is not None else store.connect(db)
     try:
         scanned = _scan_all(inputs, progress)
         options = json.dumps({"tz": tz, "fields": fields, "until_s": until_s})
         with store.transaction(con):
-            summary = _ingest_scanned(con, scanned, inputs, options, until_s=until_s, tz=tz,
-                                      lenient=lenient, fields=fields, cluster=cluster,
-                                      progress=progress)  # fmt: skip
+            summary = _ingest_scanned(
+                con,
+                scanned,
+                inputs,
+                options,
+                until_s=until_s,
+                tz=tz,
+                lenient=lenient,
+                fields=fields,
+                cluster=cluster,
+                progress=progress,
+            )
         return IngestSummary(db=str(db), files=summary[0], as_of_s=summary[1], warnings=summary[2])
     finally:
         if own:
@@ -177,60 +192,123 @@ def _ingest_scanned(
     results: list[FileResult] = []
     warnings: list[str] = []
     as_of_candidates: list[int] = []
-    staged: list[tuple[str, FileInfo, int, object]] = []
+    staged: list[tuple[str, FileInfo, int, sacct_mod.SacctStage]] = []
     events_stage = None
-    if "events" in scanned and not _already(con, events_mod.SOURCE, scanned["events"], results,
-                                            options):  # fmt: skip
+    if "events" in scanned and not _already(
+        con, events_mod.SOURCE, scanned["events"], results, options
+    ):
         progress.phase("parsing node events")
-        events_stage = events_mod.read_events(scanned["events"].path, tz=tz, lenient=lenient,
-                                              default_cluster=cluster or "default")  # fmt: skip
+        events_stage = events_mod.read_events(
+            scanned["events"].path, tz=tz, lenient=lenient, default_cluster=cluster or "default"
+        )
         if events_stage.as_of_s is not None:
             as_of_candidates.append(events_stage.as_of_s)
     default_cluster = cluster or _single_cluster(con, events_stage) or "default"
-    if "sacct" in scanned and not _already(con, sacct_mod.SOURCE, scanned["sacct"], results,
-                                           options):  # fmt: skip
+    if "sacct" in scanned and not _already(
+        con, sacct_mod.SOURCE, scanned["sacct"], results, options
+    ):
         progress.phase("parsing sacct records")
         ingest_id = store.next_ingest_id(con)
-        stage = sacct_mod.stage_sacct(con, scanned["sacct"], ingest_id=ingest_id, fields=fields,
-                                      tz=tz, lenient=lenient,
-                                      default_cluster=default_cluster)  # fmt: skip
+        stage = sacct_mod.stage_sacct(
+            con,
+            scanned["sacct"],
+            ingest_id=ingest_id,
+            fields=fields,
+            tz=tz,
+            lenient=lenient,
+            default_cluster=default_cluster,
+        )
         if stage.as_of_s is not None:
             as_of_candidates.append(stage.as_of_s)
         if stage.gpu_count_missing:
-            warnings.append("the sacct file has no AllocTRES column: GPU counts are unknown; "
-                            "add AllocTRES to --format")  # fmt: skip
+            warnings.append(
+                "the sacct file has no AllocTRES column: GPU counts are unknown; "
+                "add AllocTRES to --format"
+            )
         staged.append(("sacct", scanned["sacct"], ingest_id, stage))
-    as_of = until_s if until_s is not None else (max(as_of_candidates) if as_of_candidates else None)
+    as_of = (
+        until_s if until_s is not None else (max(as_of_candidates) if as_of_candidates else None)
+    )
     if events_stage is not None:
         ingest_id = store.next_ingest_id(con)
         events_mod.load_events(con, events_stage, ingest_id, scanned["events"].path)
-        _record(con, results, events_mod.SOURCE, scanned["events"], ingest_id, as_of, options,
-                read=events_stage.rows_read, rejected=events_stage.rows_rejected)  # fmt: skip
+        _record(
+            con,
+            results,
+            events_mod.SOURCE,
+            scanned["events"],
+            ingest_id,
+            as_of,
+            options,
+            read=events_stage.rows_read,
+            rejected=events_stage.rows_rejected,
+        )
     for _, info, ingest_id, stage in staged:
-        assert isinstance(stage, sacct_mod.SacctStage)
         progress.phase("storing jobs")
         sacct_mod.load_jobs(con, ingest_id)
-        _record(con, results, sacct_mod.SOURCE, info, ingest_id, as_of, options,
-                read=stage.rows_read, rejected=stage.rows_rejected,
-                skipped=stage.rows_skipped)  # fmt: skip
-    if "nodes" in scanned and not _already(con, nodes_mod.SOURCE, scanned["nodes"], results,
-                                           options):  # fmt: skip
-        nodes_stage = nodes_mod.read_nodes(scanned["nodes"].path, lenient=lenient,
-                                           cluster=default_cluster)  # fmt: skip
+        _record(
+            con,
+            results,
+            sacct_mod.SOURCE,
+            info,
+            ingest_id,
+            as_of,
+            options,
+            read=stage.rows_read,
+            rejected=stage.rows_rejected,
+            skipped=stage.rows_skipped,
+        )
+    if "nodes" in scanned and not _already(
+        con, nodes_mod.SOURCE, scanned["nodes"], results, options
+    ):
+        nodes_stage = nodes_mod.read_nodes(
+            scanned["nodes"].path, lenient=lenient, cluster=default_cluster
+        )
         ingest_id = store.next_ingest_id(con)
         _load_nodes(con, nodes_stage, ingest_id, scanned["nodes"].path)
-        _record(con, results, nodes_mod.SOURCE, scanned["nodes"], ingest_id, as_of, options,
-                read=nodes_stage.rows_read, rejected=len(nodes_stage.problems))  # fmt: skip
-    if "manifest" in scanned and not _already(con, manifest_mod.SOURCE, scanned["manifest"],
-                                              results, options):  # fmt: skip
+        _record(
+            con,
+            results,
+            nodes_mod.SOURCE,
+            scanned["nodes"],
+            ingest_id,
+            as_of,
+            options,
+            read=nodes_stage.rows_read,
+            rejected=len(nodes_stage.problems),
+        )
+    if "manifest" in scanned and not _already(
+        con, manifest_mod.SOURCE, scanned["manifest"], results, options
+    ):
         manifest = manifest_mod.load_manifest(scanned["manifest"].path, tz=tz)
         known = manifest_mod.runs_in_jobs(con, manifest.match)
         manifest_mod.check_runs_exist(manifest, known, scanned["manifest"].path)
         ingest_id = store.next_ingest_id(con)
         manifest_mod.store_manifest(con, manifest, ingest_id)
-        _record(con, results, manifest_mod.SOURCE, scanned["manifest"], ingest_id, None, options,
-                read=len(manifest.releases) + len(manifest.diverged))  # fmt: skip
-    del inputs
+        _record(
+            con,
+            results,
+            manifest_mod.SOURCE,
+            scanned["manifest"],
+            ingest_id,
+            None,
+            options,
+            read=len(manifest.releases) + len(manifest.diverged),
+        )
+    for run, path in inputs.telemetry:
+        progress.phase(f"reading telemetry of {run}")
+        done = runlog.ingest_telemetry(con, run, path)
+        results.append(
+            FileResult(
+                source=runlog.SOURCE,
+                path=str(path),
+                sha256=done.sha256,
+                ingest_id=done.ingest_id,
+                skipped=done.skipped,
+                rows_read=done.records,
+                rows_skipped=done.torn_lines,
+            )
+        )
     return tuple(results), as_of, tuple(warnings)
 
 
@@ -241,7 +319,9 @@ def _single_cluster(con: duckdb.DuckDBPyConnection, stage: object) -> str | None
         names |= set(stage.cluster_events.column("cluster").to_pylist())
         names |= set(stage.node_events.column("cluster").to_pylist())
     if not names:
-        names = {r[0] for r in con.execute("SELECT DISTINCT cluster FROM cluster_events").fetchall()}
+        names = {
+            r[0] for r in con.execute("SELECT DISTINCT cluster FROM cluster_events").fetchall()
+        }
     names.discard("default")
     return names.pop() if len(names) == 1 else None
 
@@ -266,8 +346,15 @@ def _already(
             f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
             hint="re-ingest with the same --tz/--fields/--until, or use a new --db",
         )
-    results.append(FileResult(source=source, path=str(info.path), sha256=info.sha256,
-                              ingest_id=int(row[0]), skipped=True))  # fmt: skip
+    results.append(
+        FileResult(
+            source=source,
+            path=str(info.path),
+            sha256=info.sha256,
+            ingest_id=int(row[0]),
+            skipped=True,
+        )
+    )
     return True
 
 
@@ -286,12 +373,31 @@ def _record(
 ) -> None:
     con.execute(
         "INSERT INTO ingests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
-        [ingest_id, source, str(info.path), info.sha256, info.size_bytes, read, rejected, skipped,
-         as_of, options],  # fmt: skip
+        [
+            ingest_id,
+            source,
+            str(info.path),
+            info.sha256,
+            info.size_bytes,
+            read,
+            rejected,
+            skipped,
+            as_of,
+            options,
+        ],
     )
-    results.append(FileResult(source=source, path=str(info.path), sha256=info.sha256,
-                              ingest_id=ingest_id, skipped=False, rows_read=read,
-                              rows_rejected=rejected, rows_skipped=skipped))  # fmt: skip
+    results.append(
+        FileResult(
+            source=source,
+            path=str(info.path),
+            sha256=info.sha256,
+            ingest_id=ingest_id,
+            skipped=False,
+            rows_read=read,
+            rows_rejected=rejected,
+            rows_skipped=skipped,
+        )
+    )
 
 
 def _load_nodes(

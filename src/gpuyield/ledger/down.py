@@ -17,19 +17,24 @@ def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) 
     """
     events = backend.table("node_events")
     events = events.join(capacity, ["cluster", "node"]).select(
-        "cluster", "node", "planned", "num_gpus",
+        "cluster",
+        "node",
+        "planned",
+        "num_gpus",
         start_s=ibis.greatest(events.start_s, capacity.start_s),
         # An open event lasts until the capture.
         end_s=ibis.least(events.end_s.fill_null(window.as_of_s), capacity.end_s),
-    )  # fmt: skip
+    )
     events = events.filter(events.end_s > events.start_s)
-    ordered = ibis.window(group_by=["cluster", "node"], order_by=["start_s", "end_s"],
-                          rows=(None, -1))  # fmt: skip
+    ordered = ibis.window(
+        group_by=["cluster", "node"], order_by=["start_s", "end_s"], rows=(None, -1)
+    )
     events = events.mutate(prev_end_s=events.end_s.max().over(ordered))
     starts_island = events.prev_end_s.isnull() | (events.start_s > events.prev_end_s)
     events = events.mutate(new_island=starts_island.cast("int64"))
-    running = ibis.window(group_by=["cluster", "node"], order_by=["start_s", "end_s"],
-                          rows=(None, 0))  # fmt: skip
+    running = ibis.window(
+        group_by=["cluster", "node"], order_by=["start_s", "end_s"], rows=(None, 0)
+    )
     events = events.mutate(island=events.new_island.sum().over(running))
     return events.group_by(["cluster", "node", "island"]).aggregate(
         start_s=events.start_s.min(),
@@ -51,10 +56,14 @@ def down_segments(islands: ir.Table, allocations: ir.Table) -> ir.Table:
         return ibis.cases((planned, DownCause.PLANNED.value), else_=DownCause.UNPLANNED.value)
 
     gross = islands.select(
-        "cluster", "node", category=category, subcategory=sub(islands.planned),
-        start_s=islands.start_s.cast("float64"), end_s=islands.end_s.cast("float64"),
+        "cluster",
+        "node",
+        category=category,
+        subcategory=sub(islands.planned),
+        start_s=islands.start_s.cast("float64"),
+        end_s=islands.end_s.cast("float64"),
         gpus=islands.num_gpus.cast("float64"),
-    )  # fmt: skip
+    )
     on_nodes = allocations.view()
     islands = islands.view()
     overlap = on_nodes.join(
@@ -67,12 +76,14 @@ def down_segments(islands: ir.Table, allocations: ir.Table) -> ir.Table:
         ],
     )
     held = overlap.select(
-        cluster=on_nodes.cluster, node=on_nodes.node, category=category,
+        cluster=on_nodes.cluster,
+        node=on_nodes.node,
+        category=category,
         subcategory=sub(islands.planned),
         start_s=ibis.greatest(on_nodes.start_s, islands.start_s.cast("float64")),
         end_s=ibis.least(on_nodes.end_s, islands.end_s.cast("float64")),
         gpus=-on_nodes.gpus,
-    )  # fmt: skip
+    )
     return gross.union(held)
 
 
@@ -90,8 +101,12 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
     )
     per_node = joined.num_gpus.cast("float64") / nodes_of_job.cast("float64")
     return joined.select(
-        "cluster", "node", "job_id", "job_id_raw", "submit_s",
+        "cluster",
+        "node",
+        "job_id",
+        "job_id_raw",
+        "submit_s",
         start_s=joined.clip_start_s.cast("float64"),
         end_s=joined.clip_end_s.cast("float64"),
         gpus=per_node,
-    )  # fmt: skip
+    )

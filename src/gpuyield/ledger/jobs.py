@@ -40,13 +40,32 @@ _CANCEL_STATES = {
 }
 # A lineage job ending this way loses its progress since the last checkpoint; any other end keeps it
 # (COMPLETED, RUNNING, and TIMEOUT/DEADLINE: a planned chunk of a long run, which checkpoints on exit).
-_LINEAGE_LOSS_STATES = ("FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY", "SPECIAL_EXIT",
-                        *_CANCEL_STATES)  # fmt: skip
+_LINEAGE_LOSS_STATES = (
+    "FAILED",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "OUT_OF_MEMORY",
+    "SPECIAL_EXIT",
+    *_CANCEL_STATES,
+)
 
 SEGMENT_COLUMNS = (
-    "cluster", "job_id", "job_id_raw", "submit_s", "run", "user_name", "account", "partition",
-    "state", "category", "subcategory", "start_s", "end_s", "gpus", "measured",
-)  # fmt: skip
+    "cluster",
+    "job_id",
+    "job_id_raw",
+    "submit_s",
+    "run",
+    "user_name",
+    "account",
+    "partition",
+    "state",
+    "category",
+    "subcategory",
+    "start_s",
+    "end_s",
+    "gpus",
+    "measured",
+)
 
 
 def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) -> ir.Table:
@@ -58,14 +77,27 @@ def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) 
     end = jobs.end_s.fill_null(jobs.job_as_of_s.fill_null(window.as_of_s))
     match_column = jobs.comment if manifest.match.field == "comment" else jobs.name
     run = match_column.re_extract(manifest.match.pattern, manifest.match.group).nullif("")
-    return jobs.filter(jobs.start_s.notnull()).select(
-        "cluster", "job_id", "job_id_raw", "submit_s", "user_name", "account", "partition",
-        "state", "num_gpus", "num_nodes", "start_s",
-        full_end_s=end,
-        run=run,
-        clip_start_s=ibis.greatest(jobs.start_s, ibis.literal(window.start_s)),
-        clip_end_s=ibis.least(end, ibis.literal(window.end_s)),
-    ).filter(lambda t: t.clip_end_s > t.clip_start_s)  # fmt: skip
+    return (
+        jobs.filter(jobs.start_s.notnull())
+        .select(
+            "cluster",
+            "job_id",
+            "job_id_raw",
+            "submit_s",
+            "user_name",
+            "account",
+            "partition",
+            "state",
+            "num_gpus",
+            "num_nodes",
+            "start_s",
+            full_end_s=end,
+            run=run,
+            clip_start_s=ibis.greatest(jobs.start_s, ibis.literal(window.start_s)),
+            clip_end_s=ibis.least(end, ibis.literal(window.end_s)),
+        )
+        .filter(lambda t: t.clip_end_s > t.clip_start_s)
+    )
 
 
 def job_segments(
@@ -74,11 +106,14 @@ def job_segments(
     manifest: Manifest,
     window: Window,
     lost_progress: ir.Table | None = None,
+    overhead: ir.Table | None = None,
 ) -> ir.Table:
     """Categorised segments of every job with a known GPU count.
 
     ``lost_progress`` (from telemetry) has ``cluster, job_id_raw, submit_s, lost_s`` measured per job;
-    jobs without it get the estimate ``elapsed mod checkpoint_interval_s``.
+    jobs without it get the estimate ``elapsed mod checkpoint_interval_s``. ``overhead`` has
+    ``[o_start_s, o_end_s)`` intervals per job (start-up, checkpoint stalls) that move lineage time
+    from ``released`` to ``overhead``.
     """
     jobs = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
     jobs = _with_lineage(jobs, manifest)
@@ -88,8 +123,11 @@ def job_segments(
     )
     jobs = _with_loss(jobs, lost_progress)
     category, subcategory = _state_category(jobs)
-    jobs = jobs.mutate(state_category=category, state_subcategory=subcategory,
-                       head_end_s=jobs.full_end_s - jobs.lost_s)  # fmt: skip
+    jobs = jobs.mutate(
+        state_category=category,
+        state_subcategory=subcategory,
+        head_end_s=jobs.full_end_s - jobs.lost_s,
+    )
     # A lineage job keeps its time as released, up to the progress it lost at its end.
     head = _segment(
         jobs,
@@ -99,20 +137,59 @@ def job_segments(
         ibis.least(jobs.clip_end_s, jobs.head_end_s),
     )
     lost = jobs.filter(jobs.lineage & (jobs.lost_s > 0))
-    tail = _segment(lost, lost.state_category, lost.state_subcategory,
-                    ibis.greatest(lost.clip_start_s, lost.head_end_s), lost.clip_end_s)  # fmt: skip
+    tail = _segment(
+        lost,
+        lost.state_category,
+        lost.state_subcategory,
+        ibis.greatest(lost.clip_start_s, lost.head_end_s),
+        lost.clip_end_s,
+    )
     segments = head.union(tail)
+    if overhead is not None:
+        segments = segments.union(_overhead_segments(jobs, overhead))
     segments = segments.filter(segments.end_s > segments.start_s)
     return _split_diverged(segments, manifest, window)
+
+
+def _overhead_segments(jobs: ir.Table, overhead: ir.Table) -> ir.Table:
+    """Overhead of lineage jobs, and the same intervals taken back out of ``released``.
+
+    The pair keeps segments simple intervals: a released job stays one segment, and its stalls are a
+    +overhead / -released pair over the same seconds, so every sum (total, per day, per run) is right.
+    """
+    lineage = jobs.filter(jobs.lineage)
+    joined = lineage.join(overhead, ["cluster", "job_id_raw", "submit_s"])
+    start = ibis.greatest(joined.o_start_s, joined.clip_start_s.cast("float64"))
+    end = ibis.least(joined.o_end_s, joined.clip_end_s.cast("float64"), joined.head_end_s)
+    joined = joined.mutate(seg_start_s=start, seg_end_s=end)
+    plus = _segment(
+        joined,
+        ibis.literal(Category.OVERHEAD.value),
+        ibis.null(str),
+        joined.seg_start_s,
+        joined.seg_end_s,
+    )
+    minus = _segment(
+        joined,
+        ibis.literal(Category.RELEASED.value),
+        ibis.null(str),
+        joined.seg_start_s,
+        joined.seg_end_s,
+    )
+    return plus.union(minus.mutate(gpus=-minus.gpus))
 
 
 def _with_lineage(jobs: ir.Table, manifest: Manifest) -> ir.Table:
     lineage = sorted(manifest.lineage_runs)
     intervals = {run: manifest.interval_s(run) for run in lineage}
-    interval = ibis.cases(
-        *[(jobs.run == run, ibis.literal(v, "float64")) for run, v in intervals.items() if v],
-        else_=ibis.null("float64"),
-    ) if any(intervals.values()) else ibis.null("float64")  # fmt: skip
+    interval = (
+        ibis.cases(
+            *[(jobs.run == run, ibis.literal(v, "float64")) for run, v in intervals.items() if v],
+            else_=ibis.null("float64"),
+        )
+        if any(intervals.values())
+        else ibis.null("float64")
+    )
     return jobs.mutate(
         lineage=jobs.run.isin(lineage).fill_null(False) if lineage else ibis.literal(False),
         interval_s=interval,
@@ -134,30 +211,29 @@ def _hardware_blamed(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
             events.start_s <= on_nodes.full_end_s + HW_AFTER_S,
         ],
     )
-    return near.select("cluster", "job_id_raw", "submit_s").distinct().mutate(
-        hw_event=ibis.literal(True)
+    return (
+        near.select("cluster", "job_id_raw", "submit_s")
+        .distinct()
+        .mutate(hw_event=ibis.literal(True))
     )
 
 
 def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
     """Seconds of progress lost at the job's end (0 when nothing was lost)."""
-    elapsed = jobs.full_end_s - jobs.start_s
-    # Checkpoints every interval from the job's start: the last one was (elapsed mod interval) ago.
-    # Without a known interval nothing shows a checkpoint was written, so the whole job is lost.
-    estimate = ibis.cases(
-        (jobs.interval_s.notnull(), elapsed.cast("float64") % jobs.interval_s),
-        else_=elapsed.cast("float64"),
-    )
     if lost_progress is not None:
         jobs = jobs.left_join(lost_progress, ["cluster", "job_id_raw", "submit_s"]).select(
             jobs, measured_lost_s=lost_progress.lost_s
         )
     else:
         jobs = jobs.mutate(measured_lost_s=ibis.null("float64"))
+    elapsed = (jobs.full_end_s - jobs.start_s).cast("float64")
+    # Checkpoints every interval from the job's start: the last one was (elapsed mod interval) ago.
+    # Without a known interval nothing shows a checkpoint was written, so the whole job is lost.
+    estimate = ibis.cases((jobs.interval_s.notnull(), elapsed % jobs.interval_s), else_=elapsed)
     loses = jobs.lineage & jobs.state.isin(list(_LINEAGE_LOSS_STATES))
     return jobs.mutate(
         lost_s=ibis.cases((loses, jobs.measured_lost_s.fill_null(estimate)), else_=0.0),
-        loss_measured=jobs.measured_lost_s.notnull(),
+        loss_measured=loses & jobs.measured_lost_s.notnull(),
     )
 
 
@@ -186,7 +262,14 @@ def _segment(
     end: ir.NumericValue,
 ) -> ir.Table:
     return jobs.select(
-        "cluster", "job_id", "job_id_raw", "submit_s", "run", "user_name", "account", "partition",
+        "cluster",
+        "job_id",
+        "job_id_raw",
+        "submit_s",
+        "run",
+        "user_name",
+        "account",
+        "partition",
         "state",
         category=category,
         subcategory=subcategory,
@@ -194,7 +277,7 @@ def _segment(
         end_s=end.cast("float64"),
         gpus=jobs.num_gpus.cast("float64"),
         measured=jobs.loss_measured,
-    )  # fmt: skip
+    )
 
 
 def _split_diverged(segments: ir.Table, manifest: Manifest, window: Window) -> ir.Table:
@@ -202,9 +285,13 @@ def _split_diverged(segments: ir.Table, manifest: Manifest, window: Window) -> i
     if not manifest.diverged:
         return segments
     after = ibis.cases(
-        *[(segments.run == d.run, ibis.literal(float(d.after_s if d.after_s is not None
-                                                     else window.start_s - 1)))
-          for d in manifest.diverged],  # fmt: skip
+        *[
+            (
+                segments.run == d.run,
+                ibis.literal(float(d.after_s if d.after_s is not None else window.start_s - 1)),
+            )
+            for d in manifest.diverged
+        ],
         else_=ibis.null("float64"),
     )
     segments = segments.mutate(div_after_s=after)

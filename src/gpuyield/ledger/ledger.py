@@ -19,6 +19,12 @@ from gpuyield.errors import ConservationError, DataConsistencyError
 from gpuyield.ingest.manifest import Manifest, stored_manifest
 from gpuyield.ledger.down import down_islands, down_segments, job_node_allocations
 from gpuyield.ledger.jobs import clipped_jobs, job_segments
+from gpuyield.ledger.telemetry import (
+    has_telemetry,
+    measured_lost_progress,
+    overhead_intervals,
+    with_detected_divergence,
+)
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
 
 ALLOCATED = tuple(c for c in Category if c not in (Category.DOWN, Category.IDLE))
@@ -48,6 +54,10 @@ class Ledger:
     """Lineage jobs whose lost progress came from telemetry rather than an estimate."""
     estimated_lost_jobs: int
     """Lineage jobs whose lost progress was estimated from the checkpoint interval."""
+    overhead_measured: bool
+    """True when run telemetry was available to measure overhead."""
+    divergence_evidence: tuple[dict[str, object], ...]
+    """What the divergence watch found in telemetry: run, step, t_s, kind, metric, value, threshold."""
     segments: ir.Table = field(repr=False)
     """Signed ``[start_s, end_s) x gpus`` segments of every category except idle."""
     capacity: ir.Table = field(repr=False)
@@ -72,17 +82,28 @@ def compute_ledger(
     since_s: int | None = None,
     until_s: int | None = None,
     manifest: Manifest | None = None,
-    lost_progress: ir.Table | None = None,
 ) -> Ledger:
-    """Categorise every installed GPU-second of the window and check conservation."""
+    """Categorise every installed GPU-second of the window and check conservation.
+
+    With run telemetry in the store, lost progress and overhead of lineage jobs are measured and
+    runs the divergence watch found diverged are charged to ``diverged``; otherwise estimated.
+    """
     window = resolve_window(backend, since_s=since_s, until_s=until_s)
     if manifest is None:
         manifest = stored_manifest(_duckdb_of(backend))
+    evidence: list[dict[str, object]] = []
+    telemetry = has_telemetry(backend)
+    if telemetry:
+        manifest, evidence = with_detected_divergence(backend, manifest)
     capacity = _materialize(backend, "gy_capacity", node_capacity(backend, window))
     jobs = _materialize(backend, "gy_jobs", clipped_jobs(backend, window, manifest))
     _check_nodes_known(backend, jobs, capacity)
     allocations = _materialize(backend, "gy_allocations", job_node_allocations(backend, jobs))
-    segments_jobs = job_segments(backend, jobs, manifest, window, lost_progress)
+    lost = overhead = None
+    if telemetry:
+        lost = _materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
+        overhead = _materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
+    segments_jobs = job_segments(backend, jobs, manifest, window, lost, overhead)
     islands = down_islands(backend, capacity, window)
     segments_down = down_segments(islands, allocations)
     segments = _materialize(
@@ -121,6 +142,8 @@ def compute_ledger(
         node_seconds_without_gpu_count=missing[1],
         measured_lost_jobs=int(counts.get(True, 0)),
         estimated_lost_jobs=int(counts.get(False, 0)),
+        overhead_measured=telemetry,
+        divergence_evidence=tuple(evidence),
         segments=segments,
         capacity=capacity,
         jobs=jobs,
@@ -134,22 +157,33 @@ def _materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Ta
 
 def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
     con = getattr(backend, "con", None)
-    assert isinstance(con, duckdb.DuckDBPyConnection), "manifest must be given for non-DuckDB backends"
+    assert isinstance(con, duckdb.DuckDBPyConnection), (
+        "manifest must be given for non-DuckDB backends"
+    )
     return con
 
 
-def _DOWN_COLUMNS(like: ir.Table) -> list[ir.Value]:  # noqa: N802
+def _DOWN_COLUMNS(like: ir.Table) -> list[ir.Value]:
     """Down segments carry the job segments' columns (job fields empty) so both union."""
     del like
     null_str = ibis.null(str)
     return [
         "cluster",
-        null_str.name("job_id"), null_str.name("job_id_raw"), ibis.null("int64").name("submit_s"),
-        null_str.name("run"), null_str.name("user_name"), null_str.name("account"),
-        null_str.name("partition"), null_str.name("state"),
-        "category", "subcategory", "start_s", "end_s", "gpus",
+        null_str.name("job_id"),
+        null_str.name("job_id_raw"),
+        ibis.null("int64").name("submit_s"),
+        null_str.name("run"),
+        null_str.name("user_name"),
+        null_str.name("account"),
+        null_str.name("partition"),
+        null_str.name("state"),
+        "category",
+        "subcategory",
+        "start_s",
+        "end_s",
+        "gpus",
         ibis.literal(False).name("measured"),
-    ]  # fmt: skip
+    ]
 
 
 def _close(a: float, b: float) -> bool:
@@ -176,8 +210,7 @@ def _totals(segments: ir.Table) -> dict[str, float]:
 
 def _check_conservation(installed: float, categories: dict[str, float]) -> None:
     total = sum(categories.values())
-    if not _close(total, installed) or any(v < -_TOLERANCE_GPU_S
-                                                        for v in categories.values()):  # fmt: skip
+    if not _close(total, installed) or any(v < -_TOLERANCE_GPU_S for v in categories.values()):
         raise ConservationError(
             f"categories sum to {total:.3f} GPU-seconds but installed is {installed:.3f}: "
             + ", ".join(f"{k}={v:.3f}" for k, v in categories.items()),
@@ -221,8 +254,14 @@ def _check_node_peaks(alloc: ir.Table, capacity: ir.Table) -> None:
 
 def _jobs_without_gpu_count(jobs: ir.Table) -> tuple[int, float]:
     unknown = jobs.filter(jobs.num_gpus.isnull())
-    row = unknown.aggregate(
-        n=unknown.count(),
-        node_s=((unknown.clip_end_s - unknown.clip_start_s) * unknown.num_nodes.fill_null(1)).sum(),
-    ).to_pyarrow().to_pylist()[0]
+    row = (
+        unknown.aggregate(
+            n=unknown.count(),
+            node_s=(
+                (unknown.clip_end_s - unknown.clip_start_s) * unknown.num_nodes.fill_null(1)
+            ).sum(),
+        )
+        .to_pyarrow()
+        .to_pylist()[0]
+    )
     return int(row["n"]), float(row["node_s"] or 0.0)

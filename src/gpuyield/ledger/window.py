@@ -54,8 +54,9 @@ def resolve_window(
     jobs = backend.table("jobs")
     first_job = _scalar(jobs.start_s.min())
     if as_of is None:
-        raise EmptyDataError("no scheduler data in the database",
-                             hint="run gpuyield ingest slurm --sacct FILE first")  # fmt: skip
+        raise EmptyDataError(
+            "no scheduler data in the database", hint="run gpuyield ingest slurm --sacct FILE first"
+        )
     end = as_of if until_s is None else until_s
     if end > as_of:
         raise InputError(
@@ -65,15 +66,17 @@ def resolve_window(
     warnings: list[str] = []
     if since_s is None:
         clusters = backend.table("cluster_events")
-        before_first = clusters if first_job is None else clusters.filter(
-            clusters.start_s <= first_job
+        before_first = (
+            clusters if first_job is None else clusters.filter(clusters.start_s <= first_job)
         )
         registered = _scalar(before_first.start_s.max())
         since_s = registered if registered is not None else (first_job if first_job else end)
         if first_job is not None and first_job - since_s > _LONG_LEAD_S:
-            warnings.append("the window starts at the cluster's registration, "
-                            f"{(first_job - since_s) // 86400} days before the first job; "
-                            "pass --since to account for the capture period only")  # fmt: skip
+            warnings.append(
+                "the window starts at the cluster's registration, "
+                f"{(first_job - since_s) // 86400} days before the first job; "
+                "pass --since to account for the capture period only"
+            )
     return Window(start_s=since_s, end_s=end, as_of_s=as_of, warnings=tuple(warnings))
 
 
@@ -123,5 +126,9 @@ def _nodes_from_cluster_events(backend: ibis.BaseBackend, clusters: ir.Table) ->
         )
     per_node = row["num_gpus"] // len(names)
     return ibis.memtable(
-        {"cluster": [row["cluster"]] * len(names), "node": names, "num_gpus": [per_node] * len(names)}
+        {
+            "cluster": [row["cluster"]] * len(names),
+            "node": names,
+            "num_gpus": [per_node] * len(names),
+        }
     )

@@ -36,7 +36,9 @@ class BreakdownRow:
 def breakdown(ledger: Ledger, by: str) -> list[BreakdownRow]:
     """Group the ledger by a job attribute, or bucket it in time."""
     if by not in DIMENSIONS:
-        raise InputError(f"cannot break down by {by!r}", hint=f"choose one of {', '.join(DIMENSIONS)}")
+        raise InputError(
+            f"cannot break down by {by!r}", hint=f"choose one of {', '.join(DIMENSIONS)}"
+        )
     if by in _BUCKET_S:
         return _by_time(ledger, _BUCKET_S[by])
     return _by_attribute(ledger, _COLUMN[by])
@@ -46,7 +48,9 @@ def _rows(table: ir.Table, key: str) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for row in table.to_pyarrow().to_pylist():
         label = NO_VALUE if row[key] is None else str(row[key])
-        out.setdefault(label, {c.value: 0.0 for c in Category})[row["category"]] += float(row["gpu_s"])
+        out.setdefault(label, {c.value: 0.0 for c in Category})[row["category"]] += float(
+            row["gpu_s"]
+        )
     return out
 
 
@@ -82,16 +86,19 @@ def _by_time(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
     capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), buckets)
     installed = {
         str(r["bucket_s"]): float(r["gpu_s"])
-        for r in capacity.group_by("bucket_s").aggregate(
-            gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum()
-        ).to_pyarrow().to_pylist()
-    }  # fmt: skip
+        for r in capacity.group_by("bucket_s")
+        .aggregate(gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum())
+        .to_pyarrow()
+        .to_pylist()
+    }
     from gpuyield.report.summary import iso
 
     result = []
     for start in starts:
         cats = seg_rows.get(str(start), {c.value: 0.0 for c in Category})
-        cats["idle"] = installed.get(str(start), 0.0) - sum(v for k, v in cats.items() if k != "idle")
+        cats["idle"] = installed.get(str(start), 0.0) - sum(
+            v for k, v in cats.items() if k != "idle"
+        )
         label = iso(start)[: 10 if bucket_s == 86400 else 16]
         result.append(BreakdownRow(key=label, categories=cats))
     return result

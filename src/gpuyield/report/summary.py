@@ -46,6 +46,8 @@ class YieldReport:
     """Caveats about the window or the data."""
     sources: tuple[dict[str, Any], ...] = field(default=())
     """Provenance: every ingest (file, hash, rows read, rejected)."""
+    divergence_evidence: tuple[dict[str, Any], ...] = field(default=())
+    """Divergence watch findings in run telemetry (step, kind, metric, value, threshold)."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -60,7 +62,9 @@ class YieldReport:
     @property
     def utilization(self) -> float | None:
         """Allocated / (installed - down)."""
-        return _ratio(self.allocated_gpu_seconds, self.installed_gpu_seconds - self.categories["down"])
+        return _ratio(
+            self.allocated_gpu_seconds, self.installed_gpu_seconds - self.categories["down"]
+        )
 
     @property
     def goodput(self) -> float | None:
@@ -70,8 +74,11 @@ class YieldReport:
     def essay_comparison(self) -> list[tuple[str, float | None, float]]:
         """(essay bucket, this cluster's share, the essay's typical share)."""
         return [
-            (bucket, _ratio(sum(self.categories[c] for c in cats), self.installed_gpu_seconds),
-             TYPICAL_LAB_SHARES[bucket])  # fmt: skip
+            (
+                bucket,
+                _ratio(sum(self.categories[c] for c in cats), self.installed_gpu_seconds),
+                TYPICAL_LAB_SHARES[bucket],
+            )
             for bucket, cats in ESSAY_BUCKETS.items()
         ]
 
@@ -92,6 +99,7 @@ class YieldReport:
             "typical_lab": {b: {"share": s, "typical": t} for b, s, t in self.essay_comparison()},
             "warnings": list(self.warnings),
             "sources": list(self.sources),
+            "divergence_evidence": list(self.divergence_evidence),
         }
 
 
@@ -106,27 +114,29 @@ def _ratio(num: float, den: float) -> float | None:
 
 def _number(value: float) -> float | int:
     """Whole GPU-seconds print as integers; estimates keep their fraction."""
-    return int(round(value)) if abs(value - round(value)) < 1e-6 else value
+    return round(value) if abs(value - round(value)) < 1e-6 else value
 
 
 def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
     """Wrap a computed ledger with the store's data-quality and provenance facts."""
-    rejected = store.fetch_one(con, "SELECT count(*) FROM rejects")
+    rejected: int = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
     sources = con.execute(
         """SELECT ingest_id, source, path, sha256, rows_read, rows_rejected, rows_skipped
            FROM ingests ORDER BY ingest_id"""
     ).fetchall()
-    telemetry_runs = store.fetch_one(con, "SELECT count(DISTINCT run) FROM telemetry")
-    measured_overhead = bool(telemetry_runs and telemetry_runs[0])
+    measured_overhead = ledger.overhead_measured
     lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
     figures = {
         "overhead": "measured" if measured_overhead else "not measured (no run telemetry)",
         "lost_progress": (
-            "none lost" if not any(lost) else
-            "measured" if not lost[1] else
-            "estimated from checkpoint_interval_s" if not lost[0] else
-            f"measured for {lost[0]} jobs, estimated for {lost[1]}"
-        ),  # fmt: skip
+            "none lost"
+            if not any(lost)
+            else "measured"
+            if not lost[1]
+            else "estimated from checkpoint_interval_s"
+            if not lost[0]
+            else f"measured for {lost[0]} jobs, estimated for {lost[1]}"
+        ),
         "down": "from node events (sacctmgr show event)",
     }
     return YieldReport(
@@ -135,13 +145,27 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         installed_gpu_seconds=ledger.installed_gpu_seconds,
         categories=ledger.categories,
         subcategories=ledger.subcategories,
-        rejected_rows=int(rejected[0]) if rejected else 0,
+        rejected_rows=rejected,
         jobs_without_gpu_count=ledger.jobs_without_gpu_count,
         figures=figures,
         warnings=ledger.window.warnings,
+        divergence_evidence=ledger.divergence_evidence,
         sources=tuple(
-            dict(zip(("ingest_id", "source", "path", "sha256", "rows_read", "rows_rejected",
-                      "rows_skipped"), row, strict=True))  # fmt: skip
+            dict(
+                zip(
+                    (
+                        "ingest_id",
+                        "source",
+                        "path",
+                        "sha256",
+                        "rows_read",
+                        "rows_rejected",
+                        "rows_skipped",
+                    ),
+                    row,
+                    strict=True,
+                )
+            )
             for row in sources
         ),
     )

@@ -1,0 +1,187 @@
+"""``gpuyield ingest telemetry``: run telemetry into the store, with the divergence watch's findings.
+
+Telemetry makes the ledger measure what it otherwise estimates: progress lost at a restart (job end
+minus the last checkpoint saved), start-up (job start to first step) and checkpoint stalls (overhead).
+The divergence watch replays the loss curve; what it finds is stored with its evidence, and a run that
+diverged outside any release lineage is charged to ``diverged`` from that moment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from gpuyield import store
+from gpuyield.guard.scan import scan
+from gpuyield.ingest._files import scan_file
+from gpuyield.ingest.telemetry import (
+    CheckpointLoaded,
+    CheckpointSaved,
+    JobEnd,
+    JobStart,
+    StepRecord,
+    read,
+)
+
+SOURCE = "telemetry"
+
+_COLUMNS = {
+    "run": pa.string(),
+    "job_id": pa.string(),
+    "event": pa.string(),
+    "t_s": pa.float64(),
+    "step": pa.int64(),
+    "duration_s": pa.float64(),
+    "status": pa.string(),
+    "loss": pa.float64(),
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TelemetryResult:
+    """What one telemetry file added."""
+
+    run: str
+    """Run the records belong to."""
+    path: str
+    """The file or directory read."""
+    sha256: str
+    """Content hash of the source."""
+    ingest_id: int
+    """Provenance id (the earlier one when skipped)."""
+    skipped: bool
+    """True when the same content was ingested before for this run."""
+    records: int = 0
+    """Records stored."""
+    torn_lines: int = 0
+    """Unreadable tail lines skipped (a writer killed mid-line)."""
+    divergence_events: int = 0
+    """Events the divergence watch found."""
+
+
+def _rows(run: str, path: Path, fmt: str | None) -> tuple[pa.Table, int]:
+    log = read(path, fmt)
+    rows: list[dict[str, object]] = []
+    for record in log.records:
+        row: dict[str, object] = dict.fromkeys(_COLUMNS)
+        row["run"] = run
+        if isinstance(record, StepRecord):
+            row.update(event="step", t_s=record.t, step=record.step, loss=record.loss)
+        elif isinstance(record, CheckpointSaved):
+            row.update(
+                event="checkpoint_saved",
+                t_s=record.t,
+                step=record.step,
+                duration_s=record.duration_s,
+            )
+        elif isinstance(record, CheckpointLoaded):
+            row.update(event="checkpoint_loaded", t_s=record.t, step=record.step)
+        elif isinstance(record, JobStart):
+            row.update(event="job_start", t_s=record.t, job_id=record.job_id)
+        elif isinstance(record, JobEnd):
+            row.update(event="job_end", t_s=record.t, job_id=record.job_id, status=record.status)
+        else:
+            continue  # evals carry no time accounting
+        rows.append(row)
+    table = pa.table({c: pa.array([r[c] for r in rows], t) for c, t in _COLUMNS.items()})
+    return table, log.torn_lines
+
+
+def ingest_telemetry(
+    con: duckdb.DuckDBPyConnection, run: str, path: Path, *, fmt: str | None = None
+) -> TelemetryResult:
+    """Store one run's telemetry (inside the caller's transaction); the same file twice is a no-op."""
+    digest = scan_file(path).sha256 if path.is_file() else _dir_digest(path)
+    seen = con.execute(
+        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
+        [SOURCE, digest, json.dumps({"run": run})],
+    ).fetchall()
+    if seen:
+        return TelemetryResult(
+            run=run, path=str(path), sha256=digest, ingest_id=int(seen[0][0]), skipped=True
+        )
+    table, torn = _rows(run, path, fmt)
+    events = scan(path, fmt).events
+    ingest_id = store.next_ingest_id(con)
+    # A newer copy of the same file (append-only logs grow) replaces what the older copy stored.
+    con.execute(
+        """DELETE FROM telemetry WHERE run = ? AND ingest_id IN
+           (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
+        [run, SOURCE, str(path)],
+    )
+    con.execute(
+        """DELETE FROM divergence_events WHERE run = ? AND ingest_id IN
+           (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
+        [run, SOURCE, str(path)],
+    )
+    con.register("new_telemetry", table)
+    con.execute(f"INSERT INTO telemetry SELECT *, {ingest_id}, NULL FROM new_telemetry")
+    con.unregister("new_telemetry")
+    if events:
+        con.executemany(
+            "INSERT INTO divergence_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run,
+                    e.step,
+                    e.t,
+                    e.kind.value,
+                    e.metric,
+                    _finite(e.value),
+                    _finite(e.threshold),
+                    ingest_id,
+                )
+                for e in events
+            ],
+        )
+    con.execute(
+        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, ?, NULL, ?, current_timestamp)",
+        [ingest_id, SOURCE, str(path), digest, table.num_rows, torn, json.dumps({"run": run})],
+    )
+    return TelemetryResult(
+        run=run,
+        path=str(path),
+        sha256=digest,
+        ingest_id=ingest_id,
+        skipped=False,
+        records=table.num_rows,
+        torn_lines=torn,
+        divergence_events=len(events),
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _dir_digest(path: Path) -> str:
+    """One hash over a directory source (TensorBoard logs, an MLflow store): names and contents."""
+    digest = hashlib.sha256()
+    for child in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(child.relative_to(path)).encode())
+        digest.update(hashlib.sha256(child.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def ingest_telemetry_files(
+    db: str | Path | None,
+    run: str,
+    paths: list[Path],
+    *,
+    fmt: str | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> list[TelemetryResult]:
+    """Ingest several telemetry sources of one run, all or nothing."""
+    own = con is None
+    con = con if con is not None else store.connect(db)
+    try:
+        with store.transaction(con):
+            return [ingest_telemetry(con, run, Path(p), fmt=fmt) for p in paths]
+    finally:
+        if own:
+            con.close()
