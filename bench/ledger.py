@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import pstats
 import signal
 import subprocess
 import sys
@@ -154,26 +155,38 @@ def gpuyield_argv() -> list[str]:
     return [str(Path(sys.executable).with_name("gpuyield"))]
 
 
-def ledger_runs(data: Generated, params: GenParams, db: Path) -> dict[str, Any]:
-    """``gpuyield ingest slurm`` into a fresh ``db``, then ``gpuyield report --json``."""
+def ledger_argv(data: Generated, params: GenParams, db: Path) -> list[list[str]] | None:
+    """The ingest and report command lines, or None when the CLI does not run yet."""
     gy = gpuyield_argv()
     ingest_flags = cli_flags([*gy, "ingest", "slurm"])
     report_flags = cli_flags([*gy, "report"])
     if ingest_flags is None or report_flags is None:
-        return {"error": "gpuyield ingest slurm / report not runnable yet (--help failed)"}
-    for stale in (db, db.with_name(db.name + ".wal")):
-        stale.unlink(missing_ok=True)
+        return None
     argv = [*gy, "ingest", "slurm", "--db", str(db), "--sacct", str(data.sacct_path)]
     argv += ["--events", str(data.events_path), "--nodes", str(data.nodes_path)]
     if "--manifest" in ingest_flags:
         argv += ["--manifest", str(data.manifest_path)]
     if "--until" in ingest_flags:
         argv += ["--until", slurm_time(params.window_end_s)]
-    ingest = measure(argv)
-    figures: dict[str, Any] = {"ingest": ingest.figures(), "ingest_argv": argv[1:]}
+    return [argv, [*gy, "report", "--db", str(db), "--json"]]
+
+
+def _fresh(db: Path) -> None:
+    for stale in (db, db.with_name(db.name + ".wal")):
+        stale.unlink(missing_ok=True)
+
+
+def ledger_runs(data: Generated, params: GenParams, db: Path) -> dict[str, Any]:
+    """``gpuyield ingest slurm`` into a fresh ``db``, then ``gpuyield report --json``."""
+    commands = ledger_argv(data, params, db)
+    if commands is None:
+        return {"error": "gpuyield ingest slurm / report not runnable yet (--help failed)"}
+    _fresh(db)
+    ingest = measure(commands[0])
+    figures: dict[str, Any] = {"ingest": ingest.figures(), "ingest_argv": commands[0][1:]}
     if ingest.returncode:
         return figures
-    report = measure([*gy, "report", "--db", str(db), "--json"])
+    report = measure(commands[1])
     figures["report"] = report.figures()
     figures["db_mb"] = round(db.stat().st_size / 1e6, 1)
     if not report.returncode:
@@ -181,12 +194,47 @@ def ledger_runs(data: Generated, params: GenParams, db: Path) -> dict[str, Any]:
     return figures
 
 
-def bench_size(params: GenParams, out_dir: Path = OUT) -> dict[str, Any]:
+def profile_runs(data: Generated, params: GenParams, db: Path) -> dict[str, list[str]]:
+    """Ingest and report again under cProfile: gpuyield's functions by cumulative time.
+
+    A separate pass, because profiling slows the run; it says which phase (parse, store, ledger,
+    report) the time goes to, whatever the code's structure is by then.
+    """
+    commands = ledger_argv(data, params, db)
+    if commands is None:
+        return {}
+    _fresh(db)
+    phases: dict[str, list[str]] = {}
+    for name, argv in zip(("ingest", "report"), commands, strict=True):
+        stats_path = db.with_suffix(f".{name}.prof")
+        run = measure([sys.executable, "-m", "cProfile", "-o", str(stats_path), "-m", "gpuyield",
+                       *argv[1:]])  # fmt: skip
+        if run.returncode:
+            phases[name] = [f"failed: {run.stderr_tail.strip()[-200:]}"]
+            break
+        phases[name] = top_functions(stats_path)
+        stats_path.unlink()
+    return phases
+
+
+def top_functions(stats_path: Path, count: int = 15) -> list[str]:
+    """``seconds  module:function`` for gpuyield's own functions, by cumulative time."""
+    stats = pstats.Stats(str(stats_path)).stats  # type: ignore[attr-defined]
+    rows = [
+        (cum_s, f"{Path(file).stem}:{line}:{func}")
+        for (file, line, func), (_, _, _, cum_s, _) in stats.items()
+        if "/gpuyield/" in file and "/cli/" not in file and func != "<module>"
+    ]
+    return [f"{cum_s:8.2f}  {where}" for cum_s, where in sorted(rows, reverse=True)[:count]]
+
+
+def bench_size(params: GenParams, out_dir: Path = OUT, *, profile: bool = False) -> dict[str, Any]:
     """Everything measured for one data set (cached under ``out_dir/data``)."""
     data = cached(params, out_dir / "data")
     size_mb = data.sacct_path.stat().st_size / 1e6
     _warm_page_cache(data.sacct_path)
     figures: dict[str, Any] = {
+        "load_avg_1m_before": round(os.getloadavg()[0], 2),
         "jobs": data.num_rows,
         "node_events": data.num_events,
         "gpus": params.cluster.num_gpus,
@@ -197,6 +245,8 @@ def bench_size(params: GenParams, out_dir: Path = OUT) -> dict[str, Any]:
     }
     db = out_dir / f"ledger-{params.cache_key()}.duckdb"
     figures |= ledger_runs(data, params, db)
+    if profile:
+        figures["profile"] = profile_runs(data, params, db)
     db.unlink(missing_ok=True)  # a 10M-job store is large; its size is in the figures
     if "report" in figures and not figures["report"].get("returncode"):
         figures |= derived(figures, size_mb)
@@ -230,6 +280,8 @@ def _warm_page_cache(path: Path) -> None:
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
+        # Other work on the machine slows every figure; the 1-minute load average says how much.
+        "load_avg_1m": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
         "duckdb": duckdb.__version__,
         "platform": platform.platform(),
@@ -261,15 +313,23 @@ def _failure(figures: dict[str, Any]) -> str:
     if "error" in figures:
         return str(figures["error"])
     failed = "report" if "report" in figures else "ingest"
+    if figures[failed].get("killed"):
+        return f"{failed} killed ({figures[failed]['killed']}) after {figures[failed]['wall_s']} s"
     tail = figures[failed].get("stderr_tail", "").strip().splitlines()
     return f"{failed} failed: {tail[-1] if tail else '?'}"
 
 
-def run(quick: bool, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+def run(
+    quick: bool, sizes: tuple[int, ...] | None = None, *, profile: bool = False
+) -> dict[str, Any]:
     """The benchmark contract of bench/__main__.py: measure, print a table, return the figures."""
     chosen = sizes or (QUICK_SIZES if quick else FULL_SIZES)
-    results = [bench_size(GenParams(num_jobs=n)) for n in chosen]
+    results = [bench_size(GenParams(num_jobs=n), profile=profile) for n in chosen]
     print_table(results)
+    for figures in results:
+        for phase, lines in figures.get("profile", {}).items():
+            print(f"-- {figures['jobs']} jobs, {phase}: gpuyield functions by cumulative seconds")
+            print("\n".join(lines))
     return {
         "machine": machine(),
         "targets": {"ratio_to_count": TARGET_RATIO, "peak_rss_mb": TARGET_RSS_MB},
@@ -283,8 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, action="append", help="a size to run (repeatable)")
     parser.add_argument("--quick", action="store_true", help="100k jobs only")
+    parser.add_argument("--profile", action="store_true", help="also rerun both under cProfile")
     args = parser.parse_args(argv)
-    figures = run(args.quick, tuple(args.jobs) if args.jobs else None)
+    figures = run(args.quick, tuple(args.jobs) if args.jobs else None, profile=args.profile)
     OUT.mkdir(exist_ok=True)
     (OUT / "ledger.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
     return 0
