@@ -64,10 +64,11 @@ class _Pipe:
     def __init__(self, browser: str, profile: Path) -> None:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
-        # The shell puts our pipe ends on the descriptors Chromium expects (3 in, 4 out).
+        # bash puts our pipe ends on the descriptors Chromium expects (3 in, 4 out); dash cannot
+        # redirect from descriptors above 9, which a test process easily has open.
         command = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w}'
         self.process = subprocess.Popen(
-            ["sh", "-c", command, browser, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            ["bash", "-c", command, browser, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
             pass_fds=(to_browser_r, from_browser_w),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
