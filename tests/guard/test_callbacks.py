@@ -62,7 +62,7 @@ def _read_steps(path: Path) -> list[dict[str, Any]]:
 # -- Lightning ----------------------------------------------------------------------------------
 
 
-def _lightning_fit(callback: Any, max_steps: int = _NUM_BATCHES) -> Any:
+def _lightning_fit(callback: Any, max_steps: int = _NUM_BATCHES, accumulate: int = 1) -> Any:
     lightning = pytest.importorskip("lightning.pytorch")
 
     class Regressor(lightning.LightningModule):  # type: ignore[misc]
@@ -84,6 +84,7 @@ def _lightning_fit(callback: Any, max_steps: int = _NUM_BATCHES) -> Any:
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
+        accumulate_grad_batches=accumulate,
         callbacks=[callback],
     )
     loader = torch.utils.data.DataLoader(_Data(), batch_size=_BATCH, shuffle=False)
@@ -125,6 +126,17 @@ def test_lightning_healthy_run_finishes(tmp_path: Path) -> None:
     trainer = _lightning_fit(callback, max_steps=_POISON_STEP)
     assert callback.watch.events == ()
     assert trainer.global_step == _POISON_STEP
+
+
+def test_lightning_gradient_accumulation_records_optimizer_steps(tmp_path: Path) -> None:
+    from gpuyield.guard.lightning import DivergenceCallback
+
+    recorder = Recorder(tmp_path / "run.jsonl", enabled=True)
+    callback = DivergenceCallback(action="warn", config=_CONFIG, recorder=recorder)
+    # 2 micro-batches per optimizer step: 10 optimizer steps use the 20 healthy batches.
+    trainer = _lightning_fit(callback, max_steps=10, accumulate=2)
+    assert trainer.global_step == 10
+    assert [s["step"] for s in _read_steps(tmp_path / "run.jsonl")] == list(range(10))
 
 
 # -- transformers -------------------------------------------------------------------------------

@@ -233,3 +233,19 @@ def test_sigkill_loses_only_the_tail_and_a_restart_appends(tmp_path: Path) -> No
     _check_attempt(second, first_saved, second_saved)
     saves = [r.step for r in log.records[starts[1] :] if isinstance(r, CheckpointSaved)]
     assert saves[:2] == [first_saved + 500, first_saved + 1000]
+
+
+def test_closed_recorder_refuses_steps(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path / "r.jsonl", enabled=True)
+    rec.job_end()
+    with pytest.raises(InputError, match="closed"):
+        rec.step(1, loss=1.0)
+
+
+def test_step_times_are_written_to_the_millisecond(tmp_path: Path) -> None:
+    times = iter([_T0 + 0.1234567, _T0 + 0.9996])
+    rec = Recorder(tmp_path / "r.jsonl", enabled=True, clock=lambda: next(times))
+    rec.step(1, loss=1.0)
+    rec.step(2, loss=1.0)
+    rec.close()
+    assert [s.t for s in read(tmp_path / "r.jsonl").steps] == [_T0 + 0.123, _T0 + 1.0]

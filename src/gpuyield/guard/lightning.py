@@ -3,7 +3,7 @@
 >>> from gpuyield.guard.lightning import DivergenceCallback
 >>> trainer = L.Trainer(callbacks=[DivergenceCallback(action="stop")])
 
-After every training batch the callback feeds the watch the batch loss (``outputs["loss"]``), the
+After every optimizer step the callback feeds the watch the batch loss (``outputs["loss"]``), the
 global grad norm measured just before the optimizer step, and the AMP loss scale when a GradScaler
 is in use. Action "stop" sets ``trainer.should_stop`` (Lightning ends the epoch loop cleanly, so the
 last checkpoint callback still runs); "raise" raises ``DivergenceError`` out of ``trainer.fit``.
@@ -66,10 +66,15 @@ class DivergenceCallback(Callback):
         self.recorder = recorder
         self.track_grad_norm = track_grad_norm
         self._grad_norm: float | None = None
+        self._last_global_step: int | None = None
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self.recorder is not None and trainer.is_global_zero:
             self.recorder.job_start()
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # Resumed runs start at a global step > 0; the first step recorded is the next one.
+        self._last_global_step = trainer.global_step
 
     def on_before_optimizer_step(
         self, trainer: Trainer, pl_module: LightningModule, optimizer: Any
@@ -85,6 +90,11 @@ class DivergenceCallback(Callback):
         batch: Any,
         batch_idx: int,
     ) -> None:
+        # With gradient accumulation this runs per micro-batch; only an optimizer step is a step
+        # (a repeated step number would read as work redone after a restart).
+        if trainer.global_step == self._last_global_step:
+            return
+        self._last_global_step = trainer.global_step
         loss = _batch_loss(outputs)
         # global_step already counts this batch's optimizer step; report the step that ran.
         step = trainer.global_step - 1
