@@ -90,38 +90,37 @@ def _write_manifest(path: Path, releases: oracle.Releases) -> None:
 
 def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
     env = lab.lab_env(lab_dir)
+    own = keep / "own"  # the test's own queries, kept next to capture.sh's files for debugging
+    own.mkdir()
+
+    def query(name: str, *args: str) -> str:
+        text = lab.run(list(args), env, timeout_s=60)
+        (own / name).write_text(text)
+        return text
+
     end_s = lab.choose_window_end()
     registered_s, events = oracle.parse_events(
-        lab.run(
-            ["sacctmgr", "-P", "show", "event", "All_Time", f"format={EVENT_FORMAT}"],
-            env,
-            timeout_s=60,
-        )
+        query("events.psv", "sacctmgr", "-P", "show", "event", "All_Time", f"format={EVENT_FORMAT}")
     )
     assert registered_s is not None, "the lab registers its cluster on start"
     hour_s = registered_s - registered_s % 3600
     start, end = oracle.format_time(hour_s), oracle.format_time(end_s)
     capture = keep / "capture"
     lab.run([str(lab.LAB_SCRIPTS / "capture.sh"), str(capture), start, end], env, timeout_s=180)
-    jobs = oracle.parse_sacct(
-        lab.run(
-            [
-                "sacct",
-                "-a",
-                "-P",
-                "-X",
-                "-D",
-                f"--format={oracle.SACCT_FORMAT}",
-                "-S",
-                start,
-                "-E",
-                end,
-            ],
-            env,
-            timeout_s=60,
-        )
+    sacct = (
+        "sacct",
+        "-a",
+        "-P",
+        "-X",
+        "-D",
+        f"--format={oracle.SACCT_FORMAT}",
+        "-S",
+        start,
+        "-E",
+        end,
     )
-    gpus = oracle.parse_sinfo_gpus(lab.run(["sinfo", "-h", "-N", "-o", "%N|%G"], env, timeout_s=60))
+    jobs = oracle.parse_sacct(query("sacct-X-D.psv", *sacct))
+    gpus = oracle.parse_sinfo_gpus(query("sinfo-gpus.txt", "sinfo", "-h", "-N", "-o", "%N|%G"))
     last_hour_s = end_s - end_s % 3600
     if last_hour_s > hour_s:
         rolled: tuple[int, int] | None = (hour_s, last_hour_s)
@@ -185,10 +184,8 @@ def gpuyield(*args: str | Path) -> str:
     return proc.stdout
 
 
-@pytest.fixture(scope="session")
-def ledger_db(lab_run: LabRun) -> Path:
+def ingest_capture(lab_run: LabRun, db: Path) -> None:
     """``gpuyield ingest slurm`` of the capture, window ending at the chosen end."""
-    db = lab_run.keep / "ledger.duckdb"
     gpuyield(
         "ingest", "slurm", "--db", db,
         "--sacct", lab_run.capture / "sacct-X-D-wide.psv",
@@ -197,6 +194,13 @@ def ledger_db(lab_run: LabRun) -> Path:
         "--manifest", lab_run.manifest,
         "--until", oracle.format_time(lab_run.window.end_s),
     )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def ledger_db(lab_run: LabRun) -> Path:
+    """The session's ledger DB: the capture ingested once."""
+    db = lab_run.keep / "ledger.duckdb"
+    ingest_capture(lab_run, db)
     return db
 
 

@@ -6,6 +6,7 @@ Every expected number is derived here from what Slurm itself printed (``sacct -X
 
 from __future__ import annotations
 
+import shutil
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.slurm import oracle
-from tests.slurm.conftest import LabRun, ledger_report
+from tests.slurm.conftest import LabRun, ingest_capture, ledger_report
 
 pytestmark = pytest.mark.slurm
 
@@ -188,6 +189,58 @@ def test_subcategories_follow_the_contract(lab_run: LabRun, report: dict[str, An
         if not _close(subs.get(k, 0), expected.get(k, Fraction(0)))
     }
     assert not wrong, f"(ledger, expected) per subcategory: {wrong}"
+
+
+def _sub_window(lab_run: LabRun, cut: str) -> oracle.Window:
+    whole = lab_run.window
+    if cut == "trimmed":
+        return oracle.Window(start_s=whole.start_s + 10, end_s=whole.end_s - 10)
+    if cut == "lineage-loss-tail":
+        (pt1,) = lab_run.runs_of("pt-main-1")
+        assert pt1.end_s is not None
+        return oracle.Window(start_s=pt1.end_s - 2, end_s=pt1.end_s + 30)
+    (n4_down,) = [e for e in lab_run.events if e.node == "n4"]
+    assert n4_down.end_s is not None
+    return oracle.Window(start_s=n4_down.start_s + 5, end_s=n4_down.end_s - 5)
+
+
+@pytest.mark.parametrize("cut", ["trimmed", "lineage-loss-tail", "inside-n4-down"])
+def test_sub_windows_follow_the_contract(lab_run: LabRun, ledger_db: Path, cut: str) -> None:
+    """``report --since/--until`` re-clips everything: jobs, events, and a lineage job's lost
+    progress (taken from its end, so a window ending 2 s after pt-main-1 holds only 2 s of it)."""
+    window = _sub_window(lab_run, cut)
+    expected = oracle.expected_ledger(
+        lab_run.jobs, lab_run.events, lab_run.gpus_per_node, lab_run.releases, window
+    )
+    got = ledger_report(
+        ledger_db,
+        "--since",
+        oracle.format_time(window.start_s),
+        "--until",
+        oracle.format_time(window.end_s),
+    )
+    assert got["installed_gpu_seconds"] == expected.installed_gpu_seconds
+    subs = got["subcategories"]
+    wrong = {
+        k: (got["categories"].get(k), float(v))
+        for k, v in expected.categories.items()
+        if not _close(got["categories"].get(k, 0), v)
+    } | {
+        k: (subs.get(k, 0), float(expected.subcategories.get(k, 0)))
+        for k in set(expected.subcategories) | set(subs)
+        if not _close(subs.get(k, 0), expected.subcategories.get(k, Fraction(0)))
+    }
+    assert not wrong, f"(ledger, expected) in {cut} window: {wrong}"
+
+
+def test_reingest_changes_nothing(lab_run: LabRun, ledger_db: Path, report: dict[str, Any]) -> None:
+    """Ingesting the same capture again (into a copy of the DB) leaves every number as it was."""
+    again = lab_run.keep / "reingested.duckdb"
+    shutil.copyfile(ledger_db, again)
+    ingest_capture(lab_run, again)
+    second = ledger_report(again)
+    numbers = ("installed_gpu_seconds", "categories", "subcategories", "rejected_rows")
+    assert {k: second[k] for k in numbers} == {k: report[k] for k in numbers}
 
 
 def test_ratios_and_counters(report: dict[str, Any]) -> None:
