@@ -27,6 +27,15 @@ from gpuyield.guard import DivergenceWatch, Recorder
 __version__ = "0.1.0"
 
 _LAZY = {
+    "check_essay": "gpuyield.estimate",
+    "estimate_lab": "gpuyield.estimate",
+    "estimate_train": "gpuyield.estimate",
+    "get_accelerator": "gpuyield.estimate",
+    "get_model": "gpuyield.estimate",
+    "list_accelerators": "gpuyield.estimate",
+    "list_models": "gpuyield.estimate",
+    "params_from_budget": "gpuyield.estimate",
+    "params_from_speed": "gpuyield.estimate",
     "Ledger": "gpuyield.ledger",
     "Manifest": "gpuyield.ingest.manifest",
     "SlurmInputs": "gpuyield.ingest.slurm",
@@ -57,9 +66,18 @@ __all__ = [
     "UnknownIdError",
     "YieldReport",
     "build_report",
+    "check_essay",
     "compute_ledger",
+    "estimate_lab",
+    "estimate_train",
+    "get_accelerator",
+    "get_model",
     "ingest_slurm",
+    "list_accelerators",
+    "list_models",
     "load_manifest",
+    "params_from_budget",
+    "params_from_speed",
 ]
 
 
