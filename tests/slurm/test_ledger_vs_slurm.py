@@ -207,7 +207,7 @@ def _sub_window(lab_run: LabRun, cut: str) -> oracle.Window:
 @pytest.mark.parametrize("cut", ["trimmed", "lineage-loss-tail", "inside-n4-down"])
 def test_sub_windows_follow_the_contract(lab_run: LabRun, ledger_db: Path, cut: str) -> None:
     """``report --since/--until`` re-clips everything: jobs, events, and a lineage job's lost
-    progress (taken from its end, so a window ending 2 s after pt-main-1 holds only 2 s of it)."""
+    progress (taken from its end, a window from 2 s before pt-main-1 ends holds 2 s of it)."""
     window = _sub_window(lab_run, cut)
     expected = oracle.expected_ledger(
         lab_run.jobs, lab_run.events, lab_run.gpus_per_node, lab_run.releases, window
