@@ -74,7 +74,7 @@ class WatchConfig:
     window: int = 64
     #: Robust z-score above the rolling median that makes a loss spike. 10, not the textbook 3-6:
     #: batch losses have heavy tails, and at 6 the bench's healthy curves gave ~70 alarms per 100k
-    #: steps (2 at 10) while every real BigScience spike is still caught at its first point.
+    #: steps (2-5 at 10) while every real BigScience spike is still caught at its first point.
     spike_z: float = 10.0
     #: Floor of the robust sigma, as a fraction of |median loss| (a smooth curve is not noise-free):
     #: with the default spike_z a spike is at least 10% above the median.
