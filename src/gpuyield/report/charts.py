@@ -167,7 +167,9 @@ def draw_where(figures: ReportFigures) -> Figure:
     bars = waterfall.bar(labels, [_hours(h) for h in heights], bottom=[_hours(b) for b in bottoms],
                          color=colors)  # fmt: skip
     for bar, value in zip(bars, heights, strict=True):
-        share = value / installed if installed > 0 else None
+        if installed <= 0:
+            break  # no shares to print; the note below says why
+        share = value / installed
         waterfall.annotate(_share_text(share), (bar.get_x() + bar.get_width() / 2, bar.get_y()
                            + bar.get_height()), ha="center", va="bottom", fontsize=11,
                            xytext=(0, 2), textcoords="offset points")  # fmt: skip
@@ -251,18 +253,24 @@ def draw_who(figures: ReportFigures) -> Figure:
             widths = [_hours(row.categories[category]) for row in who.rows]
             ax.barh(keys, widths, left=left, color=COLORS[category], label=category)
             left = [a + b for a, b in zip(left, widths, strict=True)]
+        for y, total in enumerate(left):
+            ax.text(total, y, f" {total:,.3g}", va="center", fontsize=11)
         ax.set_ylim(slots - 0.5, -0.5)
         ax.set_title(f"by {who.by}", loc="left")
         ax.set_xlabel("allocated GPU-hours")
         if not keys:
             _empty_note(ax, "no jobs in this window")
-    handles, labels = axes[0].get_legend_handles_labels()
-    if handles:
-        fig.legend(
-            handles, labels, loc="outside lower center", ncols=len(_ALLOCATED), frameon=False
-        )
+    fig.legend(handles=_category_patches(_ALLOCATED), loc="outside lower center",
+               ncols=len(_ALLOCATED), frameon=False)  # fmt: skip
     fig.suptitle("Who and what used the GPUs", fontsize=16, fontweight="bold")
     return fig
+
+
+def _category_patches(categories: list[str]) -> list[Any]:
+    """Legend entries drawn from the palette (bars of an empty panel have no colour to copy)."""
+    from matplotlib.patches import Patch
+
+    return [Patch(facecolor=COLORS[c], label=c) for c in categories]
 
 
 def draw_failures(figures: ReportFigures) -> Figure:
@@ -273,6 +281,8 @@ def draw_failures(figures: ReportFigures) -> Figure:
     causes_ax.barh(list(failures.causes), [_hours(v) for v in failures.causes.values()],
                    color=COLORS["failed"])  # fmt: skip
     causes_ax.invert_yaxis()
+    # Hours are never negative; without failures matplotlib would centre the axis on zero.
+    causes_ax.set_xlim(0, max(_hours(v) for v in failures.causes.values()) * 1.05 or 1)
     causes_ax.set_xlabel("failed GPU-hours")
     causes_ax.set_title("Failed, by cause", loc="left")
     reasons = failures.event_reasons[:_MAX_EVENT_REASONS]

@@ -104,8 +104,12 @@ def _keyed(key: str, value: Any) -> str:
 
 
 def _hours(gpu_seconds: float) -> str:
+    """GPU-hours for a table: whole above 1000, two decimals above 1, else three significant digits
+    (a small cluster's minutes would all read 0.00)."""
     hours = gpu_seconds / 3600
-    return f"{hours:,.0f}" if abs(hours) >= 1000 else f"{hours:,.2f}"
+    if abs(hours) >= 1000:
+        return f"{hours:,.0f}"
+    return f"{hours:,.2f}" if abs(hours) >= 1 or hours == 0 else f"{hours:.3g}"
 
 
 def _share(value: float | None) -> str:
@@ -389,7 +393,24 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
                 _table("Measured or estimated", ["figure", "how"], how)),
         _table("Sources (every ingest, with the SHA-256 of the file read)", list(fields), sources),
     ]  # fmt: skip
+    evidence = _evidence_table(data.get("divergence_evidence", []))
+    if evidence:
+        parts.append(evidence)
     if rejects:
         parts.append(_table(f"First rejected rows (of {data['rejected_rows']})",
                             ["file", "line", "field", "why"], rejects))  # fmt: skip
     return "\n".join(parts)
+
+
+def _evidence_table(evidence: list[dict[str, Any]]) -> str:
+    """Divergence-watch findings from run telemetry, one row each (columns as the JSON has them)."""
+    if not evidence:
+        return ""
+    columns = list(dict.fromkeys(k for item in evidence for k in item))
+    rows = [
+        _tr([_td(escape(str(item.get(c, ""))),
+                 _keyed(f"divergence_evidence.{i}.{c}", item[c]) if c in item else "")
+             for c in columns])
+        for i, item in enumerate(evidence)
+    ]  # fmt: skip
+    return _table("Divergence evidence in run telemetry", columns, rows)
