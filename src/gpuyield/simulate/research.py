@@ -341,6 +341,8 @@ def _run_class(
         else:
             queue.append((ai, t_arr, 0))
             ai += 1
+        if (ei < n_ev and events[ei][0] == t) or (done and done[0][0] == t):
+            continue  # finish every change at this instant first (a node's servers fail together)
         while queue and free:
             s = heappop(free)
             if offline[s] or running[s] >= 0:
