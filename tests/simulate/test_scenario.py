@@ -75,5 +75,5 @@ def test_bad_toml_file_is_a_parse_error(tmp_path: Path):
 
 
 def test_lineage_must_fit_the_fleet():
-    with pytest.raises(InputError, match="fleet.num_nodes"):
+    with pytest.raises(InputError, match=r"fleet\.num_nodes"):
         scenario_from_dict({**BASE, "lineage": [{"name": "x", "release": "r", "num_gpus": 64}]})
