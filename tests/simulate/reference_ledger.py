@@ -128,15 +128,12 @@ def _book_lineage(cats, subs, row, state, elapsed, gpus, interval, lines, s, e, 
         overhead = 0
     else:
         saves = [x for x in lines if x["event"] == "checkpoint_saved" and s <= x["t"] <= e]
-        steps = [x for x in lines if x["event"] == "step" and s <= x["t"] <= e]
-        startup = (min(x["t"] for x in steps) - s) if steps else elapsed
-        writes = sum(x["duration_s"] for x in saves)
-        if lost_to:
-            last = max((x["t"] for x in saves), default=s)
-            lost = e - last
-            overhead = startup + writes if saves else 0
-        else:
-            lost, overhead = 0, startup + writes
+        steps = [x["t"] for x in lines if x["event"] == "step" and s <= x["t"] <= e]
+        # Lost since the last save, else since the first step, else since job start; start-up
+        # (job start to first step) and every save's write stall are overhead.
+        resumed = max((x["t"] for x in saves), default=min(steps, default=s))
+        lost = e - resumed if lost_to else 0
+        overhead = (min(steps) - s if steps else 0) + sum(x["duration_s"] for x in saves)
     if lost_to == "failed":
         subs[f"failed.{_cause(state, e, nodes, node_events)}"] += int(lost * gpus)
     elif lost_to:

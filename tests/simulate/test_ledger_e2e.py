@@ -50,3 +50,5 @@ def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp
     assert got["installed_gpu_seconds"] == pytest.approx(installed, rel=1e-3)
     for category, value in truth["categories"].items():
         assert abs(got["categories"][category] - value) <= 1e-3 * installed, category
+    for sub, value in truth["subcategories"].items():
+        assert abs(got["subcategories"].get(sub, 0) - value) <= 1e-3 * installed, sub

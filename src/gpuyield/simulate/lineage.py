@@ -358,16 +358,20 @@ class _RunSim:
         lost_cat = {NODE_FAIL: "failed", FAILED: "failed", CANCELLED_BY_ADMIN: "cancelled"}
         category = lost_cat.get(stop.state)
         if not self.run.telemetry:
+            # The ledger's estimate without telemetry: checkpoints every interval from job start.
             lost = elapsed % line.tau if category else 0
             overhead = 0
         else:
-            last = line.s + k * line.tau if k > 0 else line.s
-            lost = stop.end_s - last if category else 0
-            overhead = (
-                (line.startup + k * line.delta if k > 0 else 0)
-                if category
-                else line.overhead_until(stop.end_s, k)
-            )
+            # Measured from telemetry as the ledger does: lost since the last save (else since the
+            # first step, else since job start); start-up and every saved checkpoint's write stall
+            # are overhead.
+            has_step = line.s + line.startup <= stop.at_s
+            overhead = (line.startup if has_step else 0) + k * line.delta
+            if k > 0:
+                resumed = line.s + k * line.tau
+            else:
+                resumed = line.s + line.startup if has_step else line.s
+            lost = stop.end_s - resumed if category else 0
         if category == "failed":
             self.tally.add(category, lost * gpus, self._failed_cause(stop))
         elif category:
