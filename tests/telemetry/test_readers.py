@@ -289,6 +289,15 @@ def test_tensorboard_log_dir(tmp_path: Path) -> None:
     assert detect(event_file) is TelemetryFormat.TENSORBOARD
 
 
+def test_tensorboard_without_a_loss_tag_lists_the_tags(tmp_path: Path) -> None:
+    summary = pytest.importorskip("tensorboard.summary")
+    writer = summary.Writer(str(tmp_path / "tb"))
+    writer.add_scalar("eval/accuracy", 0.5, step=1)
+    writer.close()
+    with pytest.raises(InputError, match="eval/accuracy"):
+        read(tmp_path / "tb")
+
+
 def test_tensorboard_dir_without_event_files(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no TensorBoard event files"):
@@ -318,6 +327,15 @@ def test_mlflow_file_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert _same_losses(_loss_steps(log.steps), _LOSSES)
     assert [s.t for s in log.steps] == [_T0 + i for i in range(5)]
     assert {s.grad_norm for s in log.steps} == {0.5}
+
+
+def test_mlflow_run_without_a_loss_metric_lists_the_metrics(tmp_path: Path) -> None:
+    metrics = tmp_path / "run" / "metrics"
+    metrics.mkdir(parents=True)
+    (metrics.parent / "meta.yaml").write_text("run_id: run\n")
+    (metrics / "accuracy").write_text("1000 0.5 0\n")
+    with pytest.raises(InputError, match="accuracy"):
+        read(tmp_path / "run")
 
 
 def test_mlflow_store_with_two_runs_asks_for_one(tmp_path: Path) -> None:

@@ -75,9 +75,16 @@ def read(path: str | Path) -> TelemetryLog:
     path = Path(path)
     run = find_run(path)
     files = _metric_keys(run / "metrics")
+    columns = _keys.metric_columns(files)
+    if not columns:
+        shown = ", ".join(sorted(files)[:12]) or "none"
+        raise InputError(
+            f"{run}: no loss, grad norm, loss scale or tokens metric (metrics: {shown})",
+            hint="log the loss under one of: " + ", ".join(_keys.CANDIDATES["loss"]),
+        )
     by_step: dict[int, dict[str, float]] = {}
     times: dict[int, float] = {}
-    for field_name, key in _keys.metric_columns(files).items():
+    for field_name, key in columns.items():
         for step, t, value in _read_metric(files[key]):
             by_step.setdefault(step, {})[field_name] = value
             times[step] = min(times.get(step, math.inf), t)

@@ -60,20 +60,22 @@ def event_files(path: Path) -> list[Path]:
 
 
 def _read_file(
-    path: Path, fields: dict[str, str] | None
+    path: Path, fields: dict[str, str] | None, seen_tags: set[str]
 ) -> tuple[list[StepRecord], dict[str, str]]:
     """Step records of one event file; ``fields`` (tag -> field) is chosen from the first file."""
     by_step: dict[int, dict[str, float]] = {}
     times: dict[int, float] = {}
+    loader = _loader()  # outside the try: a missing extra is not a parse error
     try:
-        events = list(_loader().EventFileLoader(str(path)).Load())
+        events = list(loader.EventFileLoader(str(path)).Load())
     except Exception as error:  # the loader raises protobuf/IO errors of many kinds
         raise ParseError(f"not a readable TensorBoard event file: {error}", path=path) from error
     scalars = [
         (event, value.tag, _scalar(value)) for event in events for value in event.summary.value
     ]
+    tags = {tag for _, tag, v in scalars if v is not None}
+    seen_tags.update(tags)
     if fields is None:
-        tags = {tag for _, tag, v in scalars if v is not None}
         fields = {tag: name for name, tag in _keys.metric_columns(tags).items()}
     for event, tag, number in scalars:
         if number is None or tag not in fields:
@@ -101,11 +103,18 @@ def read(path: str | Path) -> TelemetryLog:
     path = Path(path)
     records: list[StepRecord] = []
     fields: dict[str, str] | None = None
+    seen_tags: set[str] = set()
     for file in event_files(path):
-        file_records, file_fields = _read_file(file, fields)
+        file_records, file_fields = _read_file(file, fields, seen_tags)
         # Keep the first file's tag choice, unless it had no scalars we know (an empty first file).
         fields = file_fields if file_fields else None
         records.extend(file_records)
+    if not records:
+        shown = ", ".join(sorted(seen_tags)[:12]) or "none"
+        raise InputError(
+            f"{path}: no loss, grad norm, loss scale or tokens scalars (scalar tags: {shown})",
+            hint="log the loss under one of: " + ", ".join(_keys.CANDIDATES["loss"]),
+        )
     return TelemetryLog(path=str(path), format=TelemetryFormat.TENSORBOARD, records=tuple(records))
 
 
