@@ -144,6 +144,21 @@ def _empty_note(ax: Axes, text: str) -> None:
     ax.set_yticks([])
 
 
+def compact(value: float) -> str:
+    """1234567 -> '1.23M': short tick and bar labels for sums over a 100k-GPU month."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _compact_axis(axis: Any) -> None:
+    """Tick labels like 40M instead of matplotlib's 4e7 offset note in the corner."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: compact(value)))
+
+
 def _share_text(share: float | None) -> str:
     return "n/a" if share is None else f"{share:.1%}"
 
@@ -174,6 +189,7 @@ def draw_where(figures: ReportFigures) -> Figure:
                            + bar.get_height()), ha="center", va="bottom", fontsize=11,
                            xytext=(0, 2), textcoords="offset points")  # fmt: skip
     waterfall.set_ylabel("GPU-hours")
+    _compact_axis(waterfall.yaxis)
     waterfall.set_title("Where the installed GPU-hours went", loc="left")
     waterfall.tick_params(axis="x", labelrotation=30)
     if installed <= 0:
@@ -226,6 +242,7 @@ def draw_time(figures: ReportFigures) -> Figure:
     x = mdates.date2num(_datetimes([float(e) for e in edges]))
     ax.stackplot(x, *series, labels=order, step="post", colors=[COLORS[c] for c in order])
     ax.set_ylabel(f"GPUs (average per {timeline.bucket_name})")
+    _compact_axis(ax.yaxis)
     ax.set_title(f"Categories over time, per {timeline.bucket_name} (UTC)", loc="left")
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
@@ -254,10 +271,11 @@ def draw_who(figures: ReportFigures) -> Figure:
             ax.barh(keys, widths, left=left, color=COLORS[category], label=category)
             left = [a + b for a, b in zip(left, widths, strict=True)]
         for y, total in enumerate(left):
-            ax.text(total, y, f" {total:,.3g}", va="center", fontsize=11)
+            ax.text(total, y, f" {compact(total)}", va="center", fontsize=11)
         ax.set_ylim(slots - 0.5, -0.5)
         ax.set_title(f"by {who.by}", loc="left")
         ax.set_xlabel("allocated GPU-hours")
+        _compact_axis(ax.xaxis)
         if not keys:
             _empty_note(ax, "no jobs in this window")
     fig.legend(handles=_category_patches(_ALLOCATED), loc="outside lower center",
@@ -284,6 +302,7 @@ def draw_failures(figures: ReportFigures) -> Figure:
     # Hours are never negative; without failures matplotlib would centre the axis on zero.
     causes_ax.set_xlim(0, max(_hours(v) for v in failures.causes.values()) * 1.05 or 1)
     causes_ax.set_xlabel("failed GPU-hours")
+    _compact_axis(causes_ax.xaxis)
     causes_ax.set_title("Failed, by cause", loc="left")
     reasons = failures.event_reasons[:_MAX_EVENT_REASONS]
     if reasons:
@@ -294,6 +313,7 @@ def draw_failures(figures: ReportFigures) -> Figure:
     else:
         _empty_note(reasons_ax, "no node events in this window")
     reasons_ax.set_xlabel("GPU-hours under the event")
+    _compact_axis(reasons_ax.xaxis)
     reasons_ax.set_title("Node events, by reason", loc="left")
     _draw_lemons(lemons_ax, figures)
     fig.suptitle("Failures and the nodes behind them", fontsize=16, fontweight="bold")
@@ -304,6 +324,7 @@ def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
     lemons = figures.failures.lemons[:_MAX_LEMONS]
     ax.set_title("Lemon nodes", loc="left")
     ax.set_xlabel("GPU-hours wasted on the node")
+    _compact_axis(ax.xaxis)
     if not lemons:
         _empty_note(ax, "no down or failed time on any node")
         return
@@ -324,7 +345,9 @@ def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
         ax.barh(names, widths, left=left, color=color, label=label)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.invert_yaxis()
-    ax.legend(loc="lower right", frameon=False, fontsize=10)
+    ax.legend(
+        loc="lower right", fontsize=10, framealpha=0.9
+    )  # may sit on long bars: keep a backdrop
 
 
 def _short(text: str, width: int = 32) -> str:
