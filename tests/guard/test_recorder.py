@@ -8,10 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuyield.errors import InputError
 from gpuyield.guard import Recorder
@@ -249,3 +252,44 @@ def test_step_times_are_written_to_the_millisecond(tmp_path: Path) -> None:
     rec.step(2, loss=1.0)
     rec.close()
     assert [s.t for s in read(tmp_path / "r.jsonl").steps] == [_T0 + 0.123, _T0 + 1.0]
+
+
+_numbers = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64))
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=10**12),
+            _numbers,
+            _numbers,
+            _numbers,
+            st.one_of(st.none(), st.integers(min_value=0, max_value=10**15)),
+        ),
+        max_size=30,
+    )
+)
+def test_steps_round_trip_through_the_reader(
+    steps: list[tuple[int, float | None, float | None, float | None, int | None]],
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "r.jsonl"
+        rec = Recorder(path, enabled=True, clock=_Clock())
+        for step, loss, grad_norm, loss_scale, tokens in steps:
+            rec.step(step, loss=loss, grad_norm=grad_norm, loss_scale=loss_scale, tokens=tokens)
+        rec.close()
+        read_back = read(path).steps if steps else ()
+    assert len(read_back) == len(steps)
+    for record, (step, loss, grad_norm, loss_scale, tokens) in zip(read_back, steps, strict=True):
+        assert (record.step, record.tokens) == (step, tokens)
+        for got, want in (
+            (record.loss, loss),
+            (record.grad_norm, grad_norm),
+            (record.loss_scale, loss_scale),
+        ):
+            assert (got is None and want is None) or (
+                got is not None
+                and want is not None
+                and (got == want or (math.isnan(got) and math.isnan(want)))
+            )
