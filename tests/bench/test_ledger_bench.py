@@ -29,6 +29,17 @@ def test_peak_rss_is_the_childs_own() -> None:
     assert small.peak_rss_mb < _ALLOC_MB / 2
 
 
+def test_the_parents_memory_does_not_leak_into_the_childs_peak() -> None:
+    # Linux copies the parent's high-water mark into a forked child's ru_maxrss; the bench must
+    # not report the generator's memory as the ledger's.
+    ballast = bytearray(2 * _ALLOC_MB * _MIB)
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    small = measure([sys.executable, "-c", "import time; time.sleep(0.1)"])
+    assert len(ballast) == 2 * _ALLOC_MB * _MIB
+    del ballast
+    assert 0 < small.peak_rss_mb < _ALLOC_MB / 2
+
+
 def test_wall_time_covers_the_command() -> None:
     run = measure([sys.executable, "-c", "import time; time.sleep(0.3)"])
     assert run.wall_s >= 0.3
