@@ -77,9 +77,17 @@ class Problem:
 
 
 def collect_problems(
-    con: duckdb.DuckDBPyConnection, checks: list[str], *, limit: int | None
+    con: duckdb.DuckDBPyConnection,
+    checks: list[str],
+    *,
+    limit: int | None,
+    raw_from: str | None = None,
 ) -> list[Problem]:
-    """Run validation SELECTs (each yields line, field, message, raw) and return the first problems."""
+    """Run validation SELECTs (each yields line, field, message, raw) and return the first problems.
+
+    ``raw_from`` names a table with ``line, raw``: the raw records of problem lines are looked up there
+    afterwards, so the checks need not carry every record's text.
+    """
     if not checks:
         return []
     union = " UNION ALL ".join(
@@ -89,7 +97,18 @@ def collect_problems(
     rows = con.execute(
         f"SELECT line, field, message, raw FROM ({union}) ORDER BY line, field{limit_sql}"
     ).fetchall()
-    return [Problem(line=int(r[0]), field=r[1], message=r[2], raw=r[3]) for r in rows]
+    raw: dict[int, str] = {}
+    if raw_from is not None and rows:
+        lines = sorted({int(r[0]) for r in rows})
+        raw = dict(
+            con.execute(
+                f"SELECT line, raw FROM {raw_from} WHERE line IN (SELECT unnest(?))", [lines]
+            ).fetchall()
+        )
+    return [
+        Problem(line=int(r[0]), field=r[1], message=r[2], raw=r[3] or raw.get(int(r[0])))
+        for r in rows
+    ]
 
 
 def raise_first(problem: Problem, path: Path, hint: str) -> None:

@@ -172,7 +172,9 @@ def stage_sacct(
             shape_problems[0][1], path=info.path, line=shape_problems[0][0], field=None, hint=_HINT
         )
     _type_records(con, names, columns, tz, default_cluster)
-    problems = collect_problems(con, _checks(names, columns), limit=None if lenient else 1)
+    problems = collect_problems(
+        con, _checks(names, columns), limit=None if lenient else 1, raw_from="sacct_records"
+    )
     if problems and not lenient:
         raise_first(problems[0], info.path, _HINT)
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
@@ -182,7 +184,7 @@ def _split_fast(con: duckdb.DuckDBPyConnection, n_fields: int, header_lines: int
     """Every line is one record: split in SQL."""
     cols = ", ".join(f"parts[{i + 1}] AS f{i}" for i in range(n_fields))
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE sacct_records AS
+        f"""CREATE OR REPLACE TEMP VIEW sacct_records AS
             SELECT line, {cols}, text AS raw FROM (
                 SELECT line, text, string_split(text, '|') AS parts FROM sacct_lines
                 WHERE line > {header_lines} AND text IS NOT NULL)"""
@@ -274,8 +276,8 @@ def _type_records(
     gres = f("allocgres")
     con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE stage_raw AS
-        SELECT line, raw,
+        CREATE OR REPLACE TEMP VIEW stage_raw AS
+        SELECT line,
             coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
             {job_id} AS job_id, {f("jobidraw")} AS job_id_raw,
             {f("jobname")} AS name, {f("user")} AS user_name, {f("account")} AS account,
@@ -320,40 +322,40 @@ def _checks(names: list[str], columns: dict[str, int]) -> list[str]:
     name = lambda key: names[columns[key]] if key in columns else key  # noqa: E731
     states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
     checks = [
-        f"""SELECT line, {sql_quote(name("jobidraw"))}, 'missing job id', raw FROM stage_typed
+        f"""SELECT line, {sql_quote(name("jobidraw"))}, 'missing job id', CAST(NULL AS VARCHAR) FROM stage_typed
             WHERE job_id_raw IS NULL""",
-        f"""SELECT line, {sql_quote(name("jobidraw"))}, 'not a Slurm job id: ' || job_id_raw, raw
+        f"""SELECT line, {sql_quote(name("jobidraw"))}, 'not a Slurm job id: ' || job_id_raw, CAST(NULL AS VARCHAR)
             FROM stage_typed WHERE NOT regexp_full_match(job_id_raw, '\\d+([_+]\\d+)?(\\.\\S+)?')""",
         f"""SELECT line, {sql_quote(name("state"))}, 'unknown job state: ' || coalesce(state_raw, ''),
-            raw FROM stage_typed WHERE NOT is_step AND (state IS NULL OR state NOT IN ({states}))""",
-        f"""SELECT line, {sql_quote(name("start"))}, 'not a time: ' || start_raw, raw FROM stage_typed
+            CAST(NULL AS VARCHAR) FROM stage_typed WHERE NOT is_step AND (state IS NULL OR state NOT IN ({states}))""",
+        f"""SELECT line, {sql_quote(name("start"))}, 'not a time: ' || start_raw, CAST(NULL AS VARCHAR) FROM stage_typed
             WHERE {bad_time_sql("start_raw", "start_s")}""",
-        f"""SELECT line, {sql_quote(name("end"))}, 'not a time: ' || end_raw, raw FROM stage_typed
+        f"""SELECT line, {sql_quote(name("end"))}, 'not a time: ' || end_raw, CAST(NULL AS VARCHAR) FROM stage_typed
             WHERE {bad_time_sql("end_raw", "end_s")}""",
-        f"""SELECT line, {sql_quote(name("end"))}, 'job ends before it starts', raw FROM stage_typed
+        f"""SELECT line, {sql_quote(name("end"))}, 'job ends before it starts', CAST(NULL AS VARCHAR) FROM stage_typed
             WHERE end_s < start_s""",
-        """SELECT line, 'AllocTRES', 'GPU count is not a whole number: ' || tres_raw, raw
+        """SELECT line, 'AllocTRES', 'GPU count is not a whole number: ' || tres_raw, CAST(NULL AS VARCHAR)
             FROM stage_typed WHERE (gpu_untyped <> '' OR len(gpu_typed) > 0) AND num_gpus IS NULL""",
     ]
     if "submit" in columns:
         checks.append(
-            f"""SELECT line, {sql_quote(name("submit"))}, 'not a time: ' || submit_raw, raw
+            f"""SELECT line, {sql_quote(name("submit"))}, 'not a time: ' || submit_raw, CAST(NULL AS VARCHAR)
                 FROM stage_typed WHERE {bad_time_sql("submit_raw", "submit_s")}"""
         )
     if "elapsedraw" in columns:
         checks.append(
             f"""SELECT line, {sql_quote(name("elapsedraw"))}, 'not a number of seconds: '
-                || elapsed_raw, raw FROM stage_typed
+                || elapsed_raw, CAST(NULL AS VARCHAR) FROM stage_typed
                 WHERE elapsed_raw IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)"""
         )
     if "nnodes" in columns:
         checks.append(
-            f"""SELECT line, {sql_quote(name("nnodes"))}, 'not a node count: ' || nnodes_raw, raw
+            f"""SELECT line, {sql_quote(name("nnodes"))}, 'not a node count: ' || nnodes_raw, CAST(NULL AS VARCHAR)
                 FROM stage_typed WHERE nnodes_raw IS NOT NULL
                 AND (num_nodes IS NULL OR num_nodes < 0)"""
         )
     checks.append(
-        f"""SELECT line, {sql_quote(name("nodelist"))}, 'cannot read node list: ' || node_list, raw
+        f"""SELECT line, {sql_quote(name("nodelist"))}, 'cannot read node list: ' || node_list, CAST(NULL AS VARCHAR)
             FROM stage_typed WHERE node_list IS NOT NULL
             AND NOT regexp_full_match(node_list,
                 '([^,\\[\\]]+(\\[\\d+(-\\d+)?(,\\d+(-\\d+)?)*\\])?[^,\\[\\]]*)(,[^,\\[\\]]+(\\[\\d+(-\\d+)?(,\\d+(-\\d+)?)*\\])?[^,\\[\\]]*)*')"""
@@ -375,40 +377,37 @@ def _finish(
     ]
     if all_problems:
         store_rejects(con, ingest_id, info.path, all_problems)
-        bad_lines = sorted({p.line for p in problems})
-        con.execute("CREATE OR REPLACE TEMP TABLE bad_lines (line BIGINT)")
-        if bad_lines:
-            con.executemany("INSERT INTO bad_lines VALUES (?)", [(n,) for n in bad_lines])
+    bad_lines = sorted({p.line for p in problems})
+    keep = "NOT is_step" + (f" AND line NOT IN {_lines_sql(bad_lines)}" if bad_lines else "")
+    summary = con.execute(
+        f"""SELECT count(*), count(*) FILTER (WHERE is_step),
+                   count(*) FILTER (WHERE {keep}),
+                   count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
+                       FILTER (WHERE {keep}),
+                   max(greatest(submit_s, start_s, end_s,
+                       CASE WHEN end_s IS NULL THEN start_s + elapsed_s END)) FILTER (WHERE {keep})
+            FROM stage_typed"""
+    ).fetchall()[0]
+    records, steps, valid_runs, distinct_runs, as_of = summary
+    duplicates = valid_runs - distinct_runs
+    if duplicates:
+        # Within one file the last record of a run wins (sacct never prints one twice; a
+        # concatenated capture can): ties on (cluster, job_id_raw, submit_s) keep the later line.
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW stage_jobs AS
+                SELECT * EXCLUDE (rn) FROM (
+                    SELECT *, row_number() OVER (
+                        PARTITION BY cluster, job_id_raw, coalesce(submit_s, start_s, -1)
+                        ORDER BY line DESC) AS rn
+                    FROM stage_typed WHERE {keep})
+                WHERE rn = 1"""
+        )
     else:
-        con.execute("CREATE OR REPLACE TEMP TABLE bad_lines (line BIGINT)")
-    # Within one file the last record of a run wins (sacct never prints one twice; a concatenated
-    # capture can): ties on (cluster, job_id_raw, submit_s) keep the later line.
-    con.execute(
-        """
-        CREATE OR REPLACE TEMP TABLE stage_jobs AS
-        SELECT * EXCLUDE (rn) FROM (
-            SELECT *, row_number() OVER (
-                PARTITION BY cluster, job_id_raw, coalesce(submit_s, start_s, -1)
-                ORDER BY line DESC) AS rn
-            FROM stage_typed WHERE NOT is_step AND line NOT IN (SELECT line FROM bad_lines))
-        WHERE rn = 1
-        """
-    )
-    counts = con.execute(
-        """SELECT (SELECT count(*) FROM sacct_records),
-                  (SELECT count(*) FROM stage_typed WHERE is_step),
-                  (SELECT count(*) FROM stage_jobs),
-                  (SELECT max(greatest(submit_s, start_s, end_s,
-                          CASE WHEN end_s IS NULL THEN start_s + elapsed_s END)) FROM stage_jobs)"""
-    ).fetchall()[0]
-    assert counts is not None
-    records, steps, kept, as_of = counts
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW stage_jobs AS SELECT * FROM stage_typed
+                WHERE {keep}"""
+        )
     rejected = len({p.line for p in all_problems})
-    valid_runs = con.execute(
-        "SELECT count(*) FROM stage_typed WHERE NOT is_step AND line NOT IN (SELECT line FROM bad_lines)"
-    ).fetchall()[0]
-    assert valid_runs is not None
-    duplicates = valid_runs[0] - kept
     return SacctStage(
         rows_read=records + len(shape_problems),
         rows_rejected=rejected,
@@ -416,6 +415,11 @@ def _finish(
         as_of_s=None if as_of is None else int(as_of),
         gpu_count_missing="alloctres" not in columns and "allocgres" not in columns,
     )
+
+
+def _lines_sql(lines: list[int]) -> str:
+    """A SQL list literal of line numbers (a view cannot keep bound parameters)."""
+    return "(" + ", ".join(str(int(n)) for n in lines) + ")" if lines else "(NULL)"
 
 
 def load_jobs(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
@@ -441,7 +445,10 @@ def load_jobs(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
     con.execute(
         """
         INSERT INTO job_nodes
-        SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1), unnest(hostlist_expand(node_list))
+        SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1),
+            -- Most jobs run on one node: only bracketed or comma lists need the expansion.
+            unnest(CASE WHEN regexp_matches(node_list, '[\\[,]') THEN hostlist_expand(node_list)
+                        ELSE [node_list] END)
         FROM stage_jobs WHERE node_list IS NOT NULL AND start_s IS NOT NULL
         """
     )
