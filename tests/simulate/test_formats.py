@@ -134,3 +134,23 @@ def test_duration_format_matches_slurm():
     assert duration(2) == "00:00:02"
     assert duration(838) == "00:13:58"
     assert duration(525600 * 60) == "365-00:00:00"
+
+
+def test_research_on_lineage_nodes_is_preempted_when_the_run_starts(ledger_check: RunSummary):
+    # ledger-check lends the 18 lineage nodes (n01-n18) to research until the run starts at 06:00.
+    rows = read_psv(ledger_check.out_dir / "sacct.psv")
+    run_start = next(r["Start"] for r in rows if r["JobName"] == "pt-check")
+    assert run_start == "2026-11-01T06:00:00"
+    group = {f"n{i:02d}" for i in range(1, 19)}
+    victims = [r for r in rows if r["End"] == run_start and r["State"] == "PREEMPTED"]
+    assert victims and all(set(expand_hostlist(r["NodeList"])) <= group for r in victims)
+    for victim in victims:
+        rerun = [
+            r for r in rows if r["JobIDRaw"] == victim["JobIDRaw"] and r["Submit"] == run_start
+        ]
+        assert len(rerun) == 1 and rerun[0]["Reason"] == "BeginTime"
+    # No research job runs on the group while the lineage run holds it.
+    for row in rows:
+        on_group = row["Start"] != "Unknown" and set(expand_hostlist(row["NodeList"])) & group
+        if row["Account"] == "research" and on_group:
+            assert row["Start"] < run_start

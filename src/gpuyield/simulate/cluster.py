@@ -9,6 +9,7 @@ import numpy as np
 from gpuyield.simulate.failures import Outages, draw_outages
 from gpuyield.simulate.lineage import LineageResult, simulate_lineage
 from gpuyield.simulate.research import (
+    Lend,
     ResearchJobs,
     ResearchRows,
     _Layout,
@@ -76,7 +77,7 @@ def simulate(scenario: Scenario) -> SimulationResult:
     if scenario.research.enabled and cursor < scenario.fleet.num_nodes:
         layouts = plan_layout(scenario, cursor, scenario.fleet.num_nodes - cursor)
         jobs = draw_jobs(scenario, layouts, rng_for(scenario, _STREAM_RESEARCH), next_id)
-        rows = schedule(scenario, layouts, jobs, outages)
+        rows = schedule(scenario, layouts, jobs, outages, _lends(scenario, results, groups))
     return SimulationResult(
         scenario=scenario,
         outages=outages,
@@ -86,3 +87,22 @@ def simulate(scenario: Scenario) -> SimulationResult:
         jobs=jobs,
         rows=rows,
     )
+
+
+def _lends(
+    scenario: Scenario, results: list[LineageResult], groups: list[tuple[int, int, int]]
+) -> tuple[Lend, ...]:
+    """Lineage nodes research may use before and after their run (``backfill_lineage_gaps``)."""
+    if not scenario.research.backfill_lineage_gaps:
+        return ()
+    lends = []
+    for run, result, (first, need, spares) in zip(scenario.lineage, results, groups, strict=True):
+        held_from = scenario.start_s + round(run.start_day * 86400)
+        if held_from >= scenario.end_s:
+            held_from = scenario.end_s
+        held_to = result.completed_s if result.completed_s is not None else scenario.end_s
+        lends += [
+            Lend(node=n, held_from_s=held_from, held_to_s=held_to)
+            for n in range(first, first + need + spares)
+        ]
+    return tuple(lends)

@@ -199,18 +199,50 @@ def draw_jobs(
     )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lend:
+    """A lineage node research may use outside ``[held_from_s, held_to_s)`` (its run's time)."""
+
+    node: int
+    held_from_s: int
+    held_to_s: int
+
+
 def schedule(
-    scenario: Scenario, layouts: list[_Layout], jobs: ResearchJobs, outages: Outages
+    scenario: Scenario,
+    layouts: list[_Layout],
+    jobs: ResearchJobs,
+    outages: Outages,
+    lends: tuple[Lend, ...] = (),
 ) -> ResearchRows:
-    """Run every class's queue through the window; returns all rows."""
+    """Run every class's queue through the window; returns all rows.
+
+    ``lends`` add servers to the largest single-node class: research jobs there are preempted
+    (PREEMPTED, requeued) when the lineage run takes its nodes, and run again after it ends.
+    """
     pieces = []
+    borrower = max(
+        (i for i, lay in enumerate(layouts) if lay.per_node and lay.num_servers),
+        key=lambda i: layouts[i].cls.num_gpus,
+        default=None,
+    )
     for index, lay in enumerate(layouts):
         mine = np.flatnonzero(jobs.cls == index)
         if mine.size == 0 or lay.num_servers == 0:
             continue
-        events = _server_events(lay, outages)
-        rows = _run_class(lay.num_servers, mine, jobs, events, scenario.end_s)
+        # Lent servers get the lowest ids, so they are used first (as Slurm fills nodes in order).
+        extra_events: list[tuple[int, int, int]] = []
+        extra = _lent_servers(lay, outages, lends, extra_events) if index == borrower else []
+        shift = len(extra)
+        events = sorted(
+            extra_events + [(t, k, srv + shift) for t, k, srv in _server_events(lay, outages)]
+        )
+        rows = _run_class(lay.num_servers + shift, mine, jobs, events, scenario.end_s)
         job, submit, start, end, state, server, requeued = rows
+        base = lay.server_nodes(np.maximum(server - shift, 0))
+        if extra:
+            lent = np.asarray(extra, dtype=np.int64)
+            base = np.where(server < shift, lent[np.minimum(server, shift - 1)], base)
         pieces.append(
             (
                 job,
@@ -218,7 +250,7 @@ def schedule(
                 start,
                 end,
                 state,
-                lay.server_nodes(server),
+                base,
                 np.full(job.size, lay.span),
                 np.full(job.size, lay.cls.num_gpus),
                 requeued,
@@ -251,8 +283,26 @@ def schedule(
     )
 
 
+def _lent_servers(
+    lay: _Layout, outages: Outages, lends: tuple[Lend, ...], events: list[tuple[int, int, int]]
+) -> list[int]:
+    """Servers on lent nodes (ids from 0); appends their events; returns each server's node."""
+    nodes: list[int] = []
+    for lend in lends:
+        first = len(nodes)
+        nodes.extend([lend.node] * lay.per_node)
+        mine = np.flatnonzero(outages.node == lend.node).tolist()
+        for s in range(first, first + lay.per_node):
+            events.append((lend.held_from_s, 2, s))
+            events.append((lend.held_to_s, 0, s))
+            for i in mine:
+                events.append((int(outages.detect_s[i]), 1, s))
+                events.append((int(outages.back_s[i]), 0, s))
+    return nodes
+
+
 def _server_events(lay: _Layout, outages: Outages) -> list[tuple[int, int, int]]:
-    """(time, kind, server) sorted: kind 0 = back online, 1 = taken offline (its job NODE_FAILs)."""
+    """(time, kind, server) sorted: 0 back online, 1 offline (job NODE_FAILs), 2 taken (PREEMPTED)."""
     inside = (outages.node >= lay.first_node) & (outages.node < lay.first_node + lay.num_nodes)
     idx = np.flatnonzero(inside)
     events: list[tuple[int, int, int]] = []
@@ -325,12 +375,12 @@ def _run_class(
         elif t_ev == t:
             _, kind, s = events[ei]
             ei += 1
-            if kind == 1:
+            if kind:
                 offline[s] += 1
                 row = running[s]
                 if row >= 0:
                     r_end[row] = t
-                    r_state[row] = S_NODE_FAIL
+                    r_state[row] = S_NODE_FAIL if kind == 1 else S_PREEMPTED
                     running[s] = -1
                     gen[s] += 1
                     queue.appendleft((r_job[row], t, r_phase[row]))
