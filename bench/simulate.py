@@ -124,7 +124,7 @@ def _cluster_year(quick: bool) -> dict[str, Any]:
         "gpus": scenario.fleet.num_gpus,
         "simulate_s": sim_s,
         "research_jobs": jobs,
-        "sacct_rows": result.num_events,
+        "sacct_rows": rows,
         "events": result.num_events,
         "events_per_s": result.num_events / sim_s,
         "target_s": 60.0,
