@@ -117,16 +117,19 @@ def test_allocated_equals_sreport_once_rolled_up(
 
 
 def test_down_equals_node_events(lab_run: LabRun, report: dict[str, Any]) -> None:
-    """Down = node GPUs x event time (clipped to the window) less GPUs jobs held there meanwhile."""
+    """Down = node GPUs x event time (clipped to the window) less GPUs jobs held there meanwhile;
+    planned when the reason says maintenance (n2's drain), unplanned otherwise (n1 DOWN, n4 DOWN*)."""
     down = oracle.down_gpu_seconds(
         lab_run.events, lab_run.jobs, lab_run.gpus_per_node, lab_run.window
     )
-    # n1 DOWN, n2 DRAIN and n4 DOWN* last seconds to a minute each, on 8-GPU nodes.
-    assert down["unplanned"] >= 3 * 8 and down["planned"] == 0
-    assert _close(report["categories"]["down"], down["unplanned"])
+    (n2_drain,) = [e for e in lab_run.events if e.node == "n2"]
+    assert n2_drain.planned and n2_drain.end_s is not None
+    assert down["planned"] == 8 * (n2_drain.end_s - n2_drain.start_s)
+    assert down["unplanned"] >= 2 * 8, "n1 DOWN and n4 DOWN* last seconds to a minute"
+    assert _close(report["categories"]["down"], down["planned"] + down["unplanned"])
     subs = report["subcategories"]
     assert _close(subs.get("down.unplanned", 0), down["unplanned"])
-    assert _close(subs.get("down.planned", 0), 0)
+    assert _close(subs.get("down.planned", 0), down["planned"])
 
 
 def test_conservation_and_installed(lab_run: LabRun, report: dict[str, Any]) -> None:

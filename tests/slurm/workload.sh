@@ -7,7 +7,8 @@
 # (software, timeout) cannot be turned into "hardware" by the ledger's event-proximity rule.
 #   n1  pt-main-1 (release lineage) dies NODE_FAIL when an admin sets n1 DOWN; later ft-main-2;
 #       requeue-victim is requeued by an admin and runs again (two sacct -D rows, one job id).
-#   n2  scavenger job PREEMPTED by an urgent job; then n2 is DRAINED (idle) and resumed.
+#   n2  scavenger job PREEMPTED by an urgent job; then n2 is DRAINED (idle) for maintenance, the
+#       one planned down time (no MAINT reservation: 22.05's rollup miscounts Down next to one).
 #   n3  TIMEOUT, lineage TIMEOUT chunk (ft-main-1), FAILED, CANCELLED, array, diverged run,
 #       and pt-main-2, which continues the lineage after pt-main-1's NODE_FAIL.
 #   n4  slurmd killed under a non-lineage job: NODE_FAIL plus a DOWN* "Not responding" event.
@@ -100,7 +101,7 @@ PT2=$(sb pt-main-2 -J pt-main-2 -w n3 --gres=gpu:4 -c 1 --comment=run=pt-main --
 
 # ---- n2: drain once the urgent job is done (idle -> DRAINED at once), resume later
 gone "$URG" 60
-node_action drain n2 state=drain reason="ECC errors on gpu3 (gpuyield test)"
+node_action drain n2 state=drain reason="scheduled maintenance (gpuyield test)"
 sleep 15
 node_action resume n2 state=resume
 node_action resume n1 state=resume
