@@ -77,3 +77,47 @@ def test_bad_toml_file_is_a_parse_error(tmp_path: Path):
 def test_lineage_must_fit_the_fleet():
     with pytest.raises(InputError, match=r"fleet\.num_nodes"):
         scenario_from_dict({**BASE, "lineage": [{"name": "x", "release": "r", "num_gpus": 64}]})
+
+
+def test_tokens_set_the_work_with_the_catalog_peak():
+    run = {
+        "name": "pt",
+        "release": "r",
+        "num_gpus": 16384,
+        "active_params_b": 405,
+        "tokens": 15.6e12,
+        "mfu": 0.4,
+    }
+    sc = scenario_from_dict(
+        {"scenario": {"name": "t"}, "fleet": {"num_nodes": 2048}, "lineage": [run]}
+    )
+    # facts.md: H100 SXM dense BF16 peak 989.4 TFLOP/s; C = 6 N D.
+    expected = 6 * 405e9 * 15.6e12 / (16384 * 989.4e12 * 0.4)
+    assert sc.work_s(sc.lineage[0]) == round(expected)
+    explicit = scenario_from_dict(
+        {
+            "scenario": {"name": "t"},
+            "fleet": {"num_nodes": 2048},
+            "lineage": [{**run, "peak_tflops": 500.0}],
+        }
+    )
+    assert explicit.work_s(explicit.lineage[0]) == round(expected * 989.4 / 500.0)
+
+
+def test_tokens_and_work_days_are_exclusive():
+    with pytest.raises(InputError, match="not both"):
+        scenario_from_dict(
+            {
+                **BASE,
+                "lineage": [
+                    {
+                        "name": "x",
+                        "release": "r",
+                        "num_gpus": 8,
+                        "work_days": 1,
+                        "tokens": 1e9,
+                        "active_params_b": 1,
+                    }
+                ],
+            }
+        )

@@ -194,7 +194,7 @@ class _RunSim:
             if self.submit < self.end
             else np.empty(0, dtype=np.int64)
         )
-        self.work_left = round(run.work_days * 86400) if run.work_days > 0 else None
+        self.work_left = scenario.work_s(run)
         self.next_job_id = next_job_id
         self.rows: list[JobRow] = []
         self.lines: list[str] = []

@@ -107,6 +107,14 @@ class LineageConfig:
     start_day: float = 0.0
     #: Productive compute needed, in days of the whole job; 0 runs until the window ends.
     work_days: float = 0.0
+    #: Alternative to ``work_days``: tokens to train on (work = 6 * params * tokens / (GPUs * peak * MFU)).
+    tokens: float = 0.0
+    #: Active parameters, billions (with ``tokens``).
+    active_params_b: float = 0.0
+    #: Model FLOPs utilisation while computing (with ``tokens``).
+    mfu: float = 0.4
+    #: Dense BF16 peak per GPU, TFLOP/s; 0 takes it from the estimator's catalog (fleet.accelerator).
+    peak_tflops: float = 0.0
     checkpoint_interval_s: int = 1800
     #: Training stalls for this long while a checkpoint is written (ends at start + k * interval).
     checkpoint_write_s: int = 30
@@ -133,6 +141,21 @@ class LineageConfig:
         _positive(self.num_gpus, f"{where}.num_gpus")
         _non_negative(self.start_day, f"{where}.start_day")
         _non_negative(self.work_days, f"{where}.work_days")
+        _non_negative(self.tokens, f"{where}.tokens")
+        _non_negative(self.active_params_b, f"{where}.active_params_b")
+        _non_negative(self.peak_tflops, f"{where}.peak_tflops")
+        if not 0 < self.mfu <= 1:
+            raise InputError(f"{where}.mfu must be in (0, 1], got {self.mfu}", hint="e.g. 0.4")
+        if self.tokens and self.work_days:
+            raise InputError(
+                f"{where}: give work_days or tokens, not both",
+                hint="tokens with active_params_b and mfu set the work",
+            )
+        if self.tokens and not self.active_params_b:
+            raise InputError(
+                f"{where}.active_params_b must be > 0 with tokens",
+                hint="e.g. active_params_b = 405",
+            )
         _positive(self.checkpoint_interval_s, f"{where}.checkpoint_interval_s")
         _non_negative(self.checkpoint_write_s, f"{where}.checkpoint_write_s")
         _non_negative(self.startup_s, f"{where}.startup_s")
@@ -261,6 +284,16 @@ class Scenario:
         """Nodes the job of ``run`` runs on (spares not included)."""
         return run.num_gpus // self.fleet.gpus_per_node
 
+    def work_s(self, run: LineageConfig) -> int | None:
+        """Productive seconds ``run`` needs (None: it trains until the window ends)."""
+        if run.work_days > 0:
+            return round(run.work_days * 86400)
+        if run.tokens <= 0:
+            return None
+        peak = run.peak_tflops or _catalog_peak(self.fleet.accelerator, run.name)
+        flops = 6.0 * run.active_params_b * 1e9 * run.tokens
+        return round(flops / (run.num_gpus * peak * 1e12 * run.mfu))
+
     def group_nodes_total(self) -> int:
         """Nodes held by all lineage groups (jobs plus their spares)."""
         return sum(self.run_nodes(r) + r.spare_nodes for r in self.lineage)
@@ -277,6 +310,18 @@ class Scenario:
     def with_overrides(self, **changes: Any) -> Scenario:
         """A copy with top-level fields replaced (``days``, ``seed``, ``fleet``, ...)."""
         return dataclasses.replace(self, **changes)
+
+
+def _catalog_peak(accelerator: str, run: str) -> float:
+    """Dense BF16 peak from the estimator's catalog; only used when a run gives tokens."""
+    try:
+        from gpuyield.estimate.catalog import get_accelerator
+    except ImportError as error:  # the catalog is another part of gpuyield; say how to do without
+        raise InputError(
+            f"lineage.{run}.peak_tflops is needed: no accelerator catalog to look up {accelerator!r}",
+            hint="set peak_tflops in the lineage table",
+        ) from error
+    return float(get_accelerator(accelerator).peak_tflops_bf16)
 
 
 def bundled_names() -> list[str]:
