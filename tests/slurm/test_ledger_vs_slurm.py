@@ -36,6 +36,7 @@ EXPECTED_STATES = {
     "nodefail-victim": ["NODE_FAIL"],
     "multi-node": ["COMPLETED"],
     "still-running": ["RUNNING"],
+    "cpu-only": ["COMPLETED"],
 }
 
 
@@ -77,6 +78,7 @@ def test_workload_reached_every_scenario(lab_run: LabRun) -> None:
     (pt1,), (pt2,) = lab_run.runs_of("pt-main-1"), lab_run.runs_of("pt-main-2")
     assert pt1.end_s is not None and pt2.start_s is not None and pt2.start_s >= pt1.end_s
     assert lab_run.gpus_per_node == {"n1": 8, "n2": 8, "n3": 8, "n4": 8}
+    assert [j.num_gpus for j in lab_run.runs_of("cpu-only")] == [0]
 
 
 def test_report_has_the_contract_shape(report: dict[str, Any]) -> None:

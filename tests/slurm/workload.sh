@@ -12,7 +12,8 @@
 #   n3  TIMEOUT, lineage TIMEOUT chunk (ft-main-1), FAILED, CANCELLED, array, diverged run,
 #       and pt-main-2, which continues the lineage after pt-main-1's NODE_FAIL.
 #   n4  slurmd killed under a non-lineage job: NODE_FAIL plus a DOWN* "Not responding" event.
-#   n1+n2  a two-node job once both are back; n2 also keeps one job RUNNING for the capture.
+#   n1+n2  a two-node job once both are back; n2 also keeps one job RUNNING for the capture;
+#       n3 runs a CPU-only job (AllocTRES without gres/gpu: zero GPUs, not an unknown count).
 #
 # ROLES_TSV gets one line per job or node action, for the test to check that the scenario it
 # relies on really happened:  job<TAB>ROLE<TAB>JOBID   or   node<TAB>ACTION<TAB>NODE<TAB>EPOCH_S
@@ -127,6 +128,7 @@ node_is n4 '^idle' 60
 # ---- after the node events: a two-node job, and one job left RUNNING for the capture
 sb multi-node -J multi-node -N 2 -w n1,n2 --ntasks-per-node=1 --gres=gpu:2 --comment=run=mn1 \
   --wrap='srun sleep 5' >/dev/null
+sb cpu-only -J cpu-only -w n3 -c 2 --comment=run=cpu1 --wrap='sleep 3' >/dev/null  # no GPUs: 0 GPU-s
 LIVE=$(sb still-running -J still-running -w n2 --gres=gpu:1 -c 1 --comment=run=live --wrap='sleep 1800') || exit 1
 waitstate "$LIVE" RUNNING 30
 gone "$PT2" 60; gone "$TO" 60
