@@ -4,7 +4,8 @@
 test's own ``sacct``/``sacctmgr``/``sinfo``/``sreport`` queries, writes the manifest, and stops and
 purges the lab before any test runs, so a failing test never leaves daemons behind. ``report`` is
 the ledger's answer (``gpuyield ingest slurm`` then ``gpuyield report --json``) for the same window.
-Artifacts stay in pytest's tmp dir (``slurm-run*``): capture, workload log, manifest, DB, report.
+Artifacts stay in pytest's tmp dir (``slurm-run*``): capture, workload log, manifest, DB and
+``summary.json`` (the ledger's and the oracle's numbers); ``--basetemp DIR`` keeps them put.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -54,7 +55,7 @@ class LabRun:
         return [j for j in self.jobs if j.job_id == job_id or j.job_id.startswith(f"{job_id}_")]
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     # CI must run this test: there a missing lab is a failure, elsewhere a skip.
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {reason}")
