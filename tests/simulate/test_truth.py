@@ -62,3 +62,16 @@ def test_interruptions_add_up(ledger_check: RunSummary):
     inter = ledger_check.truth["interruptions"]
     assert inter["unexpected"] == sum(inter["by_cause"].values())
     assert inter["unexpected"] > 0 and inter["planned"] > 0
+
+
+def test_runs_not_started_in_a_short_window_are_left_out_of_the_manifest(tmp_path):
+    import tomllib
+
+    from gpuyield.simulate.api import run_scenario
+
+    # ledger-check's lineage run is submitted at 06:00; a 4-hour window ends before it.
+    summary = run_scenario("ledger-check", tmp_path, days=4 / 24)
+    manifest = tomllib.loads((tmp_path / "manifest.toml").read_text())
+    assert "releases" not in manifest and "run_settings" not in manifest
+    assert summary.truth["categories"]["released"] == 0
+    assert "pt-check" not in (tmp_path / "sacct.psv").read_text()

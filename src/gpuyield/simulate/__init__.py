@@ -9,18 +9,31 @@ Library entry points (the CLI ``gpuyield simulate`` wraps them)::
 
 from __future__ import annotations
 
+from gpuyield.simulate.api import RunSummary, run_scenario
 from gpuyield.simulate.cluster import SimulationResult, simulate
+from gpuyield.simulate.ettr import JobModel, ModelResult, run_model
 from gpuyield.simulate.output import write_outputs
 from gpuyield.simulate.scenario import Policy, Scenario, bundled_names, load_scenario
+from gpuyield.simulate.sweep import SweepParam, SweepResult, SweepSpec, run_sweep, write_sweep
 from gpuyield.simulate.truth import compute_truth
 
 __all__ = [
+    "JobModel",
+    "ModelResult",
     "Policy",
+    "RunSummary",
     "Scenario",
     "SimulationResult",
+    "SweepParam",
+    "SweepResult",
+    "SweepSpec",
     "bundled_names",
     "compute_truth",
     "load_scenario",
+    "run_model",
+    "run_scenario",
+    "run_sweep",
     "simulate",
     "write_outputs",
+    "write_sweep",
 ]

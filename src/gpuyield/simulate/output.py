@@ -288,8 +288,13 @@ def _manifest_text(result: SimulationResult) -> str:
         'match = "comment:run=(?P<run>[^,\\\\s]+)"',
         "",
     ]
+    # Only runs with a job in the window: a manifest naming a run the logs never show is an error
+    # for the ledger (a run submitted after a shortened --days window simply is not there yet).
+    present = [
+        r for r, res in zip(result.scenario.lineage, result.lineage, strict=True) if res.rows
+    ]
     releases: dict[str, list[str]] = {}
-    for run in result.scenario.lineage:
+    for run in present:
         releases.setdefault(run.release, []).append(run.name)
     for model, runs in releases.items():
         lines += [
@@ -303,7 +308,7 @@ def _manifest_text(result: SimulationResult) -> str:
         diverged = result.jobs.job_id[seen[result.jobs.diverged[seen]]]
         for job_id in diverged.tolist():
             lines += ["[[diverged]]", f'run = "r{job_id}"', ""]
-    for run in result.scenario.lineage:
+    for run in present:
         lines += [
             f"[run_settings.{run.name}]",
             f"checkpoint_interval_s = {run.checkpoint_interval_s}",
