@@ -15,6 +15,7 @@ where the checkpoints are.
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
 
@@ -106,7 +107,11 @@ class _Timeline:
 
 
 class _NodePool:
-    """Which nodes of the group are out for repair, and the spares free to swap in."""
+    """Which nodes of the group are out for repair, and the spares free to swap in.
+
+    Start times only grow, so the nodes out at ``t`` are kept by a sweep over the outages (a heap
+    of return times): a restart costs the number of nodes out, not the size of the job.
+    """
 
     def __init__(self, outages: Outages, spares: list[int]) -> None:
         self.down: dict[int, list[tuple[int, int]]] = {}
@@ -115,6 +120,13 @@ class _NodePool:
                 (int(outages.fail_s[i]), int(outages.back_s[i]))
             )
         self.spares = sorted(spares)
+        self._fail = outages.fail_s.tolist()
+        self._back = outages.back_s.tolist()
+        self._node = outages.node.tolist()
+        self._next = 0
+        self._returns: list[tuple[int, int]] = []  # heap of (back, node) of outages under way
+        self.out: dict[int, int] = {}  # node -> outages under way
+        self._t = -1
 
     def out_at(self, node: int, t: int) -> tuple[int, int] | None:
         """The outage covering ``t`` on ``node``, if any."""
@@ -123,18 +135,39 @@ class _NodePool:
                 return fail, back
         return None
 
-    def fill(self, active: list[int], t: int, need: int) -> tuple[list[int], int]:
-        """Nodes for a job starting at or after ``t``: healthy ones, then spares; wait if short."""
+    def _advance(self, t: int) -> None:
+        assert t >= self._t, (t, self._t)
+        while self._next < len(self._fail) and self._fail[self._next] <= t:
+            node = self._node[self._next]
+            heapq.heappush(self._returns, (self._back[self._next], node))
+            self.out[node] = self.out.get(node, 0) + 1
+            self._next += 1
+        while self._returns and self._returns[0][0] <= t:
+            _, node = heapq.heappop(self._returns)
+            self.out[node] -= 1
+            if not self.out[node]:
+                del self.out[node]
+        self._t = t
+
+    def fill(
+        self, active: list[int], active_set: set[int], t: int, need: int
+    ) -> tuple[list[int], set[int], list[int], int]:
+        """Nodes for a job starting at or after ``t``: healthy ones, then spares; wait if short.
+
+        Returns the nodes, those dropped (out for repair), the spares added, and the start time.
+        """
         while True:
-            healthy = [n for n in active if self.out_at(n, t) is None]
-            spare_ok = [n for n in self.spares if self.out_at(n, t) is None]
-            if len(healthy) + len(spare_ok) >= need:
-                chosen = healthy[:need] + spare_ok[: need - len(healthy[:need])]
-                taken = set(chosen)
-                self.spares = sorted(n for n in set(active) | set(self.spares) if n not in taken)
-                return chosen, t
-            backs = [o[1] for n in active + self.spares if (o := self.out_at(n, t)) is not None]
-            t = min(backs)
+            self._advance(t)
+            bad = {n for n in self.out if n in active_set}
+            healthy = [n for n in active if n not in bad] if bad else active
+            spare_ok = [n for n in self.spares if n not in self.out]
+            short = need - len(healthy)
+            assert short >= 0, (need, len(healthy))
+            if short <= len(spare_ok):
+                used = spare_ok[:short]
+                self.spares = sorted((set(self.spares) - set(used)) | bad)
+                return healthy + used, bad, used, t
+            t = self._returns[0][0]  # wait for the next repair
 
 
 def simulate_lineage(
@@ -171,6 +204,7 @@ class _RunSim:
         self.submit = scenario.start_s + round(run.start_day * 86400)
         self.need = scenario.run_nodes(run)
         self.active = list(group)
+        self.active_set = set(group)
         members = np.isin(outages.node, np.asarray(group + spares, dtype=np.int64))
         self.hw = Outages(**{k: getattr(outages, k)[members] for k in Outages.__slots__})
         self.pool = _NodePool(self.hw, spares)
@@ -212,8 +246,12 @@ class _RunSim:
             return
         job_id, submit, wait, reason = self._new_id(), self.submit, 0, "None"
         while True:
-            nodes, start = self.pool.fill(self.active, submit + wait, self.need)
+            nodes, dropped, added, start = self.pool.fill(
+                self.active, self.active_set, submit + wait, self.need
+            )
             self.active = nodes
+            self.active_set.difference_update(dropped)
+            self.active_set.update(added)
             if start >= self.end:
                 self._row(job_id, submit, None, None, PENDING, (), reason)
                 return
@@ -225,7 +263,8 @@ class _RunSim:
                 # Slurm requeues a NODE_FAIL job under the same id; the failed node leaves the job.
                 submit, reason = stop.end_s, "BeginTime"
                 assert stop.failed_node is not None
-                self.active = [n for n in self.active if n != stop.failed_node]
+                self.active.remove(stop.failed_node)
+                self.active_set.discard(stop.failed_node)
                 # The failed node comes back as a spare once repaired (the pool checks outages).
                 self.pool.spares.append(stop.failed_node)
             else:
@@ -264,7 +303,7 @@ class _RunSim:
         """The earliest event in ``[t0, t1)`` that stops the job (or drops a replica)."""
         best: _Stop | None = None
         i = int(np.searchsorted(self.hw.fail_s, t0, side="left"))
-        active = set(self.active)
+        active = self.active_set
         while i < len(self.hw) and self.hw.fail_s[i] < t1:
             if int(self.hw.node[i]) in active:
                 best = _Stop(
@@ -383,7 +422,7 @@ class _RunSim:
         """The ledger's cause: hardware for NODE_FAIL or a node event on its nodes near its end."""
         if stop.state == NODE_FAIL:
             return "hardware"
-        active = set(self.active)
+        active = self.active_set
         lo, hi = stop.end_s - 600, stop.end_s + 300
         for starts in (self.hw.detect_s, self.hw.drain_s):
             near = np.flatnonzero((starts >= lo) & (starts <= hi))
