@@ -75,3 +75,19 @@ def test_runs_not_started_in_a_short_window_are_left_out_of_the_manifest(tmp_pat
     assert "releases" not in manifest and "run_settings" not in manifest
     assert summary.truth["categories"]["released"] == 0
     assert "pt-check" not in (tmp_path / "sacct.psv").read_text()
+
+
+@pytest.mark.parametrize("policy", ["drop", "spares"])
+def test_other_policies_keep_truth_and_files_consistent(policy: str, tmp_path):
+    import dataclasses
+    from datetime import datetime
+
+    from gpuyield.simulate import Policy, load_scenario, simulate, write_outputs
+
+    base = load_scenario("ledger-check-telemetry")
+    run = dataclasses.replace(base.lineage[0], policy=Policy(policy), replica_nodes=2)
+    truth = write_outputs(simulate(base.with_overrides(lineage=(run,))), tmp_path)
+    ref = classify(tmp_path, int(datetime.fromisoformat(truth["window"]["end"]).timestamp()))
+    for cat in CATEGORIES:
+        assert truth["categories"][cat] == ref["categories"].get(cat, 0), cat
+    assert truth["interruptions"]["unexpected"] > 0
