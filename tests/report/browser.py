@@ -112,15 +112,17 @@ class _Pipe:
 
     def close(self) -> None:
         try:
-            self.call("Browser.close")
-        except (RuntimeError, TimeoutError, OSError):
-            pass  # it may already be gone; kill below makes sure
+            if self.process.poll() is None:
+                self.call("Browser.close")
+            # Let it exit by itself: killed early, its helpers keep writing into the profile
+            # while the test deletes it.
+            self.process.wait(timeout=_TIMEOUT_S)
         finally:
             os.close(self._to_browser)
             os.close(self._from_browser)
             if self.process.poll() is None:
                 self.process.kill()
-            self.process.wait(timeout=_TIMEOUT_S)
+                self.process.wait(timeout=_TIMEOUT_S)
 
 
 def visit(browser: str, page: Path) -> Visit:

@@ -193,10 +193,11 @@ def timeline_of(ledger: Ledger) -> Timeline:
 
 def _bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int, dict[str, float]]:
     """GPU-seconds per bucket and category; idle is what the bucket's capacity has left."""
-    import pyarrow as pa
-
-    # From Arrow, not a dict: ibis turns dicts into pandas frames, which warns under pandas 3.
-    buckets = ibis.memtable(pa.table({"bucket_s": pa.array(starts, pa.int64())}))
+    # Buckets generated in SQL rather than an ibis.memtable: a memtable is dropped by a finalizer
+    # that may run after the store's connection is closed, and it warns under pandas 3.
+    first = ibis.literal(starts[0], "int64")
+    after_last = ibis.literal(starts[-1] + 1, "int64")
+    buckets = ibis.range(first, after_last, bucket_s).unnest().name("bucket_s").as_table()
     buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
     segments = _clip(ledger.segments, buckets)
     by_category = segments.group_by(["bucket_s", "category"]).aggregate(
