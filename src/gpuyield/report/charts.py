@@ -369,7 +369,9 @@ def draw_lineage(figures: ReportFigures) -> Figure:
     if window.window_end_s > window.window_start_s:
         axes[0].set_xlim(*_datetimes([window.window_start_s, window.window_end_s]))
     fig.legend(handles=_lineage_legend(), loc="outside lower center", ncols=5, frameon=False)
-    fig.suptitle("Release lineage: the jobs behind each released model", fontsize=16,
+    shown = len(figures.lineages)
+    more = f" (first {_MAX_LINEAGE_PANELS} of {shown} models)" if shown > len(lineages) else ""
+    fig.suptitle(f"Release lineage: the jobs behind each released model{more}", fontsize=16,
                  fontweight="bold")  # fmt: skip
     return fig
 

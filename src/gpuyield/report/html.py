@@ -151,8 +151,12 @@ def _section(section_id: str, inner: str) -> str:
 
 
 def _figure(chart_id: str, svg: dict[str, str], caption: str) -> str:
+    title = dict(_SECTIONS)[chart_id].split(". ", 1)[1]
+    drawing = svg[chart_id].replace(
+        '<svg role="img"', f'<svg role="img" aria-label="{escape(title)}"', 1
+    )
     return (
-        f'<figure class="gy-chart" data-chart="{chart_id}">\n{svg[chart_id]}\n'
+        f'<figure class="gy-chart" data-chart="{chart_id}">\n{drawing}\n'
         f"<figcaption>{escape(caption)}</figcaption>\n</figure>"
     )
 
