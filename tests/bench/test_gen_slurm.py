@@ -17,7 +17,17 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from bench.gen_slurm import SACCT_FORMAT, ClusterSpec, Generated, GenParams, cached, generate
+from bench.gen_slurm import (
+    SACCT_FORMAT,
+    ClusterSpec,
+    Generated,
+    GenParams,
+    build_rows,
+    cached,
+    generate,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.bench import slurm_shapes as shapes
 
@@ -233,3 +243,38 @@ def test_invalid_parameters_name_the_field() -> None:
         GenParams(num_jobs=0)
     with pytest.raises(ValueError, match=r"cluster\.num_nodes"):
         ClusterSpec(num_nodes=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    num_nodes=st.integers(min_value=1, max_value=700),
+    num_jobs=st.integers(min_value=1, max_value=4000),
+    window_days=st.floats(min_value=0.5, max_value=10.0),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_any_cluster_gets_exactly_its_jobs_and_no_node_overflows(
+    num_nodes: int, num_jobs: int, window_days: float, seed: int
+) -> None:
+    params = GenParams(
+        num_jobs=num_jobs, window_days=window_days, seed=seed,
+        cluster=ClusterSpec(num_nodes=num_nodes),
+    )  # fmt: skip
+    cols = build_rows(params, np.random.default_rng(seed)).columns
+    assert len(cols["raw_id"]) == num_jobs
+    end = np.where(cols["end"] < 0, params.window_end_s, cols["end"])
+    assert (cols["start"] <= end).all()
+    assert (end >= params.window_start_s).all()
+    assert (end <= params.window_end_s).all()
+    # Per node sweep, as in the text-level test but over the numbers.
+    nnodes = cols["num_nodes"]
+    node = np.repeat(cols["first_node"], nnodes) + (
+        np.arange(int(nnodes.sum())) - np.repeat(np.cumsum(nnodes) - nnodes, nnodes)
+    )
+    assert node.max() < num_nodes
+    per_node = np.repeat(cols["gpus"] // nnodes, nnodes)
+    starts, ends = np.repeat(cols["start"], nnodes), np.repeat(end, nnodes)
+    keys = np.concatenate([node, node])
+    times = np.concatenate([starts, ends])
+    delta = np.concatenate([per_node, -per_node])
+    order = np.lexsort((delta, times, keys))
+    assert np.cumsum(delta[order]).max() <= _GPUS_PER_NODE
