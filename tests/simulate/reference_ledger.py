@@ -99,11 +99,14 @@ def classify(out_dir: Path, window_end: int) -> dict[str, dict[str, int]]:
         s = epoch(ev["TimeStart"])
         e = window_end if ev["TimeEnd"] == "Unknown" else min(epoch(ev["TimeEnd"]), window_end)
         busy = sum(g * max(0, min(e, b) - max(s, a)) for a, b, g in alloc_by_node[node])
+        planned = ev["State"] == "MAINT" or "maint" in ev["Reason"].lower()
+        subs["down.planned" if planned else "down.unplanned"] += (
+            gpus_per_node[node] * (e - s) - busy
+        )
         down += gpus_per_node[node] * (e - s) - busy
     installed = sum(gpus_per_node.values()) * (window_end - start)
     allocated = sum((b - a) * g for spans in alloc_by_node.values() for a, b, g in spans)
     cats["down"] = down
-    subs["down.unplanned"] = down
     cats["idle"] = installed - allocated - down
     return {"categories": dict(cats), "subcategories": dict(subs), "installed": {"": installed}}
 

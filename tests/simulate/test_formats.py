@@ -155,3 +155,26 @@ def test_research_on_lineage_nodes_is_preempted_when_the_run_starts(ledger_check
         on_group = row["Start"] != "Unknown" and set(expand_hostlist(row["NodeList"])) & group
         if row["Account"] == "research" and on_group:
             assert row["Start"] < run_start
+
+
+def test_maintenance_drains_nodes_and_requeues_their_jobs(ledger_check: RunSummary):
+    # ledger-check: nodes 30-35 (n31-n36) in maintenance 2026-11-02T12:00 for 6 h, nodes 40-43
+    # (n41-n44) from 2026-11-03T19:12 until after the window end (2026-11-04T00:00).
+    events = read_psv(ledger_check.out_dir / "events.psv")
+    maint = [e for e in events if "maintenance" in e["Reason"]]
+    first = {e["NodeName"] for e in maint if e["TimeStart"] == "2026-11-02T12:00:00"}
+    second = [e for e in maint if e["TimeStart"] == "2026-11-03T19:12:00"]
+    assert first <= {f"n{i}" for i in range(31, 37)} and len(first) >= 4
+    assert all(e["State"] == "DRAIN" for e in maint)
+    assert all(e["TimeEnd"] == "2026-11-02T18:00:00" for e in maint if e["NodeName"] in first)
+    assert second and all(e["TimeEnd"] == "Unknown" for e in second)
+    rows = read_psv(ledger_check.out_dir / "sacct.psv")
+    cut = [
+        r
+        for r in rows
+        if r["End"] == "2026-11-02T12:00:00" and set(expand_hostlist(r["NodeList"])) & first
+    ]
+    assert cut and all(r["State"] == "REQUEUED" for r in cut)
+    planned = ledger_check.truth["subcategories"]["down.planned"]
+    most = 8 * (6 * 6 + 4 * 4.8) * 3600  # every node of both windows, GPUs x hours
+    assert 0 < planned <= most

@@ -121,3 +121,26 @@ def test_tokens_and_work_days_are_exclusive():
                 ],
             }
         )
+
+
+@pytest.mark.parametrize(
+    ("windows", "message"),
+    [
+        ([{"start_day": 0, "duration_h": 1, "first_node": 0, "num_nodes": 1}], "research nodes"),
+        (
+            [{"start_day": 0, "duration_h": 1, "first_node": 2, "num_nodes": 1, "reason": "fw"}],
+            "mention maintenance",
+        ),
+        (
+            [
+                {"start_day": 0, "duration_h": 24, "first_node": 2, "num_nodes": 2},
+                {"start_day": 0.5, "duration_h": 1, "first_node": 3, "num_nodes": 1},
+            ],
+            "overlap",
+        ),
+    ],
+)
+def test_bad_maintenance_windows_are_refused(windows: list, message: str):
+    lineage = [{"name": "x", "release": "r", "num_gpus": 8}]
+    with pytest.raises(InputError, match=message):
+        scenario_from_dict({**BASE, "lineage": lineage, "maintenance": windows})

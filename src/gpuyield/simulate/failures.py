@@ -39,8 +39,10 @@ class Outages:
     drain_s: np.ndarray
     #: When the node returns to service.
     back_s: np.ndarray
-    #: Index into ``HARDWARE_CAUSES``.
+    #: Index into ``HARDWARE_CAUSES``; for planned maintenance, into ``Scenario.maintenance``.
     cause: np.ndarray
+    #: Planned maintenance (a DRAIN "scheduled maintenance" event), not a failure.
+    planned: np.ndarray
 
     def __len__(self) -> int:
         return int(self.node.size)
@@ -69,6 +71,42 @@ def draw_outages(scenario: Scenario, rng: np.random.Generator) -> Outages:
     detect = fail + cfg.detection_s
     drain = detect + cfg.down_s
     back = drain + repair
+    drawn = Outages(
+        node=node,
+        fail_s=fail,
+        detect_s=detect,
+        drain_s=drain,
+        back_s=back,
+        cause=cause,
+        planned=np.zeros(node.size, dtype=bool),
+    )
+    return _with_maintenance(drawn, scenario)
+
+
+def _with_maintenance(drawn: Outages, scenario: Scenario) -> Outages:
+    """Add maintenance windows; a node already out when one starts skips it, and failures drawn
+    inside a window on its nodes are dropped (a drained node is not running anything to fail)."""
+    keep = np.ones(len(drawn), dtype=bool)
+    extra: list[tuple[int, int, int, int]] = []
+    for index, window in enumerate(scenario.maintenance):
+        start = scenario.start_s + round(window.start_day * 86400)
+        end = start + round(window.duration_h * 3600)
+        if start >= scenario.end_s:
+            continue
+        for n in range(window.first_node, window.first_node + window.num_nodes):
+            mine = drawn.node == n
+            if (mine & (drawn.fail_s < start) & (drawn.back_s > start)).any():
+                continue  # out for repair already; the repair covers the maintenance
+            keep &= ~(mine & (drawn.fail_s >= start) & (drawn.fail_s < end))
+            extra.append((n, start, end, index))
+    node = np.concatenate((drawn.node[keep], np.array([e[0] for e in extra], dtype=np.int64)))
+    at = np.array([e[1] for e in extra], dtype=np.int64)
+    back = np.concatenate((drawn.back_s[keep], np.array([e[2] for e in extra], dtype=np.int64)))
+    fail = np.concatenate((drawn.fail_s[keep], at))
+    detect = np.concatenate((drawn.detect_s[keep], at))
+    drain = np.concatenate((drawn.drain_s[keep], at))
+    cause = np.concatenate((drawn.cause[keep], np.array([e[3] for e in extra], dtype=np.int64)))
+    planned = np.concatenate((drawn.planned[keep], np.ones(len(extra), dtype=bool)))
     by_time = np.lexsort((node, fail))
     return Outages(
         node=node[by_time],
@@ -77,6 +115,7 @@ def draw_outages(scenario: Scenario, rng: np.random.Generator) -> Outages:
         drain_s=drain[by_time],
         back_s=back[by_time],
         cause=cause[by_time],
+        planned=planned[by_time],
     )
 
 

@@ -205,7 +205,9 @@ class _RunSim:
         self.need = scenario.run_nodes(run)
         self.active = list(group)
         self.active_set = set(group)
+        # Maintenance never covers lineage groups (Scenario checks it); keep failures only anyway.
         members = np.isin(outages.node, np.asarray(group + spares, dtype=np.int64))
+        members &= ~outages.planned
         self.hw = Outages(**{k: getattr(outages, k)[members] for k in Outages.__slots__})
         self.pool = _NodePool(self.hw, spares)
         rates = scenario.failure_rates()

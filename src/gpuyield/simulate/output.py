@@ -192,11 +192,16 @@ def _events_text(result: SimulationResult) -> str:
     tres = st.node_tres(gpn)
     node_events = []
     for i in range(len(out)):
-        cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
         node = int(out.node[i])
         detect, drain, back = int(out.detect_s[i]), int(out.drain_s[i]), int(out.back_s[i])
         if detect >= end:
             continue
+        if out.planned[i]:
+            reason = sc.maintenance[int(out.cause[i])].reason
+            stop = back if back < end else None
+            node_events.append((node, detect, "DRAIN", min(back, end), stop, reason, "root(0)"))
+            continue
+        cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
         dead = cause.reason == "Not responding"
         node_events.append(
             (
@@ -261,6 +266,10 @@ def _nodes_text(result: SimulationResult) -> str:
     state: dict[int, tuple[str, str]] = {}
     open_now = np.flatnonzero((out.detect_s < end) & (out.back_s >= end))
     for i in open_now.tolist():
+        if out.planned[i]:
+            reason = result.scenario.maintenance[int(out.cause[i])].reason
+            state[int(out.node[i])] = ("IDLE+DRAIN", reason)
+            continue
         cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
         if out.drain_s[i] < end:
             state[int(out.node[i])] = ("IDLE+DRAIN", f"repair: {cause.component.lower()}")

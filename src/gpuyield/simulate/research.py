@@ -47,6 +47,8 @@ _OUTCOME_CODES = {
     "cancelled": S_CANCELLED,
 }
 NUM_USERS = 64
+# How a running job ends when its server is taken: by a node failure, by a lineage run, by maintenance.
+_TAKEN_STATE = (-1, S_NODE_FAIL, S_PREEMPTED, S_REQUEUED)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -296,13 +298,14 @@ def _lent_servers(
             events.append((lend.held_from_s, 2, s))
             events.append((lend.held_to_s, 0, s))
             for i in mine:
-                events.append((int(outages.detect_s[i]), 1, s))
+                events.append((int(outages.detect_s[i]), 3 if outages.planned[i] else 1, s))
                 events.append((int(outages.back_s[i]), 0, s))
     return nodes
 
 
 def _server_events(lay: _Layout, outages: Outages) -> list[tuple[int, int, int]]:
-    """(time, kind, server) sorted: 0 back online, 1 offline (job NODE_FAILs), 2 taken (PREEMPTED)."""
+    """(time, kind, server) sorted: 0 online, 1 failed (NODE_FAIL), 2 lent away (PREEMPTED), 3 drained
+    for maintenance (REQUEUED); the running job of a server taken offline is requeued."""
     inside = (outages.node >= lay.first_node) & (outages.node < lay.first_node + lay.num_nodes)
     idx = np.flatnonzero(inside)
     events: list[tuple[int, int, int]] = []
@@ -312,8 +315,10 @@ def _server_events(lay: _Layout, outages: Outages) -> list[tuple[int, int, int]]
             servers = range(offset * lay.per_node, (offset + 1) * lay.per_node)
         else:
             servers = range(offset // lay.span, offset // lay.span + 1)
+        # Maintenance drains the node: the admin requeues its jobs (REQUEUED, not NODE_FAIL).
+        kind = 3 if outages.planned[i] else 1
         for s in servers:
-            events.append((int(outages.detect_s[i]), 1, s))
+            events.append((int(outages.detect_s[i]), kind, s))
             events.append((int(outages.back_s[i]), 0, s))
     events.sort()
     return events
@@ -380,7 +385,7 @@ def _run_class(
                 row = running[s]
                 if row >= 0:
                     r_end[row] = t
-                    r_state[row] = S_NODE_FAIL if kind == 1 else S_PREEMPTED
+                    r_state[row] = _TAKEN_STATE[kind]
                     running[s] = -1
                     gen[s] += 1
                     queue.appendleft((r_job[row], t, r_phase[row]))

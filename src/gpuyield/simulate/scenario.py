@@ -236,6 +236,30 @@ class ResearchConfig:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class MaintenanceWindow:
+    """Planned maintenance: research nodes drained (running jobs requeued) for a while."""
+
+    start_day: float
+    duration_h: float
+    #: First node (0-based) and how many; only research nodes (after the lineage groups).
+    first_node: int
+    num_nodes: int
+    #: Node event reason; it must say maintenance, which is how the ledger knows it is planned.
+    reason: str = "scheduled maintenance: firmware update"
+
+    def __post_init__(self) -> None:
+        _non_negative(self.start_day, "maintenance.start_day")
+        _positive(self.duration_h, "maintenance.duration_h")
+        _non_negative(self.first_node, "maintenance.first_node")
+        _positive(self.num_nodes, "maintenance.num_nodes")
+        if "maint" not in self.reason.lower():
+            raise InputError(
+                "maintenance.reason must mention maintenance",
+                hint="the ledger reads 'maint' in a reason as planned down time",
+            )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Scenario:
     """A whole simulation: fleet, failures, workload, window."""
 
@@ -250,6 +274,7 @@ class Scenario:
     failures: FailureConfig = field(default_factory=FailureConfig)
     lineage: tuple[LineageConfig, ...] = ()
     research: ResearchConfig = field(default_factory=ResearchConfig)
+    maintenance: tuple[MaintenanceWindow, ...] = ()
 
     def __post_init__(self) -> None:
         _positive(self.days, "scenario.days")
@@ -263,6 +288,16 @@ class Scenario:
                 f"{self.fleet.num_nodes}",
                 hint="raise fleet.num_nodes or shrink the lineage runs",
             )
+        for window in self.maintenance:
+            if window.first_node < self.group_nodes_total() or (
+                window.first_node + window.num_nodes > self.fleet.num_nodes
+            ):
+                raise InputError(
+                    f"maintenance nodes {window.first_node}..{window.first_node + window.num_nodes - 1}"
+                    f" must be research nodes ({self.group_nodes_total()}..{self.fleet.num_nodes - 1})",
+                    hint="lineage groups take the first nodes; move maintenance.first_node up",
+                )
+        _check_maintenance_overlap(self.maintenance)
         for run in self.lineage:
             if run.num_gpus % self.fleet.gpus_per_node:
                 raise InputError(
@@ -312,6 +347,21 @@ class Scenario:
         return dataclasses.replace(self, **changes)
 
 
+def _check_maintenance_overlap(windows: tuple[MaintenanceWindow, ...]) -> None:
+    """Two windows may not drain the same node at the same time (one event per node at a time)."""
+    for i, a in enumerate(windows):
+        for b in windows[i + 1 :]:
+            same_nodes = a.first_node < b.first_node + b.num_nodes and (
+                b.first_node < a.first_node + a.num_nodes
+            )
+            a_end, b_end = a.start_day + a.duration_h / 24, b.start_day + b.duration_h / 24
+            if same_nodes and a.start_day < b_end and b.start_day < a_end:
+                raise InputError(
+                    f"maintenance windows at day {a.start_day} and {b.start_day} overlap",
+                    hint="merge them or move one",
+                )
+
+
 def _catalog_peak(accelerator: str, run: str) -> float:
     """Dense BF16 peak from the estimator's catalog; only used when a run gives tokens."""
     try:
@@ -354,7 +404,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 
 def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scenario:
     """Build a ``Scenario`` from parsed TOML (tables ``scenario``, ``fleet``, ``failures``, ...)."""
-    known = {"scenario", "fleet", "failures", "lineage", "research"}
+    known = {"scenario", "fleet", "failures", "lineage", "research", "maintenance"}
     for key in data:
         if key not in known:
             raise ParseError(
@@ -371,7 +421,15 @@ def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scena
         failures = FailureConfig(**data.get("failures", {}))
         lineage = tuple(_lineage(d) for d in data.get("lineage", []))
         research = _research(data.get("research", {}))
-        return Scenario(**head, fleet=fleet, failures=failures, lineage=lineage, research=research)
+        maintenance = tuple(MaintenanceWindow(**m) for m in data.get("maintenance", []))
+        return Scenario(
+            **head,
+            fleet=fleet,
+            failures=failures,
+            lineage=lineage,
+            research=research,
+            maintenance=maintenance,
+        )
     except KeyError as error:
         raise ParseError(
             f"missing {error.args[0]!r}",

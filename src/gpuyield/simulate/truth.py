@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.records import Tally
@@ -173,12 +174,15 @@ def _book_down(result: SimulationResult, tally: Tally) -> int:
     start, end = sc.start_s, sc.end_s
     lo = np.clip(out.detect_s, start, end)
     hi = np.clip(out.back_s, start, end)
-    total = int(((hi - lo) * sc.fleet.gpus_per_node).sum())
-    overlap = _allocated_during_outages(result, lo, hi)
-    down = total - overlap
-    tally.add("down", down, "unplanned")
-    assert all("maint" not in cause for cause in HARDWARE_CAUSES)
-    return down
+    node_s = (hi - lo) * sc.fleet.gpus_per_node
+    planned = int(node_s[out.planned].sum())
+    # Only the drop policy keeps a job on a failed node, and maintenance never covers lineage nodes.
+    unplanned = int(node_s[~out.planned].sum()) - _allocated_during_outages(result, lo, hi)
+    tally.add("down", planned, "planned")
+    tally.add("down", unplanned, "unplanned")
+    # Failure reasons never say maintenance, which would make the ledger call them planned.
+    assert all("maint" not in CAUSES_BY_ID[c].reason.lower() for c in HARDWARE_CAUSES)
+    return planned + unplanned
 
 
 def _allocated_during_outages(result: SimulationResult, lo: np.ndarray, hi: np.ndarray) -> int:
@@ -191,7 +195,9 @@ def _allocated_during_outages(result: SimulationResult, lo: np.ndarray, hi: np.n
                 continue
             row_end = row.end_s if row.end_s is not None else end
             nodes = np.asarray(row.nodes, dtype=np.int64)
-            hit = np.flatnonzero(np.isin(out.node, nodes) & (lo < row_end) & (hi > row.start_s))
+            hit = np.flatnonzero(
+                np.isin(out.node, nodes) & (lo < row_end) & (hi > row.start_s) & ~out.planned
+            )
             for i in hit.tolist():
                 overlap += gpn * (min(int(hi[i]), row_end) - max(int(lo[i]), row.start_s))
     return overlap
