@@ -36,6 +36,7 @@ _LAZY = {
     "list_models": "gpuyield.estimate",
     "params_from_budget": "gpuyield.estimate",
     "params_from_speed": "gpuyield.estimate",
+    "write_html_report": "gpuyield.report.html",
     "Ledger": "gpuyield.ledger",
     "Manifest": "gpuyield.ingest.manifest",
     "SlurmInputs": "gpuyield.ingest.slurm",
@@ -78,6 +79,7 @@ __all__ = [
     "load_manifest",
     "params_from_budget",
     "params_from_speed",
+    "write_html_report",
 ]
 
 

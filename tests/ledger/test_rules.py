@@ -17,9 +17,18 @@ WINDOW_S = 4 * HOUR_S
 CKPT_S = 1000
 
 
-def run_ledger(tmp_path: Path, cluster: Cluster, manifest: str | None = None, **window: int):
+def run_ledger(
+    tmp_path: Path,
+    cluster: Cluster,
+    manifest: str | None = None,
+    *,
+    inventory: bool = True,
+    **window: int,
+):
     files = cluster.write(tmp_path / "in")
-    inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
+    inputs = SlurmInputs(
+        sacct=files["sacct"], events=files["events"], nodes=files["nodes"] if inventory else None
+    )
     if manifest is not None:
         path = tmp_path / "in" / "manifest.toml"
         path.write_text(manifest)
@@ -196,3 +205,10 @@ def test_job_without_gpu_count_is_counted_not_zeroed(tmp_path: Path) -> None:
     ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 100, gpus=None, tres="")]))
     assert ledger.jobs_without_gpu_count == 1
     assert ledger.node_seconds_without_gpu_count == 100
+
+
+def test_capacity_from_cluster_tres_without_inventory(tmp_path: Path) -> None:
+    # No --nodes: the cluster's registered gres/gpu=16 on n[1-2] gives 8 GPUs per node.
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 100, nodes="n2")]), inventory=False)
+    assert ledger.installed_gpu_seconds == 2 * GPUS_PER_NODE * WINDOW_S
+    assert ledger.categories["experiment"] == 800

@@ -122,11 +122,6 @@ def test_missing_matplotlib_names_the_extra(
     assert not (tmp_path / "r.html").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/_common.fail prints the hint as Rich markup, which eats '[html]'; "
-    "the fix (rich.markup.escape on message and hint) belongs to that shared file",
-)
 def test_cli_prints_the_install_line_without_matplotlib(
     sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from gpuyield.errors import GpuyieldError
 
@@ -21,9 +22,10 @@ err_console = Console(stderr=True)
 
 def fail(error: GpuyieldError) -> NoReturn:
     """Print a library error as one line plus its hint, and exit 1 (no traceback)."""
-    err_console.print(f"[bold red]error:[/] {error.message}", markup=True, highlight=False)
+    # Escaped: messages and hints quote user text and pip lines like 'gpuyield[html]'.
+    err_console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {error.hint}", markup=True, highlight=False)
+        err_console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False)
     raise typer.Exit(code=1)
 
 

@@ -7,6 +7,8 @@ a release-lineage job that lost progress (its tail since the last checkpoint bec
 
 from __future__ import annotations
 
+import re
+
 import ibis
 import ibis.expr.types as ir
 
@@ -40,7 +42,7 @@ _CANCEL_STATES = {
 }
 # A lineage job ending this way loses its progress since the last checkpoint; any other end keeps it
 # (COMPLETED, RUNNING, and TIMEOUT/DEADLINE: a planned chunk of a long run, which checkpoints on exit).
-_LINEAGE_LOSS_STATES = (
+LINEAGE_LOSS_STATES = (
     "FAILED",
     "NODE_FAIL",
     "BOOT_FAIL",
@@ -68,6 +70,15 @@ SEGMENT_COLUMNS = (
 )
 
 
+def sql_pattern(pattern: str) -> str:
+    """The manifest's Python regex for SQL engines: named groups become plain groups.
+
+    Group numbers stay the same; Java's regex (Spark) does not read Python's ``(?P<name>...)``, and
+    plain groups mean the same in every engine.
+    """
+    return re.sub(r"\(\?P<\w+>", "(", pattern)
+
+
 def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) -> ir.Table:
     """Jobs that held GPUs inside the window, clipped to it, with run and lineage flags."""
     jobs = backend.table("jobs")
@@ -76,7 +87,8 @@ def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) 
     # No end: the job was still running at its capture; it holds its GPUs until then.
     end = jobs.end_s.fill_null(jobs.job_as_of_s.fill_null(window.as_of_s))
     match_column = jobs.comment if manifest.match.field == "comment" else jobs.name
-    run = match_column.re_extract(manifest.match.pattern, manifest.match.group).nullif("")
+    run = match_column.re_extract(sql_pattern(manifest.match.pattern), manifest.match.group)
+    run = run.nullif("")
     return (
         jobs.filter(jobs.start_s.notnull())
         .select(
@@ -230,7 +242,7 @@ def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
     # Checkpoints every interval from the job's start: the last one was (elapsed mod interval) ago.
     # Without a known interval nothing shows a checkpoint was written, so the whole job is lost.
     estimate = ibis.cases((jobs.interval_s.notnull(), elapsed % jobs.interval_s), else_=elapsed)
-    loses = jobs.lineage & jobs.state.isin(list(_LINEAGE_LOSS_STATES))
+    loses = jobs.lineage & jobs.state.isin(list(LINEAGE_LOSS_STATES))
     return jobs.mutate(
         lost_s=ibis.cases((loses, jobs.measured_lost_s.fill_null(estimate)), else_=0.0),
         loss_measured=loses & jobs.measured_lost_s.notnull(),

@@ -151,8 +151,14 @@ def compute_ledger(
 
 
 def _materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
-    """Compute an intermediate once (a temp table) instead of once per query that uses it."""
-    return backend.create_table(f"{name}_{uuid.uuid4().hex[:12]}", table, temp=True)
+    """Compute an intermediate once instead of once per query that uses it.
+
+    A temp table where the backend has them (DuckDB); otherwise Ibis' portable ``cache()`` (Spark).
+    """
+    try:
+        return backend.create_table(f"{name}_{uuid.uuid4().hex[:12]}", table, temp=True)
+    except NotImplementedError:
+        return table.cache()
 
 
 def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import ibis
 import ibis.expr.types as ir
+import pyarrow as pa
 
 from gpuyield.errors import DataConsistencyError, EmptyDataError, InputError
 
@@ -126,9 +127,11 @@ def _nodes_from_cluster_events(backend: ibis.BaseBackend, clusters: ir.Table) ->
         )
     per_node = row["num_gpus"] // len(names)
     return ibis.memtable(
-        {
-            "cluster": [row["cluster"]] * len(names),
-            "node": names,
-            "num_gpus": [per_node] * len(names),
-        }
+        pa.table(
+            {
+                "cluster": pa.array([row["cluster"]] * len(names), pa.string()),
+                "node": pa.array(names, pa.string()),
+                "num_gpus": pa.array([per_node] * len(names), pa.int64()),
+            }
+        )
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import ibis
 import ibis.expr.types as ir
+import pyarrow as pa
 
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
@@ -73,9 +74,8 @@ def _by_time(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
     window = ledger.window
     first = window.start_s - window.start_s % bucket_s
     starts = list(range(first, window.end_s, bucket_s)) or [first]
-    buckets = ibis.memtable({"bucket_s": starts}).mutate(
-        bucket_end_s=lambda t: t.bucket_s + bucket_s
-    )
+    buckets = ibis.memtable(pa.table({"bucket_s": pa.array(starts, pa.int64())}))
+    buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
     segments = _clip(ledger.segments, buckets)
     seg_rows = _rows(
         segments.group_by(["bucket_s", "category"]).aggregate(

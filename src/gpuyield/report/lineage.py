@@ -14,7 +14,7 @@ from gpuyield.ingest.manifest import Release
 from gpuyield.ledger import Ledger
 
 # The ledger's own rule for which lineage job ends lose progress (FAILED, NODE_FAIL, PREEMPTED...).
-from gpuyield.ledger.jobs import _LINEAGE_LOSS_STATES
+from gpuyield.ledger.jobs import LINEAGE_LOSS_STATES
 
 _LOST = (Category.FAILED.value, Category.CANCELLED.value)
 _JOB_COLUMNS = ["cluster", "job_id", "job_id_raw", "submit_s", "run", "state", "num_gpus",
@@ -143,6 +143,6 @@ def _job(row: dict[str, Any], parts: list[LineagePart]) -> LineageJob:
         num_gpus=None if row["num_gpus"] is None else int(row["num_gpus"]),
         start_s=int(row["clip_start_s"]),
         end_s=int(row["clip_end_s"]),
-        interrupted=state in _LINEAGE_LOSS_STATES,
+        interrupted=state in LINEAGE_LOSS_STATES,
         parts=tuple(sorted(parts, key=lambda p: (p.start_s, p.end_s))),
     )

@@ -1,0 +1,93 @@
+"""The same Ibis ledger on Spark: identical categories to DuckDB on the real sample.
+
+Spark reads the store's tables as Parquet (how records that outgrow one machine would arrive); the
+ledger code is unchanged. Needs the `spark` extra and Java; CI installs both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpuyield.ingest.manifest import stored_manifest
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.ledger import compute_ledger
+from gpuyield.ledger.ledger import backend_for
+from gpuyield.store import connect
+from tests.conftest import SAMPLE
+
+# PySpark's py4j sockets and its pandas conversion warn in ways this code cannot fix.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+    pytest.mark.filterwarnings("ignore:.*(copy keyword|future.infer_string).*"),
+]
+
+TABLES = ("ingests", "jobs", "job_nodes", "node_events", "cluster_events", "nodes", "telemetry",
+          "divergence_events")  # fmt: skip
+
+
+def _need(what: str, ok: bool) -> None:
+    if not ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{what} is missing in CI")
+        pytest.skip(f"{what} is not installed")
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        _need("pyspark (pip install 'gpuyield[spark]')", False)
+    _need("java", shutil.which("java") is not None)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.mark.slow
+def test_spark_ledger_equals_duckdb_ledger(tmp_path: Path, spark_session) -> None:
+    import ibis
+
+    db = tmp_path / "store.duckdb"
+    ingest_slurm(
+        db,
+        SlurmInputs(
+            sacct=SAMPLE / "sacct-X-D-wide.psv",
+            events=SAMPLE / "sacctmgr-event-format.psv",
+            nodes=SAMPLE / "scontrol-show-nodes-oneliner.txt",
+            manifest=SAMPLE / "manifest.toml",
+        ),
+        until_s=1796036400,
+    )
+    con = connect(db, read_only=True)
+    manifest = stored_manifest(con)
+    on_duckdb = compute_ledger(backend_for(con), manifest=manifest)
+    spark = ibis.pyspark.connect(spark_session)
+    for name in TABLES:
+        path = tmp_path / f"{name}.parquet"
+        con.execute(f"COPY {name} TO '{path}' (FORMAT parquet)")
+        spark.read_parquet(str(path), table_name=name)
+    con.close()
+    on_spark = compute_ledger(spark, manifest=manifest)
+    assert on_spark.window == on_duckdb.window
+    assert on_spark.installed_gpu_seconds == on_duckdb.installed_gpu_seconds == 36896
+    assert on_spark.categories == pytest.approx(on_duckdb.categories, abs=1e-6)
+    assert on_spark.subcategories == pytest.approx(on_duckdb.subcategories, abs=1e-6)
+    assert on_spark.categories["released"] > 0 and on_spark.categories["diverged"] > 0
