@@ -201,3 +201,15 @@ def test_not_sacct_output_is_unknown_format(fresh_db, slurm_local: Path) -> None
 def test_missing_required_field_is_named(fresh_db, slurm_local: Path) -> None:
     with pytest.raises(UnknownFormat, match="nodelist"):
         ingest(fresh_db, slurm_local / "sacct-X-D-gpucheck.psv")
+
+
+def test_het_job_components_are_separate_allocations(fresh_db, tmp_path: Path) -> None:
+    path = write_sacct(tmp_path, [
+        "7+0|7|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=8|n1",
+        "7+1|8|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=4|n2",
+        "7+0.batch|7.batch|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00||n1",
+    ])  # fmt: skip
+    summary = ingest(fresh_db, path)
+    rows = fresh_db.execute("SELECT job_id, num_gpus FROM jobs ORDER BY job_id").fetchall()
+    assert rows == [("7+0", 8), ("7+1", 4)]
+    assert summary.files[0].rows_skipped == 1

@@ -113,6 +113,11 @@ def _print_report(report: Any) -> None:
         f"{report.jobs_without_gpu_count}"
     )
     console.print(f"[dim]{quality}[/]")
+    for event in report.divergence_evidence:
+        console.print(
+            f"divergence watch: run {event['run']} step {event['step']}: {event['kind']} "
+            f"({event['metric']}={event['value']}, threshold {event['threshold']})"
+        )
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
 
