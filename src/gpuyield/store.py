@@ -10,6 +10,7 @@ declaring primary keys, because an index over ten million jobs costs more memory
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,6 +87,12 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
             f"cannot open database {target}: {error}",
             hint="is another gpuyield process using it? DuckDB allows one writer at a time",
         ) from error
+    # Bounded memory: past this DuckDB spills to disk (next to the store) instead of growing; the
+    # benchmark's 10M-job ingest peaks at 3.5 GB RSS with 3 GB, 7.5 GB without.
+    con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
+    if target != ":memory:":
+        spill = Path(target).with_name(Path(target).name + ".tmp")
+        con.execute(f"SET temp_directory = '{spill}'")
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
         con.execute(

@@ -96,10 +96,9 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
     job_nodes = backend.table("job_nodes")
     known = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
     joined = known.join(job_nodes, ["cluster", "job_id_raw", "submit_s"])
-    nodes_of_job = joined.node.count().over(
-        ibis.window(group_by=[joined.cluster, joined.job_id_raw, joined.submit_s])
-    )
-    per_node = joined.num_gpus.cast("float64") / nodes_of_job.cast("float64")
+    # NNodes from sacct (or the node list's length): were it to disagree with the expanded node
+    # list, the per-node and per-job totals would differ and the ledger's conservation check fails.
+    per_node = joined.num_gpus.cast("float64") / joined.num_nodes.cast("float64")
     return joined.select(
         "cluster",
         "node",
