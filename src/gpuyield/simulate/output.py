@@ -127,7 +127,9 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
     submit = rows.submit_s[order].tolist()
     start = rows.start_s[order].tolist()
     stop = rows.end_s[order].tolist()
-    first = rows.first_node[order].tolist()
+    ptr = rows.node_ptr
+    all_nodes = rows.nodes
+    starts = ptr[:-1][order].tolist()
     nnodes = rows.num_nodes[order].tolist()
     gpus = rows.num_gpus[order].tolist()
     requeued = rows.requeued[order].tolist()
@@ -145,7 +147,7 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
         cpus = g * st.CPUS_PER_GPU
         req = st.tres(g, nn)
         nodes = (
-            st.hostlist(range(first[i], first[i] + nn), prefix, width)
+            st.hostlist(all_nodes[starts[i] : starts[i] + nn].tolist(), prefix, width)
             if started
             else "None assigned"
         )
@@ -261,8 +263,8 @@ def _nodes_text(result: SimulationResult) -> str:
     if result.rows is not None:
         rows = result.rows
         for i in np.flatnonzero(rows.state == S_RUNNING).tolist():
-            first, nn = int(rows.first_node[i]), int(rows.num_nodes[i])
-            alloc[first : first + nn] += int(rows.num_gpus[i]) // nn
+            nodes = rows.nodes_of(i)
+            alloc[nodes] += int(rows.num_gpus[i]) // nodes.size
     state: dict[int, tuple[str, str]] = {}
     open_now = np.flatnonzero((out.detect_s < end) & (out.back_s >= end))
     for i in open_now.tolist():

@@ -47,8 +47,6 @@ _OUTCOME_CODES = {
     "cancelled": S_CANCELLED,
 }
 NUM_USERS = 64
-# How a running job ends when its server is taken: by a node failure, by a lineage run, by maintenance.
-_TAKEN_STATE = (-1, S_NODE_FAIL, S_PREEMPTED, S_REQUEUED)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,13 +75,23 @@ class ResearchRows:
     start_s: np.ndarray
     end_s: np.ndarray
     state: np.ndarray
-    first_node: np.ndarray
-    num_nodes: np.ndarray
+    #: Nodes of row i are ``nodes[node_ptr[i]:node_ptr[i + 1]]`` (sorted; empty if never started).
+    node_ptr: np.ndarray
+    nodes: np.ndarray
     num_gpus: np.ndarray
     requeued: np.ndarray  # True for reruns (Reason BeginTime)
 
     def __len__(self) -> int:
         return int(self.job.size)
+
+    @property
+    def num_nodes(self) -> np.ndarray:
+        """Nodes per row."""
+        return np.diff(self.node_ptr)
+
+    def nodes_of(self, row: int) -> np.ndarray:
+        """Node indices of one row."""
+        return self.nodes[self.node_ptr[row] : self.node_ptr[row + 1]]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -99,14 +107,18 @@ class _Layout:
     span: int
 
     @property
-    def num_servers(self) -> int:
-        return self.num_nodes * self.per_node if self.per_node else self.num_nodes // self.span
+    def num_units(self) -> int:
+        """Schedulable units: node slices for small jobs, whole nodes for multi-node jobs."""
+        return self.num_nodes * self.per_node if self.per_node else self.num_nodes
 
-    def server_nodes(self, server: np.ndarray) -> np.ndarray:
-        """First node of each server."""
-        if self.per_node:
-            return self.first_node + server // self.per_node
-        return self.first_node + server * self.span
+    @property
+    def units_per_job(self) -> int:
+        return 1 if self.per_node else self.span
+
+    def unit_node(self) -> np.ndarray:
+        """Node of every unit."""
+        units = np.arange(self.num_units, dtype=np.int64)
+        return self.first_node + (units // self.per_node if self.per_node else units)
 
 
 def plan_layout(scenario: Scenario, first_node: int, num_nodes: int) -> list[_Layout]:
@@ -144,7 +156,7 @@ def draw_jobs(
     parts = []
     for index, lay in enumerate(layouts):
         cls = lay.cls
-        if lay.num_servers == 0:
+        if lay.num_units == 0:
             continue
         mean_full = min(cls.median_duration_s * np.exp(cls.duration_sigma**2 / 2), cls.time_limit_s)
         # Jobs that stop early run half their duration on average (uniform fraction below).
@@ -219,32 +231,31 @@ def schedule(
 ) -> ResearchRows:
     """Run every class's queue through the window; returns all rows.
 
-    ``lends`` add servers to the largest single-node class: research jobs there are preempted
+    ``lends`` add units to the largest single-node class: research jobs there are preempted
     (PREEMPTED, requeued) when the lineage run takes its nodes, and run again after it ends.
     """
     pieces = []
     borrower = max(
-        (i for i, lay in enumerate(layouts) if lay.per_node and lay.num_servers),
+        (i for i, lay in enumerate(layouts) if lay.per_node and lay.num_units),
         key=lambda i: layouts[i].cls.num_gpus,
         default=None,
     )
     for index, lay in enumerate(layouts):
         mine = np.flatnonzero(jobs.cls == index)
-        if mine.size == 0 or lay.num_servers == 0:
+        if mine.size == 0 or lay.num_units == 0:
             continue
-        # Lent servers get the lowest ids, so they are used first (as Slurm fills nodes in order).
+        # Lent units get the lowest ids, so they are used first (as Slurm fills nodes in order).
         extra_events: list[tuple[int, int, int]] = []
-        extra = _lent_servers(lay, outages, lends, extra_events) if index == borrower else []
+        extra = _lent_units(lay, outages, lends, extra_events) if index == borrower else []
         shift = len(extra)
         events = sorted(
-            extra_events + [(t, k, srv + shift) for t, k, srv in _server_events(lay, outages)]
+            extra_events + [(t, k, u + shift) for t, k, u in _unit_events(lay, outages)]
         )
-        rows = _run_class(lay.num_servers + shift, mine, jobs, events, scenario.end_s)
-        job, submit, start, end, state, server, requeued = rows
-        base = lay.server_nodes(np.maximum(server - shift, 0))
-        if extra:
-            lent = np.asarray(extra, dtype=np.int64)
-            base = np.where(server < shift, lent[np.minimum(server, shift - 1)], base)
+        unit_node = np.concatenate((np.asarray(extra, dtype=np.int64), lay.unit_node()))
+        out = _run_class(
+            lay.num_units + shift, lay.units_per_job, mine, jobs, events, scenario.end_s
+        )
+        job, submit, start, end, state, counts, flat_units, requeued = out
         pieces.append(
             (
                 job,
@@ -252,110 +263,99 @@ def schedule(
                 start,
                 end,
                 state,
-                base,
-                np.full(job.size, lay.span),
+                counts,
+                unit_node[flat_units],
                 np.full(job.size, lay.cls.num_gpus),
                 requeued,
             )
         )
-    if not pieces:
-        empty = np.empty(0, dtype=np.int64)
-        return ResearchRows(
-            job=empty,
-            submit_s=empty,
-            start_s=empty,
-            end_s=empty,
-            state=empty,
-            first_node=empty,
-            num_nodes=empty,
-            num_gpus=empty,
-            requeued=empty.astype(bool),
-        )
-    cols = [np.concatenate([p[i] for p in pieces]) for i in range(9)]
+    empty = np.empty(0, dtype=np.int64)
+    cols = [np.concatenate([p[i] for p in pieces]) if pieces else empty for i in range(9)]
     return ResearchRows(
         job=cols[0],
         submit_s=cols[1],
         start_s=cols[2],
         end_s=cols[3],
         state=cols[4],
-        first_node=cols[5],
-        num_nodes=cols[6],
+        node_ptr=np.concatenate(([0], np.cumsum(cols[5]))).astype(np.int64),
+        nodes=cols[6],
         num_gpus=cols[7],
         requeued=cols[8].astype(bool),
     )
 
 
-def _lent_servers(
+def _lent_units(
     lay: _Layout, outages: Outages, lends: tuple[Lend, ...], events: list[tuple[int, int, int]]
 ) -> list[int]:
-    """Servers on lent nodes (ids from 0); appends their events; returns each server's node."""
+    """Units on lent nodes (ids from 0); appends their events; returns each unit's node."""
     nodes: list[int] = []
     for lend in lends:
         first = len(nodes)
         nodes.extend([lend.node] * lay.per_node)
         mine = np.flatnonzero(outages.node == lend.node).tolist()
-        for s in range(first, first + lay.per_node):
-            events.append((lend.held_from_s, 2, s))
-            events.append((lend.held_to_s, 0, s))
+        for u in range(first, first + lay.per_node):
+            events.append((lend.held_from_s, 2, u))
+            events.append((lend.held_to_s, 0, u))
             for i in mine:
-                events.append((int(outages.detect_s[i]), 3 if outages.planned[i] else 1, s))
-                events.append((int(outages.back_s[i]), 0, s))
+                events.append((int(outages.detect_s[i]), 3 if outages.planned[i] else 1, u))
+                events.append((int(outages.back_s[i]), 0, u))
     return nodes
 
 
-def _server_events(lay: _Layout, outages: Outages) -> list[tuple[int, int, int]]:
-    """(time, kind, server) sorted: 0 online, 1 failed (NODE_FAIL), 2 lent away (PREEMPTED), 3 drained
-    for maintenance (REQUEUED); the running job of a server taken offline is requeued."""
+def _unit_events(lay: _Layout, outages: Outages) -> list[tuple[int, int, int]]:
+    """(time, kind, unit): 0 online, 1 failed (NODE_FAIL), 2 lent away (PREEMPTED), 3 drained for
+    maintenance (REQUEUED); the job holding a unit taken offline is requeued."""
     inside = (outages.node >= lay.first_node) & (outages.node < lay.first_node + lay.num_nodes)
-    idx = np.flatnonzero(inside)
     events: list[tuple[int, int, int]] = []
-    for i in idx.tolist():
+    width = lay.per_node or 1
+    for i in np.flatnonzero(inside).tolist():
         offset = int(outages.node[i]) - lay.first_node
-        if lay.per_node:
-            servers = range(offset * lay.per_node, (offset + 1) * lay.per_node)
-        else:
-            servers = range(offset // lay.span, offset // lay.span + 1)
-        # Maintenance drains the node: the admin requeues its jobs (REQUEUED, not NODE_FAIL).
         kind = 3 if outages.planned[i] else 1
-        for s in servers:
-            events.append((int(outages.detect_s[i]), kind, s))
-            events.append((int(outages.back_s[i]), 0, s))
-    events.sort()
+        for u in range(offset * width, (offset + 1) * width):
+            events.append((int(outages.detect_s[i]), kind, u))
+            events.append((int(outages.back_s[i]), 0, u))
     return events
 
 
+# How a running job ends when one of its units is taken: node failure, lineage run, maintenance.
+_TAKEN = (-1, S_NODE_FAIL, S_PREEMPTED, S_REQUEUED)
+
+
 def _run_class(
-    num_servers: int,
+    num_units: int,
+    per_job: int,
     mine: np.ndarray,
     jobs: ResearchJobs,
     events: list[tuple[int, int, int]],
     end_s: int,
 ) -> tuple[np.ndarray, ...]:
-    """FIFO queue of one class over identical servers; a plain-Python loop kept tight on purpose."""
+    """FIFO queue of one class: a job takes ``per_job`` free units (node slices or whole nodes).
+
+    A plain-Python loop kept tight on purpose (it runs millions of jobs): lists, a heap of free
+    units with lazy deletion, a heap of completions, a deque for the queue.
+    """
     arrivals = jobs.submit_s[mine].tolist()
     run_s = jobs.run_s[mine].tolist()
     requeue_after = jobs.requeue_after_s[mine].tolist()
     outcome = jobs.outcome[mine].tolist()
-    n = len(arrivals)
-    free = list(range(num_servers))
-    heapq.heapify(free)
-    offline = [0] * num_servers
-    running = [-1] * num_servers  # row index of the job on each server
-    gen = [0] * num_servers
-    done: list[tuple[int, int, int, int]] = []  # heap of (end, server, gen, row)
+    n, n_ev = len(arrivals), len(events)
+    free = list(range(num_units))  # heap; entries may be stale, ``is_free`` is the truth
+    is_free = [True] * num_units
+    n_free = num_units
+    offline = [0] * num_units
+    holder = [-1] * num_units  # row holding each unit
+    done: list[tuple[int, int]] = []  # heap of (end, row)
     queue: deque[tuple[int, int, int]] = deque()  # (local job, submit, phase)
     r_job: list[int] = []
     r_submit: list[int] = []
     r_start: list[int] = []
     r_end: list[int] = []
     r_state: list[int] = []
-    r_server: list[int] = []
+    r_units: list[tuple[int, ...]] = []
     r_phase: list[int] = []
-    r_requeued: list[int] = []
-    ai = ei = 0
-    n_ev = len(events)
-    inf = end_s + 1
     heappush, heappop = heapq.heappush, heapq.heappop
+    ai = ei = 0
+    inf = end_s + 1
     while True:
         t_arr = arrivals[ai] if ai < n else inf
         t_ev = events[ei][0] if ei < n_ev else inf
@@ -364,44 +364,60 @@ def _run_class(
         if t >= end_s:
             break
         if t_done == t:
-            _, s, g, row = heappop(done)
-            if g != gen[s]:
-                continue
+            _, row = heappop(done)
+            if r_end[row] != -1:
+                continue  # ended early (its unit was taken)
             r_end[row] = t
-            running[s] = -1
             j, phase = r_job[row], r_phase[row]
             if outcome[j] == S_REQUEUED and phase == 0:
                 r_state[row] = S_REQUEUED
                 queue.appendleft((j, t, 1))
             else:
                 r_state[row] = S_COMPLETED if outcome[j] == S_REQUEUED else outcome[j]
-            if not offline[s]:
-                heappush(free, s)
+            for u in r_units[row]:
+                holder[u] = -1
+                if not offline[u]:
+                    is_free[u] = True
+                    n_free += 1
+                    heappush(free, u)
         elif t_ev == t:
-            _, kind, s = events[ei]
+            _, kind, u = events[ei]
             ei += 1
             if kind:
-                offline[s] += 1
-                row = running[s]
+                offline[u] += 1
+                if is_free[u]:
+                    is_free[u] = False
+                    n_free -= 1
+                row = holder[u]
                 if row >= 0:
                     r_end[row] = t
-                    r_state[row] = _TAKEN_STATE[kind]
-                    running[s] = -1
-                    gen[s] += 1
+                    r_state[row] = _TAKEN[kind]
                     queue.appendleft((r_job[row], t, r_phase[row]))
+                    for v in r_units[row]:
+                        holder[v] = -1
+                        if not offline[v]:
+                            is_free[v] = True
+                            n_free += 1
+                            heappush(free, v)
             else:
-                offline[s] -= 1
-                if offline[s] == 0 and running[s] < 0:
-                    heappush(free, s)
+                offline[u] -= 1
+                if offline[u] == 0 and holder[u] < 0 and not is_free[u]:
+                    is_free[u] = True
+                    n_free += 1
+                    heappush(free, u)
         else:
             queue.append((ai, t_arr, 0))
             ai += 1
         if (ei < n_ev and events[ei][0] == t) or (done and done[0][0] == t):
-            continue  # finish every change at this instant first (a node's servers fail together)
-        while queue and free:
-            s = heappop(free)
-            if offline[s] or running[s] >= 0:
-                continue  # stale entry: the server went offline or was re-added twice
+            continue  # finish every change at this instant first (a node's units fail together)
+        while queue and n_free >= per_job:
+            taken: list[int] = []
+            while len(taken) < per_job:
+                u = heappop(free)
+                if is_free[u]:
+                    is_free[u] = False
+                    taken.append(u)
+            n_free -= per_job
             j, submit, phase = queue.popleft()
             row = len(r_job)
             r_job.append(j)
@@ -409,40 +425,40 @@ def _run_class(
             r_start.append(t)
             r_end.append(-1)
             r_state.append(S_RUNNING)
-            r_server.append(s)
+            r_units.append(tuple(taken))
             r_phase.append(phase)
-            r_requeued.append(1 if submit != arrivals[j] or phase else 0)
-            running[s] = row
+            for u in taken:
+                holder[u] = row
             length = requeue_after[j] if (outcome[j] == S_REQUEUED and phase == 0) else run_s[j]
-            heappush(done, (t + length, s, gen[s], row))
-    for j, submit, phase in queue:
+            heappush(done, (t + length, row))
+    pending = list(queue) + [(a, arrivals[a], 0) for a in range(ai, n) if arrivals[a] < end_s]
+    for j, submit, phase in pending:
         r_job.append(j)
         r_submit.append(submit)
         r_start.append(-1)
         r_end.append(-1)
         r_state.append(S_PENDING)
-        r_server.append(0)
+        r_units.append(())
         r_phase.append(phase)
-        r_requeued.append(1 if submit != arrivals[j] or phase else 0)
-    while ai < n:
-        # Submitted before the window end but never seen by the loop (the loop stops at end_s).
-        if arrivals[ai] < end_s:
-            r_job.append(ai)
-            r_submit.append(arrivals[ai])
-            r_start.append(-1)
-            r_end.append(-1)
-            r_state.append(S_PENDING)
-            r_server.append(0)
-            r_phase.append(0)
-            r_requeued.append(0)
-        ai += 1
     local = np.asarray(r_job, dtype=np.int64)
+    submit_arr = np.asarray(r_submit, dtype=np.int64)
+    requeued = (
+        (submit_arr != np.asarray(arrivals, dtype=np.int64)[local])
+        | (np.asarray(r_phase, dtype=np.int64) > 0)
+        if local.size
+        else np.zeros(0, dtype=bool)
+    )
+    counts = np.fromiter((len(x) for x in r_units), dtype=np.int64, count=len(r_units))
+    flat = np.fromiter(
+        (u for x in r_units for u in sorted(x)), dtype=np.int64, count=int(counts.sum())
+    )
     return (
         mine[local] if local.size else local,
-        np.asarray(r_submit, dtype=np.int64),
+        submit_arr,
         np.asarray(r_start, dtype=np.int64),
         np.asarray(r_end, dtype=np.int64),
         np.asarray(r_state, dtype=np.int64),
-        np.asarray(r_server, dtype=np.int64),
-        np.asarray(r_requeued, dtype=np.int64),
+        counts,
+        flat,
+        requeued,
     )

@@ -159,12 +159,10 @@ def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarra
         lo = np.searchsorted(ends, starts - _BLAME_AFTER_S, side="left")
         hi = np.searchsorted(ends, starts + _BLAME_BEFORE_S, side="right")
         for i in np.flatnonzero(hi > lo).tolist():
-            near = order[lo[i] : hi[i]]
             node = out.node[i]
-            hit = (rows.first_node[near] <= node) & (
-                node < rows.first_node[near] + rows.num_nodes[near]
-            )
-            blamed[near[hit]] = True
+            for row in order[lo[i] : hi[i]].tolist():
+                if node in rows.nodes_of(row):
+                    blamed[row] = True
     return blamed
 
 
