@@ -14,6 +14,7 @@ from gpuyield.simulate.research import (
     ResearchRows,
     _Layout,
     draw_jobs,
+    lent_node_s,
     plan_layout,
     schedule,
 )
@@ -76,8 +77,10 @@ def simulate(scenario: Scenario) -> SimulationResult:
     layouts: list[_Layout] = []
     if scenario.research.enabled and cursor < scenario.fleet.num_nodes:
         layouts = plan_layout(scenario, cursor, scenario.fleet.num_nodes - cursor)
-        jobs = draw_jobs(scenario, layouts, rng_for(scenario, _STREAM_RESEARCH), next_id)
-        rows = schedule(scenario, layouts, jobs, outages, _lends(scenario, results, groups))
+        lends = _lends(scenario, results, groups)
+        lent = lent_node_s(lends, scenario.start_s, scenario.end_s)
+        jobs = draw_jobs(scenario, layouts, rng_for(scenario, _STREAM_RESEARCH), next_id, lent)
+        rows = schedule(scenario, layouts, jobs, outages, lends)
     return SimulationResult(
         scenario=scenario,
         outages=outages,

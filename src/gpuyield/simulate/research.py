@@ -142,8 +142,26 @@ def plan_layout(scenario: Scenario, first_node: int, num_nodes: int) -> list[_La
     return layouts
 
 
+def borrower_class(layouts: list[_Layout]) -> int | None:
+    """The class that runs on lent lineage nodes: the largest single-node class."""
+    return max(
+        (i for i, lay in enumerate(layouts) if lay.per_node and lay.num_units),
+        key=lambda i: layouts[i].cls.num_gpus,
+        default=None,
+    )
+
+
+def lent_node_s(lends: tuple[Lend, ...], start_s: int, end_s: int) -> int:
+    """Node-seconds lineage nodes are lent to research in the window."""
+    return sum((end_s - start_s) - (lend.held_to_s - lend.held_from_s) for lend in lends)
+
+
 def draw_jobs(
-    scenario: Scenario, layouts: list[_Layout], rng: np.random.Generator, first_job_id: int
+    scenario: Scenario,
+    layouts: list[_Layout],
+    rng: np.random.Generator,
+    first_job_id: int,
+    lent_node_s: int = 0,
 ) -> ResearchJobs:
     """Draw every research job of the window (arrival, duration, outcome); ids in submit order."""
     cfg = scenario.research
@@ -169,6 +187,10 @@ def draw_jobs(
             * (1 - (probs[outcomes.index("completed")] if "completed" in outcomes else 0))
         )
         capacity = lay.num_nodes * gpn * float(end - start)
+        if index == borrower_class(layouts):
+            # Lent lineage nodes bring their own demand, so they are not just idle capacity; while
+            # the run holds them this class queues more (research is squeezed by the big run).
+            capacity += lent_node_s * gpn
         count = int(rng.poisson(cfg.load * capacity / (mean_run * cls.num_gpus)))
         submit = rng.integers(start, end, size=count, dtype=np.int64)
         full = np.exp(rng.normal(np.log(cls.median_duration_s), cls.duration_sigma, size=count))
@@ -235,11 +257,7 @@ def schedule(
     (PREEMPTED, requeued) when the lineage run takes its nodes, and run again after it ends.
     """
     pieces = []
-    borrower = max(
-        (i for i, lay in enumerate(layouts) if lay.per_node and lay.num_units),
-        key=lambda i: layouts[i].cls.num_gpus,
-        default=None,
-    )
+    borrower = borrower_class(layouts)
     for index, lay in enumerate(layouts):
         mine = np.flatnonzero(jobs.cls == index)
         if mine.size == 0 or lay.num_units == 0:
