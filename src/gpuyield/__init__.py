@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from gpuyield.categories import Category, DownCause, FailedCause
+from gpuyield.categories import CancelCause, Category, DownCause, FailedCause
 from gpuyield.errors import (
     ConservationError,
     DataConsistencyError,
@@ -48,6 +48,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "CancelCause",
     "Category",
     "ConservationError",
     "DataConsistencyError",

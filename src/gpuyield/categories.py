@@ -45,6 +45,15 @@ class FailedCause(StrEnum):
     TIMEOUT = "timeout"
 
 
+class CancelCause(StrEnum):
+    """Subcategory of ``Category.CANCELLED``."""
+
+    # PREEMPTED: the scheduler stopped it for a more important job.
+    PREEMPTED = "preempted"
+    # CANCELLED, REQUEUED, REVOKED: a person (or an admin) stopped it.
+    USER = "user"
+
+
 class DownCause(StrEnum):
     """Subcategory of ``Category.DOWN``."""
 
@@ -53,6 +62,13 @@ class DownCause(StrEnum):
     # DOWN, DOWN*, FAIL, DRAIN without maintenance: the node broke or was pulled for a fault.
     UNPLANNED = "unplanned"
 
+
+#: Every ``category.subcategory`` key reports carry (zeros included, so the shape never changes).
+SUBCATEGORIES: tuple[str, ...] = (
+    *(f"{Category.DOWN.value}.{c.value}" for c in DownCause),
+    *(f"{Category.FAILED.value}.{c.value}" for c in FailedCause),
+    *(f"{Category.CANCELLED.value}.{c.value}" for c in CancelCause),
+)
 
 #: The essay's "typical lab" split, as shares of installed GPU-time, for comparison in reports.
 #: It lists only what the essay names; the remaining 7% (the essay's "double that in unrelated

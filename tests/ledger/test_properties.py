@@ -195,7 +195,7 @@ def test_failed_ingest_leaves_store_as_it_was(tmp_path: Path) -> None:
 
 
 def test_killed_ingest_leaves_store_as_it_was(tmp_path: Path) -> None:
-    """SIGKILL in the middle of a large ingest: the store reopens with exactly its earlier rows."""
+    """SIGKILL inside the ingest's transaction: the store reopens with exactly its earlier rows."""
     import os
     import signal
     import subprocess
@@ -209,20 +209,37 @@ def test_killed_ingest_leaves_store_as_it_was(tmp_path: Path) -> None:
     big = tmp_path / "big.psv"
     with big.open("w") as handle:
         handle.write("JobID|JobIDRaw|State|Submit|Start|End|AllocTRES|NodeList\n")
-        for i in range(2, 400_000):
+        for i in range(2, 50_000):
             handle.write(
                 f"{i}|{i}|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:00:00|"
                 f"2026-01-01T00:00:01|gres/gpu=1|n{i % 2 + 1}\n"
             )
+    # The child announces each phase through the public Progress protocol; it waits to be killed
+    # once the jobs are written, inside the transaction that has not committed yet.
     script = (
-        "import sys; from pathlib import Path; from gpuyield.ingest.slurm import SlurmInputs, "
-        "ingest_slurm; ingest_slurm(sys.argv[1], SlurmInputs(sacct=Path(sys.argv[2])))"
+        "import sys, time; from pathlib import Path\n"
+        "from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm\n"
+        "class Stop:\n"
+        "    def phase(self, name, total=None):\n"
+        "        print(name, flush=True)\n"
+        "        if name.startswith('jobs stored'): time.sleep(600)\n"
+        "    def advance(self, amount): pass\n"
+        "ingest_slurm(sys.argv[1], SlurmInputs(sacct=Path(sys.argv[2])), progress=Stop())\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", script, str(db), str(big)])
-    time.sleep(2.5)
-    assert proc.poll() is None, "ingest finished before it could be killed; make the file larger"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(db), str(big)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    phases = []
+    for line in proc.stdout:
+        phases.append(line.strip())
+        if phases[-1].startswith("jobs stored"):
+            break
+    assert phases and phases[-1].startswith("jobs stored"), f"the ingest ended early: {phases}"
+    time.sleep(0.5)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    proc.stdout.close()
     con = connect(db)
     assert _snapshot(con) == before
     con.close()

@@ -246,6 +246,7 @@ def _ingest_scanned(
     for _, info, ingest_id, stage in staged:
         progress.phase("storing jobs")
         sacct_mod.load_jobs(con, ingest_id)
+        progress.phase("jobs stored, recording provenance")
         _record(
             con,
             results,

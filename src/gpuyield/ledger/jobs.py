@@ -12,7 +12,7 @@ import re
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.categories import Category, FailedCause
+from gpuyield.categories import CancelCause, Category, FailedCause
 from gpuyield.ingest.manifest import Manifest
 from gpuyield.ledger.window import Window
 
@@ -33,12 +33,12 @@ _FAIL_STATES = {
 }
 # Stopped by a person or the scheduler: the work was abandoned, not broken.
 _CANCEL_STATES = {
-    "PREEMPTED": "preempted",
-    "CANCELLED": "user",
-    "REQUEUED": "user",
-    "REQUEUE_HOLD": "user",
-    "REQUEUE_FED": "user",
-    "REVOKED": "user",
+    "PREEMPTED": CancelCause.PREEMPTED,
+    "CANCELLED": CancelCause.USER,
+    "REQUEUED": CancelCause.USER,
+    "REQUEUE_HOLD": CancelCause.USER,
+    "REQUEUE_FED": CancelCause.USER,
+    "REVOKED": CancelCause.USER,
 }
 # A lineage job ending this way loses its progress since the last checkpoint; any other end keeps it
 # (COMPLETED, RUNNING, and TIMEOUT/DEADLINE: a planned chunk of a long run, which checkpoints on exit).
@@ -260,7 +260,7 @@ def _state_category(jobs: ir.Table) -> tuple[ir.StringValue, ir.StringValue]:
     sub = ibis.cases(
         (jobs.hw_event & state.isin(["FAILED", "SPECIAL_EXIT"]), FailedCause.HARDWARE.value),
         *[(state == s, cause.value) for s, cause in _FAIL_STATES.items()],
-        *[(state == s, sub) for s, sub in _CANCEL_STATES.items()],
+        *[(state == s, sub.value) for s, sub in _CANCEL_STATES.items()],
         else_=ibis.null(str),
     )
     return category, sub

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuyield import store
-from gpuyield.categories import TYPICAL_LAB_SHARES, Category
+from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
@@ -88,7 +88,10 @@ class YieldReport:
             "window": {"start": iso(self.window_start_s), "end": iso(self.window_end_s)},
             "installed_gpu_seconds": _number(self.installed_gpu_seconds),
             "categories": {k: _number(v) for k, v in self.categories.items()},
-            "subcategories": {k: _number(v) for k, v in sorted(self.subcategories.items())},
+            "subcategories": {
+                k: _number(self.subcategories.get(k, 0.0))
+                for k in sorted({*SUBCATEGORIES, *self.subcategories})
+            },
             "yield": self.yield_,
             "utilization": self.utilization,
             "goodput": self.goodput,
