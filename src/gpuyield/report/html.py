@@ -225,7 +225,7 @@ def _where_tables(figures: ReportFigures, data: dict[str, Any]) -> str:
         for sub, sub_value in data["subcategories"].items():
             if sub.startswith(f"{category}."):
                 rows.append(_tr([_td(escape(sub.split(".", 1)[1])),
-                                 _td(_hours(figures.report.subcategories[sub]), num=True),
+                                 _td(_hours(figures.report.subcategories.get(sub, 0.0)), num=True),
                                  _td(escape(str(sub_value)), _keyed(f"subcategories.{sub}",
                                                                     sub_value), num=True),
                                  _td(_share(sub_value / installed if installed > 0 else None),
