@@ -1,14 +1,13 @@
 """The research workload: millions of jobs, drawn with numpy, scheduled by a lean event loop.
 
 Research nodes are split into one partition per job size class, in proportion to the class's share
-of GPU-time (a size class's servers are identical, so FIFO within a class never needs backfill: any
-free server takes the head of the queue). A server is a ``num_gpus`` slice of a node for small jobs,
-or ``num_gpus / gpus_per_node`` consecutive nodes for large ones. Node outages take every server on
-the
-node offline at detection (its job ends NODE_FAIL and is requeued at the front of the queue, same
+of GPU-time. A job takes free units of its partition: one ``num_gpus`` slice of a node for jobs up
+to a node, ``num_gpus / gpus_per_node`` free healthy nodes (any) for larger ones. All jobs of a
+partition have the same size, so FIFO never needs a backfill search. Node outages take the node's
+units offline at detection (its job ends NODE_FAIL and is requeued at the front of the queue, same
 job id) until the node is back. Job outcomes (complete, fail, cancel, preempt, requeue, timeout,
-OOM,
-diverge) are drawn up front; only NODE_FAIL comes from the failure process.
+OOM, diverge) are drawn up front; only NODE_FAIL (and the PREEMPTED/REQUEUED of lent nodes and
+maintenance) comes from the cluster.
 """
 
 from __future__ import annotations
@@ -96,14 +95,14 @@ class ResearchRows:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Layout:
-    """Servers of one class: node range and how servers map to nodes."""
+    """Nodes of one class's partition and how its units map to them."""
 
     cls: JobClass
     first_node: int
     num_nodes: int
-    #: Servers per node (small jobs) or 0 when a server spans several nodes.
+    #: Units (node slices) per node for small jobs; 0 when jobs take whole nodes.
     per_node: int
-    #: Nodes per server (1 for small jobs).
+    #: Nodes per job (1 for small jobs).
     span: int
 
     @property
