@@ -1,14 +1,11 @@
 """Default rates, calibrated from published numbers (sources cited on each table).
 
-Failure causes come from Table 5 of "The Llama 3 Herd of Models" (arXiv 2407.21783), as transcribed
-in
-``shared/data/llama3-405b-interruptions/llama3_405b_unexpected_interruptions.csv``: 419 unexpected
-interruptions of one job on 16,384 H100 (2,048 nodes of 8) over 54 days. We turn each count into a
-rate
-per 1,000 node-days of wall time: ``count / (2048 * 54) * 1000``. Research-job end states come from
-Kokolis et al., "Revisiting Reliability in Large-Scale ML Research Clusters" (arXiv 2410.21680),
-RSC-1
-(facts.md section 3).
+Failure causes come from Table 5 of "The Llama 3 Herd of Models" (arXiv 2407.21783), as
+transcribed in ``shared/data/llama3-405b-interruptions/llama3_405b_unexpected_interruptions.csv``:
+419 unexpected interruptions of one job on 16,384 H100 (2,048 nodes of 8) over 54 days. We turn each
+count into a rate per 1,000 node-days of wall time: ``count / (2048 * 54) * 1000``. Research-job end
+states come from Kokolis et al., "Revisiting Reliability in Large-Scale ML Research Clusters"
+(arXiv 2410.21680), RSC-1 (facts.md section 3).
 """
 
 from __future__ import annotations
@@ -20,8 +17,7 @@ from enum import StrEnum
 class CauseKind(StrEnum):
     """How a failure cause shows up in Slurm."""
 
-    # The node dies or is pulled: a node event (DOWN/DOWN*, then DRAIN for repair), jobs end
-    # NODE_FAIL.
+    # The node dies or is pulled: a node event (DOWN/DOWN*, then DRAIN), its jobs end NODE_FAIL.
     HARDWARE = "hardware"
     # The job's own processes crash or hang: the job ends FAILED, no node event.
     SOFTWARE = "software"
@@ -45,8 +41,7 @@ class Cause:
 
 
 #: Table 5 of arXiv 2407.21783 (counts sum to 419). Reasons are what an admin or health check would
-#: set;
-#: "unplanned host maintenance" avoids the word maintenance because the ledger reads it as planned.
+#: set; "unplanned host maintenance" avoids the word maintenance, which the ledger reads as planned.
 LLAMA3_CAUSES: tuple[Cause, ...] = (
     Cause(
         id="gpu",
@@ -208,9 +203,8 @@ def llama3_rate_per_1000_node_days(cause: Cause) -> float:
 
 
 #: RSC-1 job end states (Kokolis et al. 2024, via facts.md section 3). The remaining 3.2% is not
-#: listed
-#: there; we assign it to user cancellation, of which a part are runs the user stopped because they
-#: diverged (see ``ResearchConfig.diverged_share``).
+#: listed there; we assign it to user cancellation, of which a part are runs the user stopped
+#: because they diverged (see ``ResearchConfig.diverged_share``).
 RSC1_END_STATES: dict[str, float] = {
     "completed": 0.60,
     "failed": 0.24,

@@ -68,8 +68,7 @@ class FleetConfig:
 class FailureConfig:
     """The failure process: independent Poisson failures per node and cause."""
 
-    #: Failures per 1,000 node-days by cause id (see ``calibration.LLAMA3_CAUSES``); defaults to
-    #: Table 5.
+    #: Failures per 1,000 node-days by cause id (``calibration.LLAMA3_CAUSES``); default Table 5.
     rates_per_1000_node_days: dict[str, float] = field(default_factory=dict)
     #: Multiplies every rate (sweeps use it; 1.0 keeps the calibration).
     rate_scale: float = 1.0

@@ -3,8 +3,7 @@
 Compared field by field with ``shared/data/slurm-local/`` (``sacct-X-D-wide.psv``,
 ``sacctmgr-event-format.psv``, ``scontrol-show-nodes-oneliner.txt``): ``-P`` output has no quoting,
 times are ``YYYY-MM-DDTHH:MM:SS`` without a zone, unknown times print ``Unknown``, never-started
-jobs
-have NodeList ``None assigned``, node lists use hostlist ranges (``n[001-004,007]``).
+jobs have NodeList ``None assigned``, node lists use hostlist ranges (``n[001-004,007]``).
 """
 
 from __future__ import annotations
