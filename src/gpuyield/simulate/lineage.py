@@ -3,9 +3,9 @@
 Inside a job that starts at ``s`` the timeline is fixed (the ledger's contract assumes it): start-up
 ``[s, s+U)``, then compute; checkpoint ``k`` is written during ``[s+k*tau-delta, s+k*tau)`` and
 saved at ``s + k*tau``. Progress kept at checkpoint ``k`` is ``k*(tau-delta) - U``. A failure loses
-what was computed since the last saved checkpoint; the job ends when Slurm notices (NODE_FAIL at detection,
-FAILED after the software detection time), is requeued (NODE_FAIL, same job id) or resubmitted
-(FAILED, planned stop: new job id), and starts again after the policy's wait.
+what was computed since the last saved checkpoint; the job ends when Slurm notices (NODE_FAIL at
+detection, FAILED after the software detection time), is requeued (NODE_FAIL, same job id) or
+resubmitted (FAILED, planned stop: new job id), and starts again after the policy's wait.
 
 Truth is booked here with the ledger's rules (docs/contracts.md), because only this module knows
 where the checkpoints are.
