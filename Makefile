@@ -19,7 +19,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -e '.[dev,html,telemetry,train,spark]'
 	touch $@
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench bench-quick lint install clean
 install: $(VENV)/.core
 
 demo: $(VENV)/.core
@@ -39,8 +39,12 @@ demo: $(VENV)/.core
 test: $(VENV)/.dev
 	$(PY) -m pytest -q
 
+# The full run writes about 2.6 GB of generated data under bench/out/ and takes many minutes.
 bench: $(VENV)/.dev
 	$(PY) -m bench
+
+bench-quick: $(VENV)/.dev
+	$(PY) -m bench --quick
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests bench
