@@ -51,24 +51,6 @@ LINEAGE_LOSS_STATES = (
     *_CANCEL_STATES,
 )
 
-SEGMENT_COLUMNS = (
-    "cluster",
-    "job_id",
-    "job_id_raw",
-    "submit_s",
-    "run",
-    "user_name",
-    "account",
-    "partition",
-    "state",
-    "category",
-    "subcategory",
-    "start_s",
-    "end_s",
-    "gpus",
-    "measured",
-)
-
 
 def sql_pattern(pattern: str) -> str:
     """The manifest's Python regex for SQL engines: named groups become plain groups.

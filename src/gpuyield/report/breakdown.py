@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import ibis
 import ibis.expr.types as ir
-import pyarrow as pa
 
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
@@ -71,37 +70,53 @@ def _by_attribute(ledger: Ledger, column: str) -> list[BreakdownRow]:
 
 def _by_time(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
     """Per bucket: categories of segments clipped to the bucket; idle is what capacity has left."""
+    from gpuyield.report.summary import iso
+
     window = ledger.window
     first = window.start_s - window.start_s % bucket_s
     starts = list(range(first, window.end_s, bucket_s)) or [first]
-    buckets = ibis.memtable(pa.table({"bucket_s": pa.array(starts, pa.int64())}))
+    totals = bucket_totals(ledger, bucket_s, starts)
+    return [
+        BreakdownRow(key=iso(start)[: 10 if bucket_s == 86400 else 16], categories=totals[start])
+        for start in starts
+    ]
+
+
+def bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int, dict[str, float]]:
+    """GPU-seconds per bucket and category; idle is what the bucket's capacity has left."""
+    # Buckets generated in SQL rather than an ibis.memtable: a memtable is dropped by a finalizer
+    # that may run after the store's connection is closed, and it warns under pandas 3.
+    first = ibis.literal(starts[0], "int64")
+    after_last = ibis.literal(starts[-1] + 1, "int64")
+    buckets = ibis.range(first, after_last, bucket_s).unnest().name("bucket_s").as_table()
     buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
     segments = _clip(ledger.segments, buckets)
-    seg_rows = _rows(
-        segments.group_by(["bucket_s", "category"]).aggregate(
-            gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
-        ),
-        "bucket_s",
+    by_category = segments.group_by(["bucket_s", "category"]).aggregate(
+        gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
     )
     capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), buckets)
-    installed = {
-        str(r["bucket_s"]): float(r["gpu_s"])
-        for r in capacity.group_by("bucket_s")
-        .aggregate(gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum())
-        .to_pyarrow()
-        .to_pylist()
-    }
-    from gpuyield.report.summary import iso
-
-    result = []
-    for start in starts:
-        cats = seg_rows.get(str(start), {c.value: 0.0 for c in Category})
-        cats["idle"] = installed.get(str(start), 0.0) - sum(
-            v for k, v in cats.items() if k != "idle"
+    installed = capacity.group_by("bucket_s").aggregate(
+        gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum()
+    )
+    out = {start: {c.value: 0.0 for c in Category} for start in starts}
+    for row in by_category.to_pyarrow().to_pylist():
+        out[row["bucket_s"]][row["category"]] += float(row["gpu_s"])
+    for row in installed.to_pyarrow().to_pylist():
+        cats = out[row["bucket_s"]]
+        cats[Category.IDLE.value] = float(row["gpu_s"]) - sum(
+            v for k, v in cats.items() if k != Category.IDLE.value
         )
-        label = iso(start)[: 10 if bucket_s == 86400 else 16]
-        result.append(BreakdownRow(key=label, categories=cats))
-    return result
+    return out
+
+
+def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:
+    joined = table.join(
+        buckets, [table.start_s < buckets.bucket_end_s, table.end_s > buckets.bucket_s]
+    )
+    return joined.mutate(
+        start_s=ibis.greatest(joined.start_s, joined.bucket_s.cast("float64")),
+        end_s=ibis.least(joined.end_s, joined.bucket_end_s.cast("float64")),
+    )
 
 
 def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import ibis
-import ibis.expr.types as ir
 
 from gpuyield import store
 from gpuyield.categories import Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
-from gpuyield.report.breakdown import UNALLOCATED, breakdown
+from gpuyield.report.breakdown import UNALLOCATED, breakdown, bucket_totals
 from gpuyield.report.failures import Failures, failures_of
 from gpuyield.report.lineage import LineageFigure, lineages_of
 from gpuyield.report.summary import YieldReport, iso, report_from_ledger
@@ -176,7 +175,7 @@ def timeline_of(ledger: Ledger) -> Timeline:
     bucket_s = bucket_s_for(window.duration_s)
     first = window.start_s - window.start_s % bucket_s
     starts = list(range(first, window.end_s, bucket_s)) or [first]
-    per_bucket = _bucket_totals(ledger, bucket_s, starts)
+    per_bucket = bucket_totals(ledger, bucket_s, starts)
     return Timeline(
         bucket_s=bucket_s,
         buckets=tuple(
@@ -188,43 +187,6 @@ def timeline_of(ledger: Ledger) -> Timeline:
             )
             for start in starts
         ),
-    )
-
-
-def _bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int, dict[str, float]]:
-    """GPU-seconds per bucket and category; idle is what the bucket's capacity has left."""
-    # Buckets generated in SQL rather than an ibis.memtable: a memtable is dropped by a finalizer
-    # that may run after the store's connection is closed, and it warns under pandas 3.
-    first = ibis.literal(starts[0], "int64")
-    after_last = ibis.literal(starts[-1] + 1, "int64")
-    buckets = ibis.range(first, after_last, bucket_s).unnest().name("bucket_s").as_table()
-    buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
-    segments = _clip(ledger.segments, buckets)
-    by_category = segments.group_by(["bucket_s", "category"]).aggregate(
-        gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
-    )
-    capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), buckets)
-    installed = capacity.group_by("bucket_s").aggregate(
-        gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum()
-    )
-    out = {start: {c.value: 0.0 for c in Category} for start in starts}
-    for row in by_category.to_pyarrow().to_pylist():
-        out[row["bucket_s"]][row["category"]] += float(row["gpu_s"])
-    for row in installed.to_pyarrow().to_pylist():
-        cats = out[row["bucket_s"]]
-        cats[Category.IDLE.value] = float(row["gpu_s"]) - sum(
-            v for k, v in cats.items() if k != Category.IDLE.value
-        )
-    return out
-
-
-def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:
-    joined = table.join(
-        buckets, [table.start_s < buckets.bucket_end_s, table.end_s > buckets.bucket_s]
-    )
-    return joined.mutate(
-        start_s=ibis.greatest(joined.start_s, joined.bucket_s.cast("float64")),
-        end_s=ibis.least(joined.end_s, joined.bucket_end_s.cast("float64")),
     )
 
 
