@@ -114,6 +114,8 @@ def classify(out_dir: Path, window_end: int) -> dict[str, dict[str, int]]:
 def _cause(state: str, end: int, nodes: list[str], node_events: list[dict[str, str]]) -> str:
     if state in ("NODE_FAIL", "BOOT_FAIL"):
         return "hardware"
+    if state in ("OUT_OF_MEMORY", "TIMEOUT", "DEADLINE"):
+        return {"OUT_OF_MEMORY": "oom"}.get(state, "timeout")
     for ev in node_events:
         if ev["NodeName"] in nodes and end - 600 <= epoch(ev["TimeStart"]) <= end + 300:
             return "hardware"

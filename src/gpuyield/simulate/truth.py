@@ -123,15 +123,16 @@ def _book_research(result: SimulationResult, tally: Tally) -> int:
     gpu_s = np.where(started, (stop - rows.start_s) * rows.num_gpus, 0)
     diverged = jobs.diverged[rows.job]
     state = rows.state
+    # Node-event evidence re-labels only plain FAILED jobs: OOM and TIMEOUT name their own cause
+    # (the ledger's reading of the contract, ledger/jobs.py).
     hardware = _blamed_on_hardware(result, stop)
-    failed_like = np.isin(state, (S_FAILED, S_TIMEOUT, S_OOM))
     plain = ~diverged
     book = [
         ("diverged", None, diverged),
         ("experiment", None, plain & np.isin(state, (S_COMPLETED, S_RUNNING))),
-        ("failed", "hardware", plain & ((state == S_NODE_FAIL) | (failed_like & hardware))),
-        ("failed", "oom", plain & (state == S_OOM) & ~hardware),
-        ("failed", "timeout", plain & (state == S_TIMEOUT) & ~hardware),
+        ("failed", "hardware", plain & ((state == S_NODE_FAIL) | ((state == S_FAILED) & hardware))),
+        ("failed", "oom", plain & (state == S_OOM)),
+        ("failed", "timeout", plain & (state == S_TIMEOUT)),
         ("failed", "software", plain & (state == S_FAILED) & ~hardware),
         ("cancelled", "user", plain & np.isin(state, (S_CANCELLED, S_REQUEUED))),
         ("cancelled", "preempted", plain & (state == S_PREEMPTED)),
@@ -150,7 +151,7 @@ def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarra
     rows, out = result.rows, result.outages
     assert rows is not None
     blamed = np.zeros(len(rows), dtype=bool)
-    candidates = np.flatnonzero(np.isin(rows.state, (S_FAILED, S_TIMEOUT, S_OOM)))
+    candidates = np.flatnonzero(rows.state == S_FAILED)
     if candidates.size == 0 or len(out) == 0:
         return blamed
     order = candidates[np.argsort(stop[candidates], kind="stable")]
