@@ -24,7 +24,7 @@ FAILED_STATES = frozenset({"FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY"})
 STOPPED_STATES = frozenset({"PREEMPTED", "CANCELLED", "REQUEUED"})
 NON_LINEAGE_FAILED = FAILED_STATES | {"TIMEOUT", "DEADLINE"}
 HARDWARE_STATES = frozenset({"NODE_FAIL", "BOOT_FAIL"})
-# "a node event starting on its nodes from 10 min before to 5 min after its end"
+# A FAILED job with "a node event starting on its nodes from 10 min before to 5 min after its end"
 HARDWARE_EVENT_BEFORE_S = 600
 HARDWARE_EVENT_AFTER_S = 300
 
@@ -118,9 +118,8 @@ class Releases:
     checkpoint_interval_s: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for run in self.lineage_runs:
-            interval = self.checkpoint_interval_s.get(run)
-            if interval is None or interval <= 0:
+        for run, interval in self.checkpoint_interval_s.items():
+            if interval <= 0:
                 raise OracleError(
                     f"releases.checkpoint_interval_s[{run!r}] must be > 0, got {interval}"
                 )
@@ -300,6 +299,10 @@ def down_gpu_seconds(
 def _failed_cause(job: JobRun, events: Iterable[NodeEvent]) -> str:
     if job.state in HARDWARE_STATES:
         return "hardware"
+    if job.state == "OUT_OF_MEMORY":
+        return "oom"
+    if job.state in ("TIMEOUT", "DEADLINE"):  # node events do not relabel these
+        return "timeout"
     assert job.end_s is not None, "a failed job has ended"
     if any(
         e.node in job.nodes
@@ -307,17 +310,14 @@ def _failed_cause(job: JobRun, events: Iterable[NodeEvent]) -> str:
         for e in events
     ):
         return "hardware"
-    if job.state == "OUT_OF_MEMORY":
-        return "oom"
-    if job.state in ("TIMEOUT", "DEADLINE"):
-        return "timeout"
     return "software"
 
 
-def _lost_gpu_seconds(job: JobRun, interval_s: int, window: Window) -> int:
-    """Progress lost since the last checkpoint (one every interval from job start), in-window."""
+def _lost_gpu_seconds(job: JobRun, interval_s: int | None, window: Window) -> int:
+    """Progress lost since the last checkpoint (one every interval from job start; no interval
+    known: the whole job), in-window."""
     assert job.start_s is not None and job.end_s is not None, "only ended jobs lose progress"
-    lost_s = job.elapsed_s % interval_s
+    lost_s = job.elapsed_s if interval_s is None else job.elapsed_s % interval_s
     span = window.clip(job.end_s - lost_s, job.end_s)
     return 0 if span is None else job.num_gpus * (span[1] - span[0])
 
@@ -333,7 +333,7 @@ def _charge_job(
             return {"released": gpu_s}
         if state not in FAILED_STATES | STOPPED_STATES:
             raise OracleError(f"lineage job {job.job_id} in state {state}: rule not written")
-        lost = _lost_gpu_seconds(job, releases.checkpoint_interval_s[job.run], window)
+        lost = _lost_gpu_seconds(job, releases.checkpoint_interval_s.get(job.run), window)
         if state in FAILED_STATES:
             key = f"failed.{_failed_cause(job, events)}"
         else:

@@ -99,9 +99,28 @@ def test_expand_hostlist(text: str, names: tuple[str, ...]) -> None:
     assert oracle.expand_hostlist(text) == names
 
 
-def test_lineage_without_interval_is_refused() -> None:
+def test_lineage_without_interval_loses_the_whole_job(data_dir: Path) -> None:
+    """Contract: no checkpoint interval known -> the whole failed run is lost progress."""
+    window, events = _window(data_dir)
+    jobs = oracle.parse_sacct((data_dir / "sacct-X-D-wide.psv").read_text())
+    gpus = {f"n{i}": 8 for i in range(1, 5)}
+    releases = oracle.Releases(lineage_runs=frozenset({"dn1"}))
+    ledger = oracle.expected_ledger(jobs, events, gpus, releases, window)
+    assert ledger.categories["released"] == 8 * 2  # only the COMPLETED rerun
+
+
+def test_timeout_is_not_relabelled_by_node_events(data_dir: Path) -> None:
+    """Job 7 (TIMEOUT on n3) ended 10:43:17, 113 s before n3's drain: still timeout, not hardware;
+    FAILED job 9 on n4 (10:42:20) had n4's DOWN* start 57 s later: hardware."""
+    _, events = _window(data_dir)
+    jobs = {j.job_id: j for j in oracle.parse_sacct((data_dir / "sacct-X-D-wide.psv").read_text())}
+    assert oracle._failed_cause(jobs["7"], events) == "timeout"
+    assert oracle._failed_cause(jobs["9"], events) == "hardware"
+
+
+def test_non_positive_interval_is_refused() -> None:
     with pytest.raises(oracle.OracleError, match="checkpoint_interval_s"):
-        oracle.Releases(lineage_runs=frozenset({"pt"}))
+        oracle.Releases(lineage_runs=frozenset({"pt"}), checkpoint_interval_s={"pt": 0})
 
 
 def test_fraction_spread_over_nodes() -> None:
