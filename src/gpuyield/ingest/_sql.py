@@ -47,14 +47,15 @@ def bad_time_sql(raw: str, parsed: str) -> str:
 
 
 def load_lines(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
-    """Read ``path`` into ``table(line, text)``: one row per physical line, 1-based line numbers.
+    """A view ``table(line, text)`` over ``path``: one row per physical line, 1-based line numbers.
 
     DuckDB reads the file (fast, parallel); the delimiter is NUL, which ``scan_file`` has already
-    proven absent, so every line arrives whole. Blank lines arrive as NULL.
+    proven absent, so every line arrives whole. Blank lines arrive as NULL. A view, not a table:
+    each use streams the file again instead of holding all of it in memory.
     """
     con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE {table} AS
+        CREATE OR REPLACE TEMP VIEW {table} AS
         SELECT row_number() OVER () AS line, regexp_replace(column0, '\\r$', '') AS text
         FROM read_csv({sql_quote(str(path))}, columns={{'column0': 'VARCHAR'}}, delim='\\0',
                       quote='', escape='', header=false, auto_detect=false, strict_mode=false)

@@ -157,37 +157,50 @@ def stage_sacct(
     columns = _column_map(info.path, names)
     load_lines(con, info.path, "sacct_lines")
     n_fields = len(names)
-    misshapen = con.execute(
-        f"""SELECT count(*) FROM sacct_lines WHERE line > {header_lines} AND text IS NOT NULL
-            AND length(text) - length(replace(text, '|', '')) <> {n_fields - 1}"""
+    misshapen, blank = con.execute(
+        f"""SELECT count(*) FILTER (WHERE text IS NOT NULL
+                   AND length(text) - length(replace(text, '|', '')) <> {n_fields - 1}),
+                   count(*) FILTER (WHERE text IS NULL)
+            FROM sacct_lines WHERE line > {header_lines}"""
     ).fetchall()[0]
-    assert misshapen is not None
-    if misshapen[0] == 0:
-        _split_fast(con, n_fields, header_lines)
+    if misshapen == 0 and blank == 0:
+        _split_fast(con, info.path, n_fields, header_lines)
+        raw_from = "sacct_raw"
         shape_problems = []
     else:
         shape_problems = _split_records(con, info.path, names, columns, header_lines)
+        raw_from = "sacct_records"
     if shape_problems and not lenient:
         raise ParseError(
             shape_problems[0][1], path=info.path, line=shape_problems[0][0], field=None, hint=_HINT
         )
     _type_records(con, names, columns, tz, default_cluster)
     problems = collect_problems(
-        con, _checks(names, columns), limit=None if lenient else 1, raw_from="sacct_records"
+        con, _checks(names, columns), limit=None if lenient else 1, raw_from=raw_from
     )
     if problems and not lenient:
         raise_first(problems[0], info.path, _HINT)
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
 
 
-def _split_fast(con: duckdb.DuckDBPyConnection, n_fields: int, header_lines: int) -> None:
-    """Every line is one record: split in SQL."""
-    cols = ", ".join(f"parts[{i + 1}] AS f{i}" for i in range(n_fields))
+def _split_fast(
+    con: duckdb.DuckDBPyConnection, path: Path, n_fields: int, header_lines: int
+) -> None:
+    """Every line is one record: DuckDB's CSV reader splits the fields (parallel, streaming).
+
+    Rows keep file order, and with no blank lines (checked by the caller) row n is line n + header.
+    """
+    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields))
     con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW sacct_records AS
-            SELECT line, {cols}, text AS raw FROM (
-                SELECT line, text, string_split(text, '|') AS parts FROM sacct_lines
-                WHERE line > {header_lines} AND text IS NOT NULL)"""
+        f"""CREATE OR REPLACE TEMP TABLE sacct_records AS
+            SELECT row_number() OVER () + {header_lines} AS line, *
+            FROM read_csv({sql_quote(str(path))}, columns={{{columns}}}, delim='|', quote='',
+                          escape='', header={"true" if header_lines else "false"},
+                          auto_detect=false, strict_mode=true, null_padding=false)"""
+    )
+    # Raw records of rejected lines come from the lines themselves.
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW sacct_raw AS SELECT line, text AS raw FROM sacct_lines"
     )
 
 
