@@ -19,7 +19,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -e '.[dev,html,telemetry,train,spark]'
 	touch $@
 
-.PHONY: demo test bench bench-quick lint install clean
+.PHONY: demo test test-quick bench bench-quick lint install clean
 install: $(VENV)/.core
 
 demo: $(VENV)/.core
@@ -38,6 +38,10 @@ demo: $(VENV)/.core
 
 test: $(VENV)/.dev
 	$(PY) -m pytest -q
+
+# Without the real Slurm lab (minutes, root) and the slowest tests: for quick local iterations.
+test-quick: $(VENV)/.dev
+	$(PY) -m pytest -q -m "not slurm and not slow"
 
 # The full run writes about 2.6 GB of generated data under bench/out/ and takes many minutes.
 bench: $(VENV)/.dev
