@@ -11,7 +11,7 @@ from gpuyield.estimate.catalog import get_accelerator, get_model
 from gpuyield.estimate.claims import ClaimCheck, computed, ratio_step, sourced, unreproducible
 from gpuyield.estimate.numbers import Range, format_number
 from gpuyield.estimate.sizing import params_from_budget, params_from_speed
-from gpuyield.estimate.train import estimate_train
+from gpuyield.estimate.train import estimate_train, flops_step
 from gpuyield.estimate.worksheet import DOWN, UP, Step, compute, given
 
 P = Range.point
@@ -223,17 +223,7 @@ def _sonnet37_compute() -> ClaimCheck:
 def _llama405_flops() -> ClaimCheck:
     run = estimate_train(model="llama-3.1-405b")
     tokens = P(run.worksheet.step("tokens").value.central)
-    flops = compute(
-        "flops",
-        "training compute",
-        "C = 6 * N * D",
-        "6 * {active_params} * {tokens}",
-        f.training_flops,
-        {"active_params": UP, "tokens": UP},
-        "FLOP",
-        active_params=P(405e9),
-        tokens=tokens,
-    )
+    flops = flops_step(P(405e9), tokens)
     return computed(
         id="llama405-flops",
         section=ANTHROPIC,

@@ -10,7 +10,7 @@ from gpuyield.estimate import formulas as f
 from gpuyield.estimate.catalog import get_accelerator, get_model
 from gpuyield.estimate.claims import ClaimCheck, computed, ratio_step, sourced
 from gpuyield.estimate.numbers import Range, format_percent
-from gpuyield.estimate.train import estimate_train
+from gpuyield.estimate.train import estimate_train, flops_step
 from gpuyield.estimate.worksheet import DOWN, UP, Step, compute, given
 
 P = Range.point
@@ -238,17 +238,7 @@ def _scout_tokens() -> ClaimCheck:
 
 
 def _behemoth_run(tokens: float) -> list[Step]:
-    flops = compute(
-        "flops",
-        "training compute",
-        "C = 6 * N * D",
-        "6 * {active_params} * {tokens}",
-        f.training_flops,
-        {"active_params": UP, "tokens": UP},
-        "FLOP",
-        active_params=P(290e9),
-        tokens=P(tokens),
-    )
+    flops = flops_step(P(290e9), P(tokens))
     days = compute(
         "days",
         "wall-clock days",

@@ -149,8 +149,9 @@ def _input_steps(inputs: _Inputs, chip: Accelerator, peak: Range, mfu: Range) ->
     ]
 
 
-def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step]:
-    flops = compute(
+def flops_step(active_params: Range, tokens: Range) -> Step:
+    """The worksheet step C = 6 * N * D (training compute), shared by every estimate that needs it."""
+    return compute(
         "flops",
         "training compute",
         "C = 6 * N * D",
@@ -158,9 +159,13 @@ def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step
         f.training_flops,
         {"active_params": UP, "tokens": UP},
         "FLOP",
-        active_params=inputs.active_params,
-        tokens=inputs.tokens,
+        active_params=active_params,
+        tokens=tokens,
     )
+
+
+def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step]:
+    flops = flops_step(inputs.active_params, inputs.tokens)
     hours = compute(
         "gpu_hours",
         "GPU-hours",
