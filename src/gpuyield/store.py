@@ -19,7 +19,6 @@ import duckdb
 
 from gpuyield.errors import InputError
 
-DEFAULT_DB = Path("gpuyield.duckdb")
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -118,20 +117,3 @@ def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute("SELECT nextval('ingest_ids')").fetchall()[0]
     assert row is not None
     return int(row[0])
-
-
-def find_ingest(con: duckdb.DuckDBPyConnection, source: str, sha256: str) -> int | None:
-    """The id of an earlier ingest of the same content from the same source, if any."""
-    row = con.execute(
-        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? ORDER BY ingest_id LIMIT 1",
-        [source, sha256],
-    ).fetchall()
-    return int(row[0][0]) if row else None
-
-
-def fetch_one(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None
-) -> tuple[object, ...] | None:
-    """The first row of a query, reading the whole result (DuckDB 2 keeps unfinished results open)."""
-    rows = con.execute(sql, params or []).fetchall()
-    return rows[0] if rows else None

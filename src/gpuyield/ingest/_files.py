@@ -26,10 +26,6 @@ class FileInfo:
     """Hex SHA-256 of the bytes: identifies the content for idempotent re-ingest."""
     size_bytes: int
     """File size."""
-    num_lines: int
-    """Number of lines (a last line without a newline counts)."""
-    has_crlf: bool
-    """True when lines end in CR LF (Windows line endings)."""
 
 
 def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
@@ -39,29 +35,22 @@ def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
     digest = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")()
     num_newlines = 0
-    has_crlf = False
     size = 0
-    last_byte = b"\n"
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK_BYTES):
             digest.update(chunk)
             _check_chunk(path, decoder, chunk, num_newlines)
             if b"\r" in chunk:
                 _check_carriage_returns(path, chunk, num_newlines)
-                has_crlf = True
             num_newlines += chunk.count(b"\n")
             size += len(chunk)
-            last_byte = chunk[-1:]
             if progress is not None:
                 progress(len(chunk))
     _check_chunk(path, decoder, b"", num_newlines, final=True)
-    num_lines = num_newlines + (0 if last_byte == b"\n" else 1)
     return FileInfo(
         path=path,
         sha256=digest.hexdigest(),
         size_bytes=size,
-        num_lines=num_lines,
-        has_crlf=has_crlf,
     )
 
 
