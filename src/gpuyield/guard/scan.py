@@ -10,8 +10,12 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuyield.guard.watch import DivergenceEvent, DivergenceWatch, WatchConfig
+
+if TYPE_CHECKING:
+    from gpuyield.ingest.telemetry import TelemetryLog
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,9 +64,15 @@ def scan(
 ) -> ScanResult:
     """Read ``path`` (format detected unless given) and return the watch's events in it."""
     # Imported here so that ``import gpuyield.guard`` stays standard-library only.
-    from gpuyield.ingest.telemetry import CheckpointSaved, StepRecord, read
+    from gpuyield.ingest.telemetry import read
 
-    log = read(path, format)
+    return scan_log(read(path, format), config)
+
+
+def scan_log(log: TelemetryLog, config: WatchConfig | None = None) -> ScanResult:
+    """Replay an already-read telemetry log through the watch (no second read of the file)."""
+    from gpuyield.ingest.telemetry import CheckpointSaved, StepRecord
+
     watch = DivergenceWatch(config, action="warn", act_on=())
     last_checkpoint: int | None = None
     events: list[DivergenceEvent] = []

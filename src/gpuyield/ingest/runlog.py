@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield import store
-from gpuyield.guard.scan import scan
+from gpuyield.guard.scan import scan_log
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.telemetry import (
     CheckpointLoaded,
@@ -25,6 +25,7 @@ from gpuyield.ingest.telemetry import (
     JobEnd,
     JobStart,
     StepRecord,
+    TelemetryLog,
     read,
 )
 
@@ -64,8 +65,7 @@ class TelemetryResult:
     """Events the divergence watch found."""
 
 
-def _rows(run: str, path: Path, fmt: str | None) -> tuple[pa.Table, int]:
-    log = read(path, fmt)
+def _rows(run: str, log: TelemetryLog) -> pa.Table:
     rows: list[dict[str, object]] = []
     for record in log.records:
         row: dict[str, object] = dict.fromkeys(_COLUMNS)
@@ -88,8 +88,7 @@ def _rows(run: str, path: Path, fmt: str | None) -> tuple[pa.Table, int]:
         else:
             continue  # evals carry no time accounting
         rows.append(row)
-    table = pa.table({c: pa.array([r[c] for r in rows], t) for c, t in _COLUMNS.items()})
-    return table, log.torn_lines
+    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in _COLUMNS.items()})
 
 
 def ingest_telemetry(
@@ -105,8 +104,9 @@ def ingest_telemetry(
         return TelemetryResult(
             run=run, path=str(path), sha256=digest, ingest_id=int(seen[0][0]), skipped=True
         )
-    table, torn = _rows(run, path, fmt)
-    events = scan(path, fmt).events
+    log = read(path, fmt)
+    table, torn = _rows(run, log), log.torn_lines
+    events = scan_log(log).events
     ingest_id = store.next_ingest_id(con)
     # A newer copy of the same file (append-only logs grow) replaces what the older copy stored.
     con.execute(
