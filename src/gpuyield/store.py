@@ -19,7 +19,7 @@ import duckdb
 
 from gpuyield.errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -37,11 +37,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     submit_s BIGINT NOT NULL, name VARCHAR, user_name VARCHAR, account VARCHAR, partition VARCHAR,
     qos VARCHAR, state VARCHAR NOT NULL, state_raw VARCHAR, exit_code VARCHAR, start_s BIGINT,
     end_s BIGINT, num_gpus BIGINT, gpu_type VARCHAR, num_nodes BIGINT, node_list VARCHAR,
-    comment VARCHAR, reason VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
+    comment VARCHAR, reason VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
+    job_key BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS job_nodes (
-    cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL, submit_s BIGINT NOT NULL, node VARCHAR NOT NULL
-);
+CREATE TABLE IF NOT EXISTS job_nodes (job_key BIGINT NOT NULL, node VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS node_events (
     cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, state VARCHAR NOT NULL, reason VARCHAR,
     user_name VARCHAR, start_s BIGINT NOT NULL, end_s BIGINT, planned BOOLEAN NOT NULL,
@@ -92,12 +91,28 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     if target != ":memory:":
         spill = Path(target).with_name(Path(target).name + ".tmp")
         con.execute(f"SET temp_directory = '{spill}'")
+    _check_schema_version(con, target)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
         con.execute(
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
         )
     return con
+
+
+def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """A store written by another schema version would fail deep inside a query: say so first."""
+    try:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.CatalogException:
+        return  # a new store
+    if rows and rows[0][0] != str(SCHEMA_VERSION):
+        con.close()
+        raise InputError(
+            f"{target} has store schema version {rows[0][0]}; this gpuyield reads version "
+            f"{SCHEMA_VERSION}",
+            hint="ingest the files again into a new --db (the store is derived from them)",
+        )
 
 
 @contextmanager

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Queue
 
 from gpuyield.errors import InputError, ParseError
 
@@ -26,32 +28,73 @@ class FileInfo:
     """Hex SHA-256 of the bytes: identifies the content for idempotent re-ingest."""
     size_bytes: int
     """File size."""
+    num_lines: int = 0
+    """Lines in the file (a last line without a newline counts)."""
+    mixed_line_ends: bool = False
+    """True when some lines end in CR LF and others in LF (DuckDB's CSV reader takes one)."""
 
 
 def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
-    """Hash ``path`` and check it is UTF-8 text without NUL bytes, naming the line of any bad byte."""
+    """Hash ``path`` and check it is UTF-8 text without NUL bytes, naming the line of any bad byte.
+
+    The hash runs in a second thread (hashlib releases the GIL), beside the byte checks.
+    """
     if not path.is_file():
         raise InputError(f"{path}: no such file", hint="check the path; give the file sacct wrote")
-    digest = hashlib.sha256()
+    hasher = _Hasher()
     decoder = codecs.getincrementaldecoder("utf-8")()
     num_newlines = 0
     size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK_BYTES):
-            digest.update(chunk)
-            _check_chunk(path, decoder, chunk, num_newlines)
-            if b"\r" in chunk:
-                _check_carriage_returns(path, chunk, num_newlines)
-            num_newlines += chunk.count(b"\n")
-            size += len(chunk)
-            if progress is not None:
-                progress(len(chunk))
-    _check_chunk(path, decoder, b"", num_newlines, final=True)
+    last_byte = b"\n"
+    num_crs = 0
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK_BYTES):
+                hasher.feed(chunk)
+                _check_chunk(path, decoder, chunk, num_newlines)
+                if last_byte == b"\r" and not chunk.startswith(b"\n"):
+                    _lone_carriage_return(path, num_newlines)
+                if b"\r" in chunk:
+                    _check_carriage_returns(path, chunk, num_newlines)
+                    num_crs += chunk.count(b"\r")
+                last_byte = chunk[-1:]
+                num_newlines += chunk.count(b"\n")
+                size += len(chunk)
+                if progress is not None:
+                    progress(len(chunk))
+        _check_chunk(path, decoder, b"", num_newlines, final=True)
+        if last_byte == b"\r":
+            _lone_carriage_return(path, num_newlines)
+    finally:
+        digest = hasher.finish()
+    num_lines = num_newlines + (last_byte != b"\n")
+    # Every CR is part of a CR LF (checked above): mixed when some newlines lack one.
+    mixed = 0 < num_crs < num_newlines
     return FileInfo(
-        path=path,
-        sha256=digest.hexdigest(),
-        size_bytes=size,
+        path=path, sha256=digest, size_bytes=size, num_lines=num_lines, mixed_line_ends=mixed
     )
+
+
+class _Hasher:
+    """SHA-256 of the chunks fed to it, computed in a background thread."""
+
+    def __init__(self) -> None:
+        self._queue: Queue[bytes | None] = Queue(maxsize=4)
+        self._digest = hashlib.sha256()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            self._digest.update(chunk)
+
+    def feed(self, chunk: bytes) -> None:
+        self._queue.put(chunk)
+
+    def finish(self) -> str:
+        self._queue.put(None)
+        self._thread.join()
+        return self._digest.hexdigest()
 
 
 def _check_chunk(
@@ -70,6 +113,8 @@ def _check_chunk(
             line=lines_before + data.count(b"\n", 0, nul) + 1,
             hint="the file is binary or corrupted; re-run the command that wrote it",
         )
+    if data.isascii() and not decoder.getstate()[0]:
+        return  # ASCII is UTF-8; no character was left cut at the previous chunk's end
     try:
         # Incremental: a character cut at a chunk's end is completed by the next chunk.
         decoder.decode(data, final=final)
@@ -84,14 +129,21 @@ def _check_chunk(
 
 
 def _check_carriage_returns(path: Path, chunk: bytes, lines_before: int) -> None:
-    """CR is accepted only as part of CR LF; a lone CR would split lines differently per reader."""
+    """CR is accepted only as part of CR LF; a lone CR would split lines differently per reader.
+
+    A CR ending the chunk is checked against the next chunk's first byte (or the end of the file).
+    """
     at = chunk.find(b"\r")
     while at >= 0:
         if chunk[at + 1 : at + 2] not in (b"\n", b""):
-            raise ParseError(
-                "carriage return inside a line",
-                path=path,
-                line=lines_before + chunk.count(b"\n", 0, at) + 1,
-                hint="normalise line endings (dos2unix) and re-run",
-            )
+            _lone_carriage_return(path, lines_before + chunk.count(b"\n", 0, at))
         at = chunk.find(b"\r", at + 1)
+
+
+def _lone_carriage_return(path: Path, lines_before: int) -> None:
+    raise ParseError(
+        "carriage return inside a line",
+        path=path,
+        line=lines_before + 1,
+        hint="normalise line endings (dos2unix) and re-run",
+    )

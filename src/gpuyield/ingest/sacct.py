@@ -13,6 +13,7 @@ What real Slurm prints and this module handles (see ``shared/data/slurm-local/RE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,19 +22,12 @@ import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._files import FileInfo
-from gpuyield.ingest._sql import (
-    Problem,
-    bad_time_sql,
-    collect_problems,
-    epoch_sql,
-    load_lines,
-    raise_first,
-    sql_quote,
-    store_rejects,
-)
+from gpuyield.ingest._sql import Problem, bad_time_sql, epoch_sql, sql_quote, store_rejects
 from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL
 
 SOURCE = "slurm.sacct"
+# job_key = ingest_id << JOB_KEY_LINE_BITS | line: unique in the store, and says where the row came from.
+JOB_KEY_LINE_BITS = 40
 
 # Every state sacct can print; anything else is a parse error rather than a guess.
 KNOWN_STATES = (
@@ -152,56 +146,64 @@ def stage_sacct(
     lenient: bool,
     default_cluster: str,
 ) -> SacctStage:
-    """Parse ``info.path`` into the temp table ``stage_jobs`` (typed, validated, one row per run)."""
+    """Parse ``info.path`` into the temp view ``sacct_staged`` (typed, checked, with line numbers)."""
     names, header_lines = read_header(info.path, fields)
     columns = _column_map(info.path, names)
-    load_lines(con, info.path, "sacct_lines")
-    n_fields = len(names)
-    misshapen, blank = con.execute(
-        f"""SELECT count(*) FILTER (WHERE text IS NOT NULL
-                   AND length(text) - length(replace(text, '|', '')) <> {n_fields - 1}),
-                   count(*) FILTER (WHERE text IS NULL)
-            FROM sacct_lines WHERE line > {header_lines}"""
-    ).fetchall()[0]
-    if misshapen == 0 and blank == 0:
-        _split_fast(con, info.path, n_fields, header_lines)
-        raw_from = "sacct_raw"
-        shape_problems = []
-    else:
-        shape_problems = _split_records(con, info.path, names, columns, header_lines)
-        raw_from = "sacct_records"
-    if shape_problems and not lenient:
-        raise ParseError(
-            shape_problems[0][1], path=info.path, line=shape_problems[0][0], field=None, hint=_HINT
-        )
-    _type_records(con, names, columns, tz, default_cluster)
-    problems = collect_problems(
-        con, _checks(names, columns), limit=None if lenient else 1, raw_from=raw_from
+    typed = lambda source, with_line: _typed_select(  # noqa: E731
+        columns, tz, default_cluster, source=source, with_line=with_line
     )
+    shape_problems: list[tuple[int, str, str]] = []
+    fast = not info.mixed_line_ends and _stage_fast(con, info, typed, len(names), header_lines)
+    if not fast:
+        shape_problems = _split_records(con, info.path, names, columns, header_lines)
+        if shape_problems and not lenient:
+            line, message, _ = shape_problems[0]
+            raise ParseError(message, path=info.path, line=line, field=None, hint=_HINT)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed('sacct_records', True)}")
+        con.execute("CREATE OR REPLACE TEMP VIEW sacct_staged AS SELECT * FROM sacct_stage")
+    problems = _problems(con, info.path, names, columns, fast=fast, limit=None if lenient else 1)
     if problems and not lenient:
-        raise_first(problems[0], info.path, _HINT)
+        first = problems[0]
+        raise ParseError(
+            first.message, path=info.path, line=first.line, field=first.field, hint=_HINT
+        )
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
 
 
-def _split_fast(
-    con: duckdb.DuckDBPyConnection, path: Path, n_fields: int, header_lines: int
-) -> None:
-    """Every line is one record: DuckDB's CSV reader splits the fields (parallel, streaming).
+def _stage_fast(
+    con: duckdb.DuckDBPyConnection,
+    info: FileInfo,
+    typed: Callable[[str, bool], str],
+    n_fields: int,
+    header_lines: int,
+) -> bool:
+    """Stage with DuckDB's CSV reader when every line is one record (parallel, streaming).
 
-    Rows keep file order, and with no blank lines (checked by the caller) row n is line n + header.
+    False when some line has the wrong number of fields (a multi-line ``SubmitLine``, a pipe in a
+    free-text field, a truncated line): the caller then reassembles records line by line. Line
+    numbers come from the temp table's row ids, not ``row_number()``, which would serialise the
+    read (twice the time): the reader keeps file order and, as it read one record per line (it
+    skips blank lines, hence the count), record n is line n + header.
     """
     columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields))
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE sacct_records AS
-            SELECT row_number() OVER () + {header_lines} AS line, *
-            FROM read_csv({sql_quote(str(path))}, columns={{{columns}}}, delim='|', quote='',
+    source = f"""read_csv({sql_quote(str(info.path))}, columns={{{columns}}}, delim='|', quote='',
                           escape='', header={"true" if header_lines else "false"},
-                          auto_detect=false, strict_mode=true, null_padding=false)"""
-    )
-    # Raw records of rejected lines come from the lines themselves.
+                          auto_detect=false, strict_mode=true, null_padding=false,
+                          ignore_errors=true)"""
+    # A misshapen line is skipped (an error would abort the ingest's transaction); the count
+    # below then differs from the file's lines.
+    con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed(source, False)}")
+    records, first_row_id = con.execute(
+        "SELECT count(*), coalesce(min(rowid), 0) FROM sacct_stage"
+    ).fetchall()[0]
+    if records != info.num_lines - header_lines:
+        return False
+    # Row ids are consecutive from a base that differs inside a transaction.
     con.execute(
-        "CREATE OR REPLACE TEMP VIEW sacct_raw AS SELECT line, text AS raw FROM sacct_lines"
+        f"""CREATE OR REPLACE TEMP VIEW sacct_staged AS
+            SELECT rowid - {first_row_id} + {header_lines + 1} AS line, * FROM sacct_stage"""
     )
+    return True
 
 
 def _split_records(
@@ -274,106 +276,172 @@ def _field(columns: dict[str, int], key: str) -> str:
     return f"nullif(f{columns[key]}, '')" if key in columns else "CAST(NULL AS VARCHAR)"
 
 
-def _type_records(
-    con: duckdb.DuckDBPyConnection,
-    names: list[str],
-    columns: dict[str, int],
-    tz: str,
-    default_cluster: str,
-) -> None:
+# What each problem code in ``sacct_stage.problems`` means: (field key, message about the value).
+_PROBLEMS = {
+    "id_missing": ("jobidraw", "missing job id"),
+    "id_bad": ("jobidraw", "not a Slurm job id: {value}"),
+    "state": ("state", "unknown job state: {value}"),
+    "submit": ("submit", "not a time: {value}"),
+    "start": ("start", "not a time: {value}"),
+    "end": ("end", "not a time: {value}"),
+    "order": ("end", "job ends before it starts"),
+    "gpus": ("alloctres", "GPU count is not a whole number: {value}"),
+    "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
+    "nnodes": ("nnodes", "not a node count: {value}"),
+    "nodelist": ("nodelist", "cannot read node list: {value}"),
+}
+_NODE_LIST_RE = (
+    r"([^,\[\]]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?[^,\[\]]*)"
+    r"(,[^,\[\]]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?[^,\[\]]*)*"
+)
+
+
+def _typed_select(
+    columns: dict[str, int], tz: str, default_cluster: str, *, source: str, with_line: bool
+) -> str:
+    """One SELECT from raw fields (``f0``...) to typed job columns plus ``problems``.
+
+    ``problems`` is a comma-separated list of codes (``_PROBLEMS``), empty for a good row, so
+    parsing and every check take one pass over the file.
+    """
     f = lambda key: _field(columns, key)  # noqa: E731
-    job_id = f("jobid") if "jobid" in columns else f("jobidraw")
-    tres = f("alloctres")
-    gpu_untyped = f"regexp_extract({tres}, '(?:^|,)gres/gpu=([^,]*)', 1)"
-    gpu_typed = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
-    gres = f("allocgres")
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP VIEW stage_raw AS
-        SELECT line,
-            coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
-            {job_id} AS job_id, {f("jobidraw")} AS job_id_raw,
-            {f("jobname")} AS name, {f("user")} AS user_name, {f("account")} AS account,
-            {f("partition")} AS partition, {f("qos")} AS qos, {f("state")} AS state_raw,
-            upper(split_part({f("state")}, ' ', 1)) AS state, {f("exitcode")} AS exit_code,
-            {f("submit")} AS submit_raw, {f("start")} AS start_raw, {f("end")} AS end_raw,
-            {f("elapsedraw")} AS elapsed_raw, {tres} AS tres_raw, {gres} AS gres_raw,
-            {f("nnodes")} AS nnodes_raw, {f("nodelist")} AS node_list_raw,
-            {f("comment")} AS comment, {f("reason")} AS reason,
-            {gpu_untyped} AS gpu_untyped, {gpu_typed} AS gpu_typed,
-            regexp_extract({gres}, '(?:^|,)gpu(?::[^:,(]+)?:(\\d+)', 1) AS gres_count,
-            strpos({job_id}, '.') > 0 OR strpos({f("jobidraw")}, '.') > 0 AS is_step
-        FROM sacct_records
-        """
-    )
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE stage_typed AS
-        SELECT *,
-            {epoch_sql("submit_raw", tz)} AS submit_s,
-            {epoch_sql("start_raw", tz)} AS start_s,
-            {epoch_sql("end_raw", tz)} AS end_s,
-            TRY_CAST(elapsed_raw AS BIGINT) AS elapsed_s,
-            TRY_CAST(nnodes_raw AS BIGINT) AS num_nodes,
-            CASE WHEN gpu_untyped <> '' THEN TRY_CAST(gpu_untyped AS BIGINT)
-                 WHEN len(gpu_typed) > 0 THEN
-                      list_sum(list_transform(gpu_typed, lambda x: TRY_CAST(x AS BIGINT)))
-                 WHEN tres_raw IS NOT NULL THEN 0
-                 WHEN gres_count <> '' THEN TRY_CAST(gres_count AS BIGINT)
-                 WHEN gres_raw IS NOT NULL THEN 0
-            END AS num_gpus,
-            nullif(regexp_extract(tres_raw, '(?:^|,)gres/gpu:([^=,]+)=', 1), '') AS gpu_type,
-            CASE WHEN node_list_raw IN ('None assigned', '(null)', 'None') THEN NULL
-                 ELSE node_list_raw END AS node_list
-        FROM stage_raw
-        """
-    )
-
-
-def _checks(names: list[str], columns: dict[str, int]) -> list[str]:
-    """Validation queries over ``stage_typed``: each row is one bad value."""
-    name = lambda key: names[columns[key]] if key in columns else key  # noqa: E731
+    job_id_raw = f("jobidraw")
+    job_id = f("jobid") if "jobid" in columns else job_id_raw
+    tres, gres = f("alloctres"), f("allocgres")
     states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
+
+    def bad_time(key: str) -> str:
+        return f"CASE WHEN {bad_time_sql(f(key), f'{key}_s')} THEN '{key}' END"
+
     checks = [
-        f"""SELECT line, {sql_quote(name("jobidraw"))}, 'missing job id', CAST(NULL AS VARCHAR) FROM stage_typed
-            WHERE job_id_raw IS NULL""",
-        f"""SELECT line, {sql_quote(name("jobidraw"))}, 'not a Slurm job id: ' || job_id_raw, CAST(NULL AS VARCHAR)
-            FROM stage_typed WHERE NOT regexp_full_match(job_id_raw, '\\d+([_+]\\d+)?(\\.\\S+)?')""",
-        f"""SELECT line, {sql_quote(name("state"))}, 'unknown job state: ' || coalesce(state_raw, ''),
-            CAST(NULL AS VARCHAR) FROM stage_typed WHERE NOT is_step AND (state IS NULL OR state NOT IN ({states}))""",
-        f"""SELECT line, {sql_quote(name("start"))}, 'not a time: ' || start_raw, CAST(NULL AS VARCHAR) FROM stage_typed
-            WHERE {bad_time_sql("start_raw", "start_s")}""",
-        f"""SELECT line, {sql_quote(name("end"))}, 'not a time: ' || end_raw, CAST(NULL AS VARCHAR) FROM stage_typed
-            WHERE {bad_time_sql("end_raw", "end_s")}""",
-        f"""SELECT line, {sql_quote(name("end"))}, 'job ends before it starts', CAST(NULL AS VARCHAR) FROM stage_typed
-            WHERE end_s < start_s""",
-        """SELECT line, 'AllocTRES', 'GPU count is not a whole number: ' || tres_raw, CAST(NULL AS VARCHAR)
-            FROM stage_typed WHERE (gpu_untyped <> '' OR len(gpu_typed) > 0) AND num_gpus IS NULL""",
+        "CASE WHEN job_id_raw IS NULL THEN 'id_missing' END",
+        r"CASE WHEN NOT regexp_full_match(job_id_raw, '\d+([_+]\d+)?(\.\S+)?') THEN 'id_bad' END",
+        f"CASE WHEN NOT is_step AND (state IS NULL OR state NOT IN ({states})) THEN 'state' END",
+        bad_time("start"),
+        bad_time("end"),
+        "CASE WHEN end_s < start_s THEN 'order' END",
+        f"""CASE WHEN (contains({tres}, 'gres/gpu=') OR contains({tres}, 'gres/gpu:'))
+                 AND num_gpus IS NULL THEN 'gpus' END""",
+        # Only lists with brackets or commas can be malformed; one plain name always reads.
+        f"""CASE WHEN (contains(node_list, '[') OR contains(node_list, ',')
+                       OR contains(node_list, ']'))
+                 AND NOT regexp_full_match(node_list, '{_NODE_LIST_RE}') THEN 'nodelist' END""",
     ]
     if "submit" in columns:
-        checks.append(
-            f"""SELECT line, {sql_quote(name("submit"))}, 'not a time: ' || submit_raw, CAST(NULL AS VARCHAR)
-                FROM stage_typed WHERE {bad_time_sql("submit_raw", "submit_s")}"""
-        )
+        checks.append(bad_time("submit"))
     if "elapsedraw" in columns:
         checks.append(
-            f"""SELECT line, {sql_quote(name("elapsedraw"))}, 'not a number of seconds: '
-                || elapsed_raw, CAST(NULL AS VARCHAR) FROM stage_typed
-                WHERE elapsed_raw IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)"""
+            f"""CASE WHEN {f("elapsedraw")} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)
+                THEN 'elapsed' END"""
         )
     if "nnodes" in columns:
         checks.append(
-            f"""SELECT line, {sql_quote(name("nnodes"))}, 'not a node count: ' || nnodes_raw, CAST(NULL AS VARCHAR)
-                FROM stage_typed WHERE nnodes_raw IS NOT NULL
-                AND (num_nodes IS NULL OR num_nodes < 0)"""
+            f"""CASE WHEN {f("nnodes")} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)
+                THEN 'nnodes' END"""
         )
-    checks.append(
-        f"""SELECT line, {sql_quote(name("nodelist"))}, 'cannot read node list: ' || node_list, CAST(NULL AS VARCHAR)
-            FROM stage_typed WHERE node_list IS NOT NULL
-            AND NOT regexp_full_match(node_list,
-                '([^,\\[\\]]+(\\[\\d+(-\\d+)?(,\\d+(-\\d+)?)*\\])?[^,\\[\\]]*)(,[^,\\[\\]]+(\\[\\d+(-\\d+)?(,\\d+(-\\d+)?)*\\])?[^,\\[\\]]*)*')"""
-    )
-    return checks
+    gres_count = rf"regexp_extract({gres}, '(?:^|,)gpu(?::[^:,(]+)?:(\d+)', 1)"
+    # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
+    num_gpus = f"""CASE
+        WHEN contains({tres}, 'gres/gpu=') THEN
+             TRY_CAST(regexp_extract({tres}, '(?:^|,)gres/gpu=([^,]*)', 1) AS BIGINT)
+        WHEN contains({tres}, 'gres/gpu:') THEN list_sum(list_transform(
+             regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1),
+             lambda x: TRY_CAST(x AS BIGINT)))
+        WHEN {tres} IS NOT NULL THEN 0
+        WHEN {gres_count} <> '' THEN TRY_CAST({gres_count} AS BIGINT)
+        WHEN {gres} IS NOT NULL THEN 0
+    END"""
+    line = "line, " if with_line else ""
+    return f"""
+        SELECT {line}cluster, job_id, job_id_raw, submit_s, name, user_name, account,
+            partition, qos, state, state_raw, exit_code, start_s, end_s, elapsed_s, num_gpus,
+            gpu_type, num_nodes, node_list, comment, reason, is_step,
+            concat_ws(',', {", ".join(checks)}) AS problems
+        FROM (
+            SELECT *,
+                coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
+                {job_id} AS job_id, {job_id_raw} AS job_id_raw,
+                {f("jobname")} AS name, {f("user")} AS user_name, {f("account")} AS account,
+                {f("partition")} AS partition, {f("qos")} AS qos, {f("state")} AS state_raw,
+                upper(split_part({f("state")}, ' ', 1)) AS state, {f("exitcode")} AS exit_code,
+                {epoch_sql(f("submit"), tz)} AS submit_s,
+                {epoch_sql(f("start"), tz)} AS start_s,
+                {epoch_sql(f("end"), tz)} AS end_s,
+                TRY_CAST({f("elapsedraw")} AS BIGINT) AS elapsed_s,
+                TRY_CAST({f("nnodes")} AS BIGINT) AS num_nodes,
+                {num_gpus} AS num_gpus,
+                nullif(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '') AS gpu_type,
+                CASE WHEN {f("nodelist")} IN ('None assigned', '(null)', 'None') THEN NULL
+                     ELSE {f("nodelist")} END AS node_list,
+                {f("comment")} AS comment, {f("reason")} AS reason,
+                strpos({job_id}, '.') > 0 OR strpos({job_id_raw}, '.') > 0 AS is_step
+            FROM {source}
+        )
+    """
+
+
+def _problems(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    names: list[str],
+    columns: dict[str, int],
+    *,
+    fast: bool,
+    limit: int | None,
+) -> list[Problem]:
+    """The staged rows with problems, as messages naming the field and the raw value."""
+    limit_sql = "" if limit is None else f" LIMIT {int(limit)}"
+    rows = con.execute(
+        f"SELECT line, problems FROM sacct_staged WHERE problems <> '' ORDER BY line{limit_sql}"
+    ).fetchall()
+    if not rows:
+        return []
+    lines = sorted({int(r[0]) for r in rows})
+    if fast:
+        raw = {n: (text, text.split("|")) for n, text in _read_lines(path, set(lines)).items()}
+    else:
+        fields = ", ".join(f"f{i}" for i in range(len(names)))
+        raw = {
+            int(r[0]): (r[1], list(r[2:]))
+            for r in con.execute(
+                f"SELECT line, raw, {fields} FROM sacct_records WHERE line IN (SELECT unnest(?))",
+                [lines],
+            ).fetchall()
+        }
+    problems: list[Problem] = []
+    for line, codes in rows:
+        record, values = raw.get(int(line), ("", []))
+        for code in codes.split(","):
+            key, message = _PROBLEMS[code]
+            index = columns.get(key)
+            value = (values[index] or "") if index is not None and index < len(values) else ""
+            field = names[index] if index is not None else _FIELD_LABELS.get(key, key)
+            problems.append(
+                Problem(
+                    line=int(line),
+                    field=field,
+                    message=message.format(value=value),
+                    raw=record,
+                )
+            )
+    return problems
+
+
+# How a problem's field is named when the file lacks the column (the check is about its absence).
+_FIELD_LABELS = {"alloctres": "AllocTRES"}
+
+
+def _read_lines(path: Path, wanted: set[int]) -> dict[int, str]:
+    """The text of some lines of a file (1-based), for error messages."""
+    found: dict[int, str] = {}
+    last = max(wanted)
+    with path.open(encoding="utf-8", newline="") as handle:
+        for number, text in enumerate(handle, start=1):
+            if number in wanted:
+                found[number] = text.rstrip("\r\n")
+            if number >= last:
+                break
+    return found
 
 
 def _finish(
@@ -390,16 +458,15 @@ def _finish(
     ]
     if all_problems:
         store_rejects(con, ingest_id, info.path, all_problems)
-    bad_lines = sorted({p.line for p in problems})
-    keep = "NOT is_step" + (f" AND line NOT IN {_lines_sql(bad_lines)}" if bad_lines else "")
+    keep = "NOT is_step AND problems = ''"
     summary = con.execute(
-        f"""SELECT count(*), count(*) FILTER (WHERE is_step),
+        f"""SELECT count(*), count(*) FILTER (WHERE is_step AND problems = ''),
                    count(*) FILTER (WHERE {keep}),
                    count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
                        FILTER (WHERE {keep}),
                    max(greatest(submit_s, start_s, end_s,
                        CASE WHEN end_s IS NULL THEN start_s + elapsed_s END)) FILTER (WHERE {keep})
-            FROM stage_typed"""
+            FROM sacct_stage"""
     ).fetchall()[0]
     records, steps, valid_runs, distinct_runs, as_of = summary
     duplicates = valid_runs - distinct_runs
@@ -412,13 +479,12 @@ def _finish(
                     SELECT *, row_number() OVER (
                         PARTITION BY cluster, job_id_raw, coalesce(submit_s, start_s, -1)
                         ORDER BY line DESC) AS rn
-                    FROM stage_typed WHERE {keep})
+                    FROM sacct_staged WHERE {keep})
                 WHERE rn = 1"""
         )
     else:
         con.execute(
-            f"""CREATE OR REPLACE TEMP VIEW stage_jobs AS SELECT * FROM stage_typed
-                WHERE {keep}"""
+            f"CREATE OR REPLACE TEMP VIEW stage_jobs AS SELECT * FROM sacct_staged WHERE {keep}"
         )
     rejected = len({p.line for p in all_problems})
     return SacctStage(
@@ -430,20 +496,22 @@ def _finish(
     )
 
 
-def _lines_sql(lines: list[int]) -> str:
-    """A SQL list literal of line numbers (a view cannot keep bound parameters)."""
-    return "(" + ", ".join(str(int(n)) for n in lines) + ")" if lines else "(NULL)"
-
-
 def load_jobs(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
-    """Replace the staged job runs in ``jobs`` (by natural key) and expand their node lists."""
+    """Replace the staged job runs in ``jobs`` (by natural key) and expand their node lists.
+
+    ``job_key`` (ingest id and line, one integer) links ``job_nodes`` to ``jobs``: joins on it are
+    several times cheaper than on the natural key's strings.
+    """
     con.execute(HOSTLIST_MACRO_SQL)
-    key = "(cluster, job_id_raw, submit_s)"
-    staged_keys = (
-        "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s FROM stage_jobs"
-    )
-    con.execute(f"DELETE FROM jobs WHERE {key} IN ({staged_keys})")
-    con.execute(f"DELETE FROM job_nodes WHERE {key} IN ({staged_keys})")
+    if con.execute("SELECT count(*) FROM jobs").fetchall()[0][0]:
+        key = "(cluster, job_id_raw, submit_s)"
+        staged_keys = "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s FROM stage_jobs"
+        con.execute(
+            f"""DELETE FROM job_nodes WHERE job_key IN (
+                    SELECT job_key FROM jobs WHERE {key} IN ({staged_keys}))"""
+        )
+        con.execute(f"DELETE FROM jobs WHERE {key} IN ({staged_keys})")
+    job_key = f"(CAST({ingest_id} AS BIGINT) << {JOB_KEY_LINE_BITS}) + line"
     con.execute(
         f"""
         INSERT INTO jobs SELECT cluster, coalesce(job_id, job_id_raw), job_id_raw,
@@ -451,17 +519,17 @@ def load_jobs(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
             state_raw, exit_code, start_s,
             -- No end: still running (or pending) at the capture; the ledger clips it at as_of.
             end_s, num_gpus, gpu_type, coalesce(num_nodes, len(hostlist_expand(node_list))),
-            node_list, comment, reason, {ingest_id}, line
+            node_list, comment, reason, {ingest_id}, line, {job_key}
         FROM stage_jobs
         """
     )
     con.execute(
-        """
+        f"""
         INSERT INTO job_nodes
-        SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1),
+        SELECT {job_key},
             -- Most jobs run on one node: only bracketed or comma lists need the expansion.
-            unnest(CASE WHEN regexp_matches(node_list, '[\\[,]') THEN hostlist_expand(node_list)
-                        ELSE [node_list] END)
+            unnest(CASE WHEN contains(node_list, '[') OR contains(node_list, ',')
+                        THEN hostlist_expand(node_list) ELSE [node_list] END)
         FROM stage_jobs WHERE node_list IS NOT NULL AND start_s IS NOT NULL
         """
     )

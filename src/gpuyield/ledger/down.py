@@ -1,4 +1,10 @@
-"""Down time per node: merged node events, less the GPUs jobs still held on the node meanwhile."""
+"""Per node: who held its GPUs when, and its down time less the GPUs jobs still held meanwhile.
+
+One sweep per node over the time-ordered changes (a job starts or ends, a down island starts or
+ends) gives, between consecutive changes, the GPUs in use and whether the node was down. That one
+sorted pass yields both the down segments and the capacity check (no node above its GPUs at any
+instant), instead of a join of every allocation with every down island of its node.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import Category, DownCause
 from gpuyield.ledger.window import Window
+
+# GPU counts are float sums (a job's GPUs spread over its nodes); below this they are rounding.
+_GPU_EPSILON = 1e-9
 
 
 def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) -> ir.Table:
@@ -19,6 +28,7 @@ def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) 
     events = events.join(capacity, ["cluster", "node"]).select(
         "cluster",
         "node",
+        "node_id",
         "planned",
         "num_gpus",
         start_s=ibis.greatest(events.start_s, capacity.start_s),
@@ -26,17 +36,13 @@ def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) 
         end_s=ibis.least(events.end_s.fill_null(window.as_of_s), capacity.end_s),
     )
     events = events.filter(events.end_s > events.start_s)
-    ordered = ibis.window(
-        group_by=["cluster", "node"], order_by=["start_s", "end_s"], rows=(None, -1)
-    )
+    ordered = ibis.window(group_by="node_id", order_by=["start_s", "end_s"], rows=(None, -1))
     events = events.mutate(prev_end_s=events.end_s.max().over(ordered))
     starts_island = events.prev_end_s.isnull() | (events.start_s > events.prev_end_s)
     events = events.mutate(new_island=starts_island.cast("int64"))
-    running = ibis.window(
-        group_by=["cluster", "node"], order_by=["start_s", "end_s"], rows=(None, 0)
-    )
+    running = ibis.window(group_by="node_id", order_by=["start_s", "end_s"], rows=(None, 0))
     events = events.mutate(island=events.new_island.sum().over(running))
-    return events.group_by(["cluster", "node", "island"]).aggregate(
+    return events.group_by(["cluster", "node", "node_id", "island"]).aggregate(
         start_s=events.start_s.min(),
         end_s=events.end_s.max(),
         planned=events.planned.all(),
@@ -44,68 +50,97 @@ def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) 
     )
 
 
-def down_segments(islands: ir.Table, allocations: ir.Table) -> ir.Table:
-    """Signed segments: +GPUs of the node over each island, -GPUs a job held there meanwhile.
-
-    Allocation wins over drain: a draining node still running a job is allocated, so the job's GPUs
-    are taken back out of ``down`` (the job's own segment counts them).
-    """
-    category = ibis.literal(Category.DOWN.value)
-
-    def sub(planned: ir.BooleanValue) -> ir.StringValue:
-        return ibis.cases((planned, DownCause.PLANNED.value), else_=DownCause.UNPLANNED.value)
-
-    gross = islands.select(
-        "cluster",
-        "node",
-        category=category,
-        subcategory=sub(islands.planned),
-        start_s=islands.start_s.cast("float64"),
-        end_s=islands.end_s.cast("float64"),
-        gpus=islands.num_gpus.cast("float64"),
-    )
-    on_nodes = allocations.view()
-    islands = islands.view()
-    overlap = on_nodes.join(
-        islands,
-        [
-            on_nodes.cluster == islands.cluster,
-            on_nodes.node == islands.node,
-            on_nodes.start_s < islands.end_s,
-            on_nodes.end_s > islands.start_s,
-        ],
-    )
-    held = overlap.select(
-        cluster=on_nodes.cluster,
-        node=on_nodes.node,
-        category=category,
-        subcategory=sub(islands.planned),
-        start_s=ibis.greatest(on_nodes.start_s, islands.start_s.cast("float64")),
-        end_s=ibis.least(on_nodes.end_s, islands.end_s.cast("float64")),
-        gpus=-on_nodes.gpus,
-    )
-    return gross.union(held)
-
-
-def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
-    """Per job and node: the job's clipped interval and its GPUs on that node.
+def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir.Table) -> ir.Table:
+    """Per job and node: the job's clipped interval, its GPUs there, and the node's capacity.
 
     Slurm reports one ``gres/gpu`` total per job; the ledger spreads it evenly over the job's nodes
-    (what the scheduler does for ``--gres=gpu:N`` per node; uneven spreads are not in sacct).
+    (what the scheduler does for ``--gres=gpu:N`` per node; uneven spreads are not in sacct). A left
+    join with the inventory: a node missing from it has a null ``node_id`` (see the ledger's check).
     """
     job_nodes = backend.table("job_nodes")
     known = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
-    joined = known.join(job_nodes, ["cluster", "job_id_raw", "submit_s"])
+    joined = known.join(job_nodes, "job_key")
     # NNodes from sacct (or the node list's length): were it to disagree with the expanded node
     # list, the per-node and per-job totals would differ and the ledger's conservation check fails.
     per_node = joined.num_gpus.cast("float64") / joined.num_nodes.cast("float64")
-    return joined.select(
+    alloc = joined.select(
         "cluster",
         "node",
-        "job_id",
-        "job_id_raw",
-        "submit_s",
+        "job_key",
         start_s=joined.clip_start_s.cast("float64"),
         end_s=joined.clip_end_s.cast("float64"),
         gpus=per_node,
+    )
+    nodes = capacity.select("cluster", "node", "node_id", node_gpus="num_gpus")
+    with_nodes = alloc.left_join(nodes, ["cluster", "node"])
+    return with_nodes.select(alloc, with_nodes.node_id, with_nodes.node_gpus)
+
+
+def node_sweep(allocations: ir.Table, islands: ir.Table, capacity: ir.Table) -> ir.Table:
+    """The intervals between changes on each node that matter: down, or above capacity.
+
+    Columns: ``cluster, node, start_s, end_s, in_use`` (GPUs held by jobs), ``node_gpus``,
+    ``down`` (the node was in a down island), ``planned``. Every other interval is a node in
+    service within its capacity, which the ledger needs no row for (its idle time is what is left).
+    """
+    known = allocations.filter(allocations.node_id.notnull())
+
+    def points(table: ir.Table, t: ir.Value, d_gpus: ir.Value, d_down: ir.Value) -> ir.Table:
+        return table.select(
+            "node_id", t=t.cast("float64"), d_gpus=d_gpus.cast("float64"), d_down=d_down
+        )
+
+    # Islands on a node are disjoint, so at most one is open: its running sum of +-1 (unplanned)
+    # or +-3 (planned) is 0 in service, 1 down unplanned, 3 down planned. One sum, not two.
+    island_code = ibis.cases((islands.planned, 3), else_=1).cast("int64")
+    changes = ibis.union(
+        points(known, known.start_s, known.gpus, ibis.literal(0, "int64")),
+        points(known, known.end_s, -known.gpus, ibis.literal(0, "int64")),
+        points(islands, islands.start_s, ibis.literal(0), island_code),
+        points(islands, islands.end_s, ibis.literal(0), -island_code),
+    )
+    # Ends sort before starts at the same instant: a job may start the second another ends. One
+    # window specification for every function, so the changes are sorted once; only the node's
+    # integer id travels through the sort (names and capacity are joined back to the few rows left).
+    order = ibis.window(group_by="node_id", order_by=["t", "d_gpus"], rows=(None, 0))
+    swept = changes.select(
+        "node_id",
+        start_s=changes.t,
+        end_s=changes.t.lead().over(order),
+        in_use=changes.d_gpus.sum().over(order),
+        island=changes.d_down.sum().over(order),
+    )
+    nodes = capacity.select(
+        "node_id", "cluster", "node", node_gpus=capacity.num_gpus.cast("float64")
+    )
+    swept = swept.join(nodes, "node_id")
+    swept = swept.mutate(down=swept.island > 0, planned=swept.island == 3).drop("island")
+    over = swept.in_use > swept.node_gpus + _GPU_EPSILON
+    return swept.filter((swept.down & (swept.end_s > swept.start_s)) | over)
+
+
+def down_segments(swept: ir.Table) -> ir.Table:
+    """Down GPU-time per node: the node's GPUs no job held while it was in a down island.
+
+    Allocation wins over drain: a draining node still running a job is allocated (the job's own
+    segment counts those GPUs).
+    """
+    down = swept.filter(swept.down & (swept.end_s > swept.start_s))
+    sub = ibis.cases((down.planned, DownCause.PLANNED.value), else_=DownCause.UNPLANNED.value)
+    return down.select(
+        "cluster",
+        "node",
+        "start_s",
+        "end_s",
+        category=ibis.literal(Category.DOWN.value),
+        subcategory=sub,
+        gpus=down.node_gpus - down.in_use,
+    )
+
+
+def over_capacity(swept: ir.Table) -> ir.Table:
+    """Nodes whose jobs held more GPUs than they have, with the highest count held."""
+    over = swept.filter(swept.in_use > swept.node_gpus + _GPU_EPSILON)
+    return over.group_by(["cluster", "node"]).aggregate(
+        peak=over.in_use.max(), num_gpus=over.node_gpus.max()
     )

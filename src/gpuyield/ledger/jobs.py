@@ -74,6 +74,7 @@ def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) 
     return (
         jobs.filter(jobs.start_s.notnull())
         .select(
+            "job_key",
             "cluster",
             "job_id",
             "job_id_raw",
@@ -112,7 +113,7 @@ def job_segments(
     jobs = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
     jobs = _with_lineage(jobs, manifest)
     hardware = _hardware_blamed(backend, jobs)
-    jobs = jobs.left_join(hardware, ["cluster", "job_id_raw", "submit_s"]).select(
+    jobs = jobs.left_join(hardware, "job_key").select(
         jobs, hw_event=hardware.hw_event.fill_null(False)
     )
     jobs = _with_loss(jobs, lost_progress)
@@ -195,7 +196,7 @@ def _hardware_blamed(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
     events = backend.table("node_events")
     job_nodes = backend.table("job_nodes")
     failed = jobs.filter(jobs.state.isin(["FAILED", "SPECIAL_EXIT"]))
-    on_nodes = failed.join(job_nodes, ["cluster", "job_id_raw", "submit_s"])
+    on_nodes = failed.join(job_nodes, "job_key")
     near = on_nodes.join(
         events,
         [
@@ -205,11 +206,7 @@ def _hardware_blamed(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
             events.start_s <= on_nodes.full_end_s + HW_AFTER_S,
         ],
     )
-    return (
-        near.select("cluster", "job_id_raw", "submit_s")
-        .distinct()
-        .mutate(hw_event=ibis.literal(True))
-    )
+    return near.select("job_key").distinct().mutate(hw_event=ibis.literal(True))
 
 
 def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
@@ -256,6 +253,7 @@ def _segment(
     end: ir.NumericValue,
 ) -> ir.Table:
     return jobs.select(
+        "job_key",
         "cluster",
         "job_id",
         "job_id_raw",

@@ -17,7 +17,13 @@ import ibis.expr.types as ir
 from gpuyield.categories import Category
 from gpuyield.errors import ConservationError, DataConsistencyError
 from gpuyield.ingest.manifest import Manifest, stored_manifest
-from gpuyield.ledger.down import down_islands, down_segments, job_node_allocations
+from gpuyield.ledger.down import (
+    down_islands,
+    down_segments,
+    job_node_allocations,
+    node_sweep,
+    over_capacity,
+)
 from gpuyield.ledger.jobs import clipped_jobs, job_segments
 from gpuyield.ledger.telemetry import (
     has_telemetry,
@@ -64,6 +70,8 @@ class Ledger:
     """Per node installed capacity."""
     jobs: ir.Table = field(repr=False)
     """Jobs clipped to the window, with their runs."""
+    down: ir.Table = field(repr=False)
+    """Down segments per node (``cluster, node, start_s, end_s, subcategory, gpus``)."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -82,8 +90,12 @@ def compute_ledger(
     since_s: int | None = None,
     until_s: int | None = None,
     manifest: Manifest | None = None,
+    keep_segments: bool = False,
 ) -> Ledger:
     """Categorise every installed GPU-second of the window and check conservation.
+
+    ``keep_segments`` computes the segments once into a temporary table, for callers that query
+    them again (breakdowns, the HTML report); the plain report only needs their totals.
 
     With run telemetry in the store, lost progress and overhead of lineage jobs are measured and
     runs the divergence watch found diverged are charged to ``diverged``; otherwise estimated.
@@ -97,23 +109,27 @@ def compute_ledger(
         manifest, evidence = with_detected_divergence(backend, manifest)
     capacity = _materialize(backend, "gy_capacity", node_capacity(backend, window))
     jobs = _materialize(backend, "gy_jobs", clipped_jobs(backend, window, manifest))
-    _check_nodes_known(backend, jobs, capacity)
-    allocations = _materialize(backend, "gy_allocations", job_node_allocations(backend, jobs))
+    allocations = _materialize(
+        backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
+    )
+    _check_nodes_known(allocations)
     lost = overhead = None
     if telemetry:
         lost = _materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
         overhead = _materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
     segments_jobs = job_segments(backend, jobs, manifest, window, lost, overhead)
-    islands = down_islands(backend, capacity, window)
-    segments_down = down_segments(islands, allocations)
-    segments = _materialize(
+    swept = _materialize(
         backend,
-        "gy_segments",
-        segments_jobs.union(segments_down.select(*_DOWN_COLUMNS(segments_jobs))),
+        "gy_sweep",
+        node_sweep(allocations, down_islands(backend, capacity, window), capacity),
     )
+    _check_node_peaks(swept)
+    down = down_segments(swept)
+    segments = segments_jobs.union(down.select(*_DOWN_COLUMNS(segments_jobs)))
+    if keep_segments:
+        segments = _materialize(backend, "gy_segments", segments)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
-    totals = _totals(segments)
-    _check_node_peaks(allocations, capacity)
+    totals, lost_jobs = _totals(segments, sorted(manifest.lineage_runs))
     allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
     allocated_by_node = _sum_gpu_s(allocations, None)
     if not _close(allocated_by_job, allocated_by_node):
@@ -126,12 +142,6 @@ def compute_ledger(
     categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
     _check_conservation(installed, categories)
     missing = _jobs_without_gpu_count(jobs)
-    lineage_lost = segments.filter(
-        segments.category.isin([Category.FAILED.value, Category.CANCELLED.value])
-        & segments.run.isin(sorted(manifest.lineage_runs) or [""])
-    )
-    measured = lineage_lost.group_by("measured").aggregate(n=lineage_lost.count()).to_pyarrow()
-    counts = dict(zip(measured["measured"].to_pylist(), measured["n"].to_pylist(), strict=True))
     return Ledger(
         window=window,
         manifest=manifest,
@@ -140,13 +150,14 @@ def compute_ledger(
         subcategories={k: v for k, v in totals.items() if "." in k},
         jobs_without_gpu_count=missing[0],
         node_seconds_without_gpu_count=missing[1],
-        measured_lost_jobs=int(counts.get(True, 0)),
-        estimated_lost_jobs=int(counts.get(False, 0)),
+        measured_lost_jobs=lost_jobs.get(True, 0),
+        estimated_lost_jobs=lost_jobs.get(False, 0),
         overhead_measured=telemetry,
         divergence_evidence=tuple(evidence),
         segments=segments,
         capacity=capacity,
         jobs=jobs,
+        down=down,
     )
 
 
@@ -174,6 +185,7 @@ def _DOWN_COLUMNS(like: ir.Table) -> list[ir.Value]:
     del like
     null_str = ibis.null(str)
     return [
+        ibis.null("int64").name("job_key"),
         "cluster",
         null_str.name("job_id"),
         null_str.name("job_id_raw"),
@@ -202,16 +214,30 @@ def _sum_gpu_s(table: ir.Table, gpus: ir.NumericValue | None) -> float:
     return float(value or 0.0)
 
 
-def _totals(segments: ir.Table) -> dict[str, float]:
+def _totals(
+    segments: ir.Table, lineage_runs: list[str]
+) -> tuple[dict[str, float], dict[bool, int]]:
+    """GPU-seconds per category and subcategory, and lineage jobs that lost progress (by measured).
+
+    One aggregation over the segments, which are then never stored for the plain report.
+    """
     gpu_s = (segments.end_s - segments.start_s) * segments.gpus
-    by_cat = segments.group_by(["category", "subcategory"]).aggregate(gpu_s=gpu_s.sum())
+    lineage_lost = segments.category.isin([Category.FAILED.value, Category.CANCELLED.value]) & (
+        segments.run.isin(lineage_runs or [""]).fill_null(False)
+    )
+    by_cat = segments.group_by(["category", "subcategory", "measured"]).aggregate(
+        gpu_s=gpu_s.sum(), lost_jobs=lineage_lost.cast("int64").sum()
+    )
     totals: dict[str, float] = {}
+    lost_jobs: dict[bool, int] = {}
     for row in by_cat.to_pyarrow().to_pylist():
         category, sub, value = row["category"], row["subcategory"], float(row["gpu_s"])
         totals[category] = totals.get(category, 0.0) + value
         if sub is not None:
             totals[f"{category}.{sub}"] = totals.get(f"{category}.{sub}", 0.0) + value
-    return totals
+        measured = bool(row["measured"])
+        lost_jobs[measured] = lost_jobs.get(measured, 0) + int(row["lost_jobs"] or 0)
+    return totals, lost_jobs
 
 
 def _check_conservation(installed: float, categories: dict[str, float]) -> None:
@@ -224,12 +250,10 @@ def _check_conservation(installed: float, categories: dict[str, float]) -> None:
         )
 
 
-def _check_nodes_known(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir.Table) -> None:
-    """Every node a job ran on must be in the inventory, or its GPUs were never installed."""
-    job_nodes = backend.table("job_nodes")
-    used = jobs.join(job_nodes, ["cluster", "job_id_raw", "submit_s"]).select("cluster", "node")
-    unknown = used.distinct().anti_join(capacity, ["cluster", "node"])
-    rows = unknown.limit(5).to_pyarrow().to_pylist()
+def _check_nodes_known(allocations: ir.Table) -> None:
+    """Every node a job held GPUs on must be in the inventory, or its GPUs were never installed."""
+    unknown = allocations.filter(allocations.node_id.isnull()).select("cluster", "node")
+    rows = unknown.distinct().limit(5).to_pyarrow().to_pylist()
     if rows:
         names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
         raise DataConsistencyError(
@@ -238,20 +262,13 @@ def _check_nodes_known(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir.T
         )
 
 
-def _check_node_peaks(alloc: ir.Table, capacity: ir.Table) -> None:
+def _check_node_peaks(swept: ir.Table) -> None:
     """No node may hold more GPUs than it has, at any instant."""
-    points = alloc.select("cluster", "node", t=alloc.start_s, delta=alloc.gpus).union(
-        alloc.select("cluster", "node", t=alloc.end_s, delta=-alloc.gpus)
-    )
-    # Ends sort before starts at the same instant: a job may start the second another ends.
-    order = ibis.window(group_by=["cluster", "node"], order_by=["t", "delta"], rows=(None, 0))
-    points = points.mutate(in_use=points.delta.sum().over(order))
-    peak = points.group_by(["cluster", "node"]).aggregate(peak=points.in_use.max())
-    over = peak.join(capacity, ["cluster", "node"])
-    over = over.filter(over.peak > over.num_gpus + 1e-9)
-    rows = over.select("cluster", "node", "peak", "num_gpus").limit(5).to_pyarrow().to_pylist()
+    rows = over_capacity(swept).limit(5).to_pyarrow().to_pylist()
     if rows:
-        detail = "; ".join(f"{r['node']} held {r['peak']:g} of {r['num_gpus']} GPUs" for r in rows)
+        detail = "; ".join(
+            f"{r['node']} held {r['peak']:g} of {r['num_gpus']:g} GPUs" for r in rows
+        )
         raise DataConsistencyError(
             f"jobs overlap beyond node capacity: {detail}",
             hint="is the inventory's GPU count per node right? do two sacct captures disagree?",

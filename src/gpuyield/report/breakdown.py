@@ -117,13 +117,3 @@ def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:
         start_s=ibis.greatest(joined.start_s, joined.bucket_s.cast("float64")),
         end_s=ibis.least(joined.end_s, joined.bucket_end_s.cast("float64")),
     )
-
-
-def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:
-    joined = table.join(
-        buckets, [table.start_s < buckets.bucket_end_s, table.end_s > buckets.bucket_s]
-    )
-    return joined.mutate(
-        start_s=ibis.greatest(joined.start_s, joined.bucket_s.cast("float64")),
-        end_s=ibis.least(joined.end_s, joined.bucket_end_s.cast("float64")),
-    )

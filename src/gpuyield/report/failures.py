@@ -13,9 +13,6 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import Category, DownCause, FailedCause
 from gpuyield.ledger import Ledger
-from gpuyield.ledger.down import down_islands, down_segments, job_node_allocations
-
-_JOB_KEY = ["cluster", "job_id_raw", "submit_s"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -136,9 +133,8 @@ def _down_by_node(
     ledger: Ledger, backend: ibis.BaseBackend
 ) -> dict[tuple[str, str], dict[str, float]]:
     """The ledger's own down segments, kept per node (the ledger sums them over nodes)."""
-    islands = down_islands(backend, ledger.capacity, ledger.window)
-    segments = down_segments(islands, job_node_allocations(backend, ledger.jobs))
-    return _per_node(segments, segments.gpus)
+    del backend
+    return _per_node(ledger.down, ledger.down.gpus)
 
 
 def _failed_by_node(
@@ -146,8 +142,8 @@ def _failed_by_node(
 ) -> dict[tuple[str, str], dict[str, float]]:
     failed = ledger.segments.filter(ledger.segments.category == Category.FAILED.value)
     job_nodes = backend.table("job_nodes")
-    num_nodes = job_nodes.group_by(_JOB_KEY).aggregate(num_nodes=job_nodes.count())
-    on_nodes = failed.join(num_nodes, _JOB_KEY).join(job_nodes, _JOB_KEY)
+    num_nodes = job_nodes.group_by("job_key").aggregate(num_nodes=job_nodes.count())
+    on_nodes = failed.join(num_nodes, "job_key").join(job_nodes, "job_key")
     return _per_node(on_nodes, on_nodes.gpus / on_nodes.num_nodes.cast("float64"))
 
 

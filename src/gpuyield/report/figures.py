@@ -142,7 +142,7 @@ def build_figures(
     con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s)
+        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, keep_segments=True)
         return collect_figures(ledger, report_from_ledger(ledger, con), con, backend)
     finally:
         con.close()

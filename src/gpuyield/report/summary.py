@@ -194,7 +194,9 @@ def build_report_with_breakdown(
 
     con = store.connect(db, read_only=True)
     try:
-        ledger = compute_ledger(backend_for(con), since_s=since_s, until_s=until_s)
+        ledger = compute_ledger(
+            backend_for(con), since_s=since_s, until_s=until_s, keep_segments=by is not None
+        )
         rows = breakdown(ledger, by) if by is not None else []
         return report_from_ledger(ledger, con), rows
     finally:
