@@ -213,3 +213,81 @@ def test_het_job_components_are_separate_allocations(fresh_db, tmp_path: Path) -
     rows = fresh_db.execute("SELECT job_id, num_gpus FROM jobs ORDER BY job_id").fetchall()
     assert rows == [("7+0", 8), ("7+1", 4)]
     assert summary.files[0].rows_skipped == 1
+
+
+def _many_rows(count: int) -> list[str]:
+    return [
+        f"{i}|{i}|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=1|n{i % 7}"
+        for i in range(1, count + 1)
+    ]
+
+
+def test_line_numbers_hold_in_a_file_read_in_parallel(fresh_db, tmp_path: Path) -> None:
+    # 600k rows (45 MB, more than one 32 MB buffer of DuckDB's CSV reader): they are split over
+    # threads, and line numbers come from row order.
+    rows = _many_rows(600_000)
+    rows[554_320] = rows[554_320].replace("2026-01-01T00:01:00", "soon")
+    path = write_sacct(tmp_path, rows)
+    with pytest.raises(ParseError) as info:
+        ingest(fresh_db, path)
+    assert (info.value.line, info.value.field) == (554_322, "End")
+    assert "not a time: soon" in str(info.value)
+    rows[554_320] = rows[554_320].replace("soon", "2026-01-01T00:01:00")
+    path = write_sacct(tmp_path, rows)
+    ingest(fresh_db, path)
+    lines = fresh_db.execute(
+        "SELECT job_id, line FROM jobs WHERE job_id IN ('1', '123456', '600000')"
+    ).fetchall()
+    assert sorted(lines) == [("1", 2), ("123456", 123_457), ("600000", 600_001)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("{header}\n{a}\n\n{b}\n{bad}\n", id="blank line"),
+        pytest.param("{header}\r\n{a}\n{b}\r\n{bad}\r\n", id="mixed line ends"),
+        pytest.param("{header}\n{a}\n{b}|extra\n{bad}\n", id="extra field"),
+    ],
+)
+def test_files_the_csv_reader_cannot_split_keep_true_line_numbers(
+    fresh_db, tmp_path: Path, text: str
+) -> None:
+    rows = _many_rows(3)
+    bad = rows[2].replace("COMPLETED", "EXPLODED")
+    path = tmp_path / "sacct.psv"
+    path.write_text(
+        text.format(
+            header="JobID|JobIDRaw|State|Start|End|AllocTRES|NodeList",
+            a=rows[0],
+            b=rows[1],
+            bad=bad,
+        ),
+        newline="",
+    )
+    summary = ingest(fresh_db, path, lenient=True)
+    rejects = fresh_db.execute("SELECT line, field, message FROM rejects ORDER BY line").fetchall()
+    bad_line = text.split("\n").index("{bad}" if "{bad}\r" not in text else "{bad}\r") + 1
+    assert (bad_line, "State", "unknown job state: EXPLODED") in rejects
+    assert summary.files[0].rows_rejected == len(rejects)
+
+
+def test_every_problem_of_a_row_is_kept(fresh_db, tmp_path: Path) -> None:
+    path = write_sacct(tmp_path, ["1|1|EXPLODED|then|2026-01-01T00:01:00|gres/gpu=x|n1"])
+    summary = ingest(fresh_db, path, lenient=True)
+    rejects = fresh_db.execute("SELECT line, field, message FROM rejects ORDER BY field").fetchall()
+    assert rejects == [
+        (2, "AllocTRES", "GPU count is not a whole number: gres/gpu=x"),
+        (2, "Start", "not a time: then"),
+        (2, "State", "unknown job state: EXPLODED"),
+    ]
+    assert summary.files[0].rows_rejected == 1
+
+
+def test_carriage_return_ending_the_file_is_a_lone_one(fresh_db, tmp_path: Path) -> None:
+    path = tmp_path / "sacct.psv"
+    path.write_bytes(
+        b"JobID|JobIDRaw|State|Start|End|AllocTRES|NodeList\n" + _many_rows(2)[0].encode() + b"\r"
+    )
+    with pytest.raises(ParseError, match="carriage return") as info:
+        ingest(fresh_db, path)
+    assert info.value.line == 2

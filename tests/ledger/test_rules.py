@@ -212,3 +212,79 @@ def test_capacity_from_cluster_tres_without_inventory(tmp_path: Path) -> None:
     ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 100, nodes="n2")]), inventory=False)
     assert ledger.installed_gpu_seconds == 2 * GPUS_PER_NODE * WINDOW_S
     assert ledger.categories["experiment"] == 800
+
+
+def test_oversubscription_is_found_on_its_own_node_only(tmp_path: Path) -> None:
+    # The sweep sums every node's changes in one ordered pass: n1 busy to the window's end
+    # must not leak GPUs into n2's sums, and n2's overlap must still be found.
+    jobs = [
+        Job(1, 0, None, state="RUNNING", gpus=8, nodes="n1"),
+        Job(2, 10, 100, gpus=6, nodes="n2"),
+        Job(3, 50, 150, gpus=4, nodes="n2"),
+    ]
+    with pytest.raises(DataConsistencyError, match=r"n2 held 10 of 8") as info:
+        run_ledger(tmp_path, Cluster(num_nodes=3, jobs=jobs))
+    assert "n1" not in str(info.value)
+
+
+def test_down_and_busy_nodes_side_by_side(tmp_path: Path) -> None:
+    # n1 runs a job through n2's outage and n3 drains under a job: each node's down time is its
+    # own GPUs no job held while it was out (n2: 8 x 300; n3: 8 x 200 - 4 x 100).
+    cluster = Cluster(
+        num_nodes=3,
+        jobs=[Job(1, 0, 1000, gpus=8, nodes="n1"), Job(2, 0, 300, gpus=4, nodes="n3")],
+        events=[Event("n2", 100, 400), Event("n3", 200, 400, state="DRAIN", reason="maint")],
+    )
+    ledger = run_ledger(tmp_path, cluster)
+    assert ledger.subcategories["down.unplanned"] == 8 * 300
+    assert ledger.subcategories["down.planned"] == 8 * 200 - 4 * 100
+    assert ledger.categories["experiment"] == 8 * 1000 + 4 * 300
+
+
+def test_sweep_gives_the_same_rows_in_partitions(tmp_path: Path) -> None:
+    # Spark runs the sweep in node buckets, DuckDB in one pass: both must give the same rows.
+    from gpuyield.ledger.down import down_islands, job_node_allocations, node_sweep
+    from gpuyield.ledger.jobs import clipped_jobs
+    from gpuyield.ledger.window import node_capacity, resolve_window
+
+    cluster = Cluster(
+        num_nodes=4,
+        jobs=[
+            Job(1, 0, 500, gpus=16, nodes="n[1-2]"),
+            Job(2, 500, 900, gpus=3, nodes="n1"),
+            Job(3, 0, None, state="RUNNING", gpus=8, nodes="n4"),
+        ],
+        events=[Event("n1", 400, 700), Event("n2", 450, None), Event("n3", 0, 50, reason="maint")],
+    )
+    files = cluster.write(tmp_path / "in")
+    db = tmp_path / "db.duckdb"
+    ingest_slurm(
+        db, SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"]),
+        until_s=T0_S + WINDOW_S,
+    )  # fmt: skip
+    con = connect(db, read_only=True)
+    try:
+        backend = backend_for(con)
+        window = resolve_window(backend, since_s=None, until_s=None)
+        capacity = node_capacity(backend, window)
+        manifest = compute_ledger(backend).manifest
+        jobs = clipped_jobs(backend, window, manifest)
+        allocations = job_node_allocations(backend, jobs, capacity)
+        islands = down_islands(backend, capacity, window)
+        columns = ["cluster", "node", "start_s", "end_s", "in_use", "down", "planned"]
+
+        def rows(buckets: int | None) -> list[tuple]:
+            swept = node_sweep(allocations, islands, capacity, buckets=buckets)
+            table = swept.select(*columns).to_pyarrow().to_pylist()
+            return sorted(tuple(r[c] for c in columns) for r in table)
+
+        one_pass = rows(None)
+        assert one_pass == rows(3) == rows(64)
+        # n2 is down from 450 to the capture; job 1 held its 8 GPUs there until 500.
+        n2 = [r[2:] for r in one_pass if r[1] == "n2"]
+        assert n2 == [
+            (T0_S + 450.0, T0_S + 500.0, 8.0, True, False),
+            (T0_S + 500.0, float(T0_S + WINDOW_S), 0.0, True, False),
+        ]
+    finally:
+        con.close()

@@ -76,47 +76,81 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
     return with_nodes.select(alloc, with_nodes.node_id, with_nodes.node_gpus)
 
 
-def node_sweep(allocations: ir.Table, islands: ir.Table, capacity: ir.Table) -> ir.Table:
+def node_sweep(
+    allocations: ir.Table, islands: ir.Table, capacity: ir.Table, *, buckets: int | None = None
+) -> ir.Table:
     """The intervals between changes on each node that matter: down, or above capacity.
 
     Columns: ``cluster, node, start_s, end_s, in_use`` (GPUs held by jobs), ``node_gpus``,
     ``down`` (the node was in a down island), ``planned``. Every other interval is a node in
     service within its capacity, which the ledger needs no row for (its idle time is what is left).
+
+    The changes are sorted on one integer, node then time (``_sweep_key``), and summed in that
+    order. Every node's changes add up to zero (each start has its end), so a running sum over
+    many nodes in a row restarts at zero on each node: the sum need not be partitioned by node.
+    ``buckets`` partitions it by ``node_id mod buckets`` anyway, for engines that need partitions
+    to spread the work (Spark); DuckDB sorts one unpartitioned window in parallel, twice as fast as
+    12,500 partitions (4.4 s vs 9-11 s for 22M changes), so the ledger passes None there.
     """
     known = allocations.filter(allocations.node_id.notnull())
 
-    def points(table: ir.Table, t: ir.Value, d_gpus: ir.Value, d_down: ir.Value) -> ir.Table:
+    def points(
+        table: ir.Table, t: ir.Value, start: int, d_gpus: ir.Value, d_down: ir.Value
+    ) -> ir.Table:
         return table.select(
-            "node_id", t=t.cast("float64"), d_gpus=d_gpus.cast("float64"), d_down=d_down
+            key=_sweep_key(table.node_id, t, start),
+            d_gpus=d_gpus.cast("float64"),
+            d_down=d_down,
         )
 
     # Islands on a node are disjoint, so at most one is open: its running sum of +-1 (unplanned)
     # or +-3 (planned) is 0 in service, 1 down unplanned, 3 down planned. One sum, not two.
     island_code = ibis.cases((islands.planned, 3), else_=1).cast("int64")
+    no_island = ibis.literal(0, "int64")
     changes = ibis.union(
-        points(known, known.start_s, known.gpus, ibis.literal(0, "int64")),
-        points(known, known.end_s, -known.gpus, ibis.literal(0, "int64")),
-        points(islands, islands.start_s, ibis.literal(0), island_code),
-        points(islands, islands.end_s, ibis.literal(0), -island_code),
+        points(known, known.start_s, 1, known.gpus, no_island),
+        points(known, known.end_s, 0, -known.gpus, no_island),
+        points(islands, islands.start_s, 0, ibis.literal(0), island_code),
+        points(islands, islands.end_s, 0, ibis.literal(0), -island_code),
     )
-    # Ends sort before starts at the same instant: a job may start the second another ends. One
-    # window specification for every function, so the changes are sorted once; only the node's
-    # integer id travels through the sort (names and capacity are joined back to the few rows left).
-    order = ibis.window(group_by="node_id", order_by=["t", "d_gpus"], rows=(None, 0))
+    group_by = None if buckets is None else (changes.key // _NODE_SHIFT) % buckets
+    order = ibis.window(group_by=group_by, order_by="key", rows=(None, 0))
     swept = changes.select(
-        "node_id",
-        start_s=changes.t,
-        end_s=changes.t.lead().over(order),
+        "key",
+        next_key=changes.key.lead().over(order),
         in_use=changes.d_gpus.sum().over(order),
         island=changes.d_down.sum().over(order),
+    )
+    node_id = swept.key // _NODE_SHIFT
+    same_node = (swept.next_key // _NODE_SHIFT) == node_id
+    swept = swept.select(
+        "in_use",
+        node_id=node_id,
+        start_s=((swept.key % _NODE_SHIFT) // 2).cast("float64"),
+        # The node's last change closes everything on it: no interval after it.
+        end_s=ibis.cases(
+            (same_node, ((swept.next_key % _NODE_SHIFT) // 2).cast("float64")),
+            else_=ibis.null("float64"),
+        ),
+        down=swept.island > 0,
+        planned=swept.island == 3,
     )
     nodes = capacity.select(
         "node_id", "cluster", "node", node_gpus=capacity.num_gpus.cast("float64")
     )
     swept = swept.join(nodes, "node_id")
-    swept = swept.mutate(down=swept.island > 0, planned=swept.island == 3).drop("island")
     over = swept.in_use > swept.node_gpus + _GPU_EPSILON
     return swept.filter((swept.down & (swept.end_s > swept.start_s)) | over)
+
+
+# Sweep keys: node_id * 2**33 + 2 * t (+1 for a job's start). One integer orders changes by node,
+# then time, and at the same second ends before starts: a job may start the second another ends.
+_NODE_SHIFT = 1 << 33
+# Times must stay below 2**32 s (2106), or they would spill into the next node's range.
+
+
+def _sweep_key(node_id: ir.IntegerValue, t: ir.Value, start: int) -> ir.IntegerValue:
+    return node_id.cast("int64") * _NODE_SHIFT + t.cast("int64") * 2 + start
 
 
 def down_segments(swept: ir.Table) -> ir.Table:

@@ -33,6 +33,8 @@ from gpuyield.ledger.telemetry import (
 )
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
 
+# Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).
+_SWEEP_BUCKETS = 64
 ALLOCATED = tuple(c for c in Category if c not in (Category.DOWN, Category.IDLE))
 # GPU-seconds are sums of float products; differences below this are rounding, not accounting.
 _TOLERANCE_GPU_S = 1e-3
@@ -118,10 +120,11 @@ def compute_ledger(
         lost = _materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
         overhead = _materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
     segments_jobs = job_segments(backend, jobs, manifest, window, lost, overhead)
+    islands = down_islands(backend, capacity, window)
+    # DuckDB sorts one unpartitioned window in parallel; other engines want partitions.
+    buckets = None if backend.name == "duckdb" else _SWEEP_BUCKETS
     swept = _materialize(
-        backend,
-        "gy_sweep",
-        node_sweep(allocations, down_islands(backend, capacity, window), capacity),
+        backend, "gy_sweep", node_sweep(allocations, islands, capacity, buckets=buckets)
     )
     _check_node_peaks(swept)
     down = down_segments(swept)

@@ -13,6 +13,8 @@ from gpuyield.errors import DataConsistencyError, EmptyDataError, InputError
 # A window starting this long before the first job is probably an old cluster registration, not
 # the start of the capture: the report warns and suggests --since.
 _LONG_LEAD_S = 7 * 86400
+# Latest second the ledger can account for (2106-02-07): sweep keys in ledger/down.py.
+_LATEST_S = (1 << 32) - 1
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,6 +35,12 @@ class Window:
             raise InputError(
                 f"window.end ({self.end_s}) is before window.start ({self.start_s})",
                 hint="check --since and --until",
+            )
+        # The per-node sweep packs node and second into one integer (ledger/down.py).
+        if self.start_s < 0 or self.end_s > _LATEST_S:
+            raise InputError(
+                f"window [{self.start_s}, {self.end_s}) is outside 1970-2106",
+                hint="check --since and --until, and the times in the input files",
             )
 
     @property
