@@ -473,10 +473,13 @@ def _finish(
     # when they say there are duplicates (or two keys share a hash) count them exactly.
     duplicates = 0
     if valid_runs != distinct_hashes:
-        duplicates = valid_runs - con.execute(
-            f"""SELECT count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
+        duplicates = (
+            valid_runs
+            - con.execute(
+                f"""SELECT count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
                 FROM sacct_stage WHERE {keep}"""
-        ).fetchall()[0][0]
+            ).fetchall()[0][0]
+        )
     if duplicates:
         # Within one file the last record of a run wins (sacct never prints one twice; a
         # concatenated capture can): ties on (cluster, job_id_raw, submit_s) keep the later line.

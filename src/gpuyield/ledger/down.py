@@ -12,6 +12,7 @@ import ibis
 import ibis.expr.types as ir
 
 from gpuyield.categories import Category, DownCause
+from gpuyield.ledger.jobs import HW_SUSPECT_STATES
 from gpuyield.ledger.window import Window
 
 # GPU counts are float sums (a job's GPUs spread over its nodes); below this they are rounding.
@@ -53,6 +54,8 @@ def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) 
 def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir.Table) -> ir.Table:
     """Per job and node: the job's clipped interval, its GPUs there, and the node's capacity.
 
+    Also ``full_end_s`` (unclipped end) and ``failed`` (an end state the hardware may explain).
+
     Slurm reports one ``gres/gpu`` total per job; the ledger spreads it evenly over the job's nodes
     (what the scheduler does for ``--gres=gpu:N`` per node; uneven spreads are not in sacct). A left
     join with the inventory: a node missing from it has a null ``node_id`` (see the ledger's check).
@@ -67,9 +70,12 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
         "cluster",
         "node",
         "job_key",
+        "full_end_s",
         start_s=joined.clip_start_s.cast("float64"),
         end_s=joined.clip_end_s.cast("float64"),
         gpus=per_node,
+        # Kept for the hardware-blame rule (ledger/jobs.py), so it need not join node lists again.
+        failed=joined.state.isin(HW_SUSPECT_STATES),
     )
     nodes = capacity.select("cluster", "node", "node_id", node_gpus="num_gpus")
     with_nodes = alloc.left_join(nodes, ["cluster", "node"])

@@ -98,6 +98,7 @@ def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) 
 def job_segments(
     backend: ibis.BaseBackend,
     jobs: ir.Table,
+    allocations: ir.Table,
     manifest: Manifest,
     window: Window,
     lost_progress: ir.Table | None = None,
@@ -112,7 +113,7 @@ def job_segments(
     """
     jobs = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
     jobs = _with_lineage(jobs, manifest)
-    hardware = _hardware_blamed(backend, jobs)
+    hardware = _hardware_blamed(backend, allocations)
     jobs = jobs.left_join(hardware, "job_key").select(
         jobs, hw_event=hardware.hw_event.fill_null(False)
     )
@@ -191,19 +192,21 @@ def _with_lineage(jobs: ir.Table, manifest: Manifest) -> ir.Table:
     )
 
 
-def _hardware_blamed(backend: ibis.BaseBackend, jobs: ir.Table) -> ir.Table:
-    """Failed jobs with a node event on one of their nodes near their end: blame the hardware."""
+def _hardware_blamed(backend: ibis.BaseBackend, allocations: ir.Table) -> ir.Table:
+    """Failed jobs with a node event on one of their nodes near their end: blame the hardware.
+
+    From the per-node allocations the ledger has already joined (``failed``, ``full_end_s``),
+    rather than joining the jobs with their node lists a second time.
+    """
     events = backend.table("node_events")
-    job_nodes = backend.table("job_nodes")
-    failed = jobs.filter(jobs.state.isin(["FAILED", "SPECIAL_EXIT"]))
-    on_nodes = failed.join(job_nodes, "job_key")
-    near = on_nodes.join(
+    failed = allocations.filter(allocations.failed)
+    near = failed.join(
         events,
         [
-            on_nodes.cluster == events.cluster,
-            on_nodes.node == events.node,
-            events.start_s >= on_nodes.full_end_s - HW_BEFORE_S,
-            events.start_s <= on_nodes.full_end_s + HW_AFTER_S,
+            failed.cluster == events.cluster,
+            failed.node == events.node,
+            events.start_s >= failed.full_end_s - HW_BEFORE_S,
+            events.start_s <= failed.full_end_s + HW_AFTER_S,
         ],
     )
     return near.select("job_key").distinct().mutate(hw_event=ibis.literal(True))
@@ -228,6 +231,10 @@ def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
     )
 
 
+# A failure the job's own code reported, which a node event nearby shows was the hardware's.
+HW_SUSPECT_STATES = ("FAILED", "SPECIAL_EXIT")
+
+
 def _state_category(jobs: ir.Table) -> tuple[ir.StringValue, ir.StringValue]:
     state = jobs.state
     category = ibis.cases(
@@ -237,7 +244,7 @@ def _state_category(jobs: ir.Table) -> tuple[ir.StringValue, ir.StringValue]:
         else_=Category.EXPERIMENT.value,
     )
     sub = ibis.cases(
-        (jobs.hw_event & state.isin(["FAILED", "SPECIAL_EXIT"]), FailedCause.HARDWARE.value),
+        (jobs.hw_event & state.isin(HW_SUSPECT_STATES), FailedCause.HARDWARE.value),
         *[(state == s, cause.value) for s, cause in _FAIL_STATES.items()],
         *[(state == s, sub.value) for s, sub in _CANCEL_STATES.items()],
         else_=ibis.null(str),

@@ -110,7 +110,9 @@ def compute_ledger(
     if telemetry:
         manifest, evidence = with_detected_divergence(backend, manifest)
     capacity = _materialize(backend, "gy_capacity", node_capacity(backend, window))
-    jobs = _materialize(backend, "gy_jobs", clipped_jobs(backend, window, manifest))
+    jobs = clipped_jobs(backend, window, manifest)
+    if keep_segments or telemetry:
+        jobs = _materialize(backend, "gy_jobs", jobs)
     allocations = _materialize(
         backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
     )
@@ -119,7 +121,7 @@ def compute_ledger(
     if telemetry:
         lost = _materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
         overhead = _materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
-    segments_jobs = job_segments(backend, jobs, manifest, window, lost, overhead)
+    segments_jobs = job_segments(backend, jobs, allocations, manifest, window, lost, overhead)
     islands = down_islands(backend, capacity, window)
     # DuckDB sorts one unpartitioned window in parallel; other engines want partitions.
     buckets = None if backend.name == "duckdb" else _SWEEP_BUCKETS
