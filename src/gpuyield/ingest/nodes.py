@@ -101,6 +101,9 @@ def _records_scontrol(text: str) -> list[tuple[int, str]]:
     return records
 
 
+_WANTED_KEYS = frozenset({"NodeName", "CfgTRES", "Gres", "Partitions"})
+
+
 def _read_scontrol(
     path: Path, text: str, lenient: bool
 ) -> tuple[list[dict[str, object]], list[Problem], int]:
@@ -109,9 +112,12 @@ def _read_scontrol(
     records = _records_scontrol(text)
     for number, record in records:
         keys = list(_KEY.finditer(record))
+        # A value runs to the next key (values may hold spaces: OS=Linux 5.15 ...); only the few
+        # keys read below are sliced out.
         fields = {
             m.group(1): record[m.end() : keys[i + 1].start() if i + 1 < len(keys) else None].strip()
             for i, m in enumerate(keys)
+            if m.group(1) in _WANTED_KEYS
         }
         tres = _TRES_GPU.search(fields.get("CfgTRES", ""))
         gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
