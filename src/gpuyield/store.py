@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     qos VARCHAR, state VARCHAR NOT NULL, state_raw VARCHAR, exit_code VARCHAR, start_s BIGINT,
     end_s BIGINT, num_gpus BIGINT, gpu_type VARCHAR, num_nodes BIGINT, node_list VARCHAR,
     comment VARCHAR, reason VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
-    job_key BIGINT NOT NULL
+    job_key BIGINT NOT NULL, elapsed_s BIGINT
 );
 CREATE TABLE IF NOT EXISTS job_nodes (job_key BIGINT NOT NULL, node VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS node_events (

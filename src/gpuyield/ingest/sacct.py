@@ -23,11 +23,8 @@ import pyarrow as pa
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import Problem, bad_time_sql, epoch_sql, sql_quote, store_rejects
-from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL
 
 SOURCE = "slurm.sacct"
-# job_key = ingest_id << JOB_KEY_LINE_BITS | line: unique in the store, and says where the row came from.
-JOB_KEY_LINE_BITS = 40
 
 # Every state sacct can print; anything else is a parse error rather than a guess.
 KNOWN_STATES = (
@@ -90,7 +87,7 @@ _HINT = "check the file is `sacct -P` output with its header line (or pass --fie
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SacctStage:
-    """What staging one sacct file produced (rows are in the temp table ``stage_jobs``)."""
+    """What reading one sacct file produced (rows in the temp view ``stage_jobs`` or in ``jobs``)."""
 
     rows_read: int
     """Records in the file (a multi-line record counts once; header excluded)."""
@@ -102,6 +99,8 @@ class SacctStage:
     """Latest time the file knows of: the default end for running jobs."""
     gpu_count_missing: bool
     """True when the file has no ``AllocTRES``/``AllocGRES`` column at all."""
+    loaded: bool = False
+    """True when the rows are in ``jobs`` already (the direct load), not in ``stage_jobs``."""
 
 
 def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
@@ -119,7 +118,7 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
     return names, 1
 
 
-def _column_map(path: Path, names: list[str]) -> dict[str, int]:
+def column_map(path: Path, names: list[str]) -> dict[str, int]:
     lowered = [n.lower() for n in names]
     columns: dict[str, int] = {}
     for key, aliases in _REQUIRED.items():
@@ -148,8 +147,8 @@ def stage_sacct(
 ) -> SacctStage:
     """Parse ``info.path`` into the temp view ``sacct_staged`` (typed, checked, with line numbers)."""
     names, header_lines = read_header(info.path, fields)
-    columns = _column_map(info.path, names)
-    typed = lambda source, with_line: _typed_select(  # noqa: E731
+    columns = column_map(info.path, names)
+    typed = lambda source, with_line: typed_select(  # noqa: E731
         columns, tz, default_cluster, source=source, with_line=with_line
     )
     shape_problems: list[tuple[int, str, str]] = []
@@ -170,6 +169,19 @@ def stage_sacct(
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
 
 
+def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
+    """DuckDB's CSV reader over an sacct file: one record per line, fields ``f0``...
+
+    A misshapen line is skipped, not an error (an error would abort the ingest's transaction):
+    callers compare the records read with the file's lines.
+    """
+    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields))
+    return f"""read_csv({sql_quote(str(path))}, columns={{{columns}}}, delim='|', quote='',
+                        escape='', header={"true" if header_lines else "false"},
+                        auto_detect=false, strict_mode=true, null_padding=false,
+                        ignore_errors=true)"""
+
+
 def _stage_fast(
     con: duckdb.DuckDBPyConnection,
     info: FileInfo,
@@ -185,13 +197,7 @@ def _stage_fast(
     read (twice the time): the reader keeps file order and, as it read one record per line (it
     skips blank lines, hence the count), record n is line n + header.
     """
-    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields))
-    source = f"""read_csv({sql_quote(str(info.path))}, columns={{{columns}}}, delim='|', quote='',
-                          escape='', header={"true" if header_lines else "false"},
-                          auto_detect=false, strict_mode=true, null_padding=false,
-                          ignore_errors=true)"""
-    # A misshapen line is skipped (an error would abort the ingest's transaction); the count
-    # below then differs from the file's lines.
+    source = csv_source(info.path, n_fields, header_lines)
     con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed(source, False)}")
     records, first_row_id = con.execute(
         "SELECT count(*), coalesce(min(rowid), 0) FROM sacct_stage"
@@ -296,7 +302,7 @@ _NODE_LIST_RE = (
 )
 
 
-def _typed_select(
+def typed_select(
     columns: dict[str, int], tz: str, default_cluster: str, *, source: str, with_line: bool
 ) -> str:
     """One SELECT from raw fields (``f0``...) to typed job columns plus ``problems``.
@@ -503,43 +509,4 @@ def _finish(
         rows_skipped=steps + duplicates,
         as_of_s=None if as_of is None else int(as_of),
         gpu_count_missing="alloctres" not in columns and "allocgres" not in columns,
-    )
-
-
-def load_jobs(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
-    """Replace the staged job runs in ``jobs`` (by natural key) and expand their node lists.
-
-    ``job_key`` (ingest id and line, one integer) links ``job_nodes`` to ``jobs``: joins on it are
-    several times cheaper than on the natural key's strings.
-    """
-    con.execute(HOSTLIST_MACRO_SQL)
-    if con.execute("SELECT count(*) FROM jobs").fetchall()[0][0]:
-        key = "(cluster, job_id_raw, submit_s)"
-        staged_keys = "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s FROM stage_jobs"
-        con.execute(
-            f"""DELETE FROM job_nodes WHERE job_key IN (
-                    SELECT job_key FROM jobs WHERE {key} IN ({staged_keys}))"""
-        )
-        con.execute(f"DELETE FROM jobs WHERE {key} IN ({staged_keys})")
-    job_key = f"(CAST({ingest_id} AS BIGINT) << {JOB_KEY_LINE_BITS}) + line"
-    con.execute(
-        f"""
-        INSERT INTO jobs SELECT cluster, coalesce(job_id, job_id_raw), job_id_raw,
-            coalesce(submit_s, start_s, -1), name, user_name, account, partition, qos, state,
-            state_raw, exit_code, start_s,
-            -- No end: still running (or pending) at the capture; the ledger clips it at as_of.
-            end_s, num_gpus, gpu_type, coalesce(num_nodes, len(hostlist_expand(node_list))),
-            node_list, comment, reason, {ingest_id}, line, {job_key}
-        FROM stage_jobs
-        """
-    )
-    con.execute(
-        f"""
-        INSERT INTO job_nodes
-        SELECT {job_key},
-            -- Most jobs run on one node: only bracketed or comma lists need the expansion.
-            unnest(CASE WHEN contains(node_list, '[') OR contains(node_list, ',')
-                        THEN hostlist_expand(node_list) ELSE [node_list] END)
-        FROM stage_jobs WHERE node_list IS NOT NULL AND start_s IS NOT NULL
-        """
     )

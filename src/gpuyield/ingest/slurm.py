@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -19,7 +20,7 @@ from gpuyield.errors import InputError
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import manifest as manifest_mod
 from gpuyield.ingest import nodes as nodes_mod
-from gpuyield.ingest import runlog
+from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
 from gpuyield.ingest._sql import check_timezone
@@ -143,19 +144,27 @@ def ingest_slurm(
     try:
         scanned = _scan_all(inputs, progress)
         options = json.dumps({"tz": tz, "fields": fields, "until_s": until_s})
-        with store.transaction(con):
-            summary = _ingest_scanned(
-                con,
-                scanned,
-                inputs,
-                options,
-                until_s=until_s,
-                tz=tz,
-                lenient=lenient,
-                fields=fields,
-                cluster=cluster,
-                progress=progress,
-            )
+        run = partial(
+            _ingest_scanned,
+            con,
+            scanned,
+            inputs,
+            options,
+            until_s=until_s,
+            tz=tz,
+            lenient=lenient,
+            fields=fields,
+            cluster=cluster,
+            progress=progress,
+        )
+        try:
+            with store.transaction(con):
+                # Strict mode loads sacct straight into the store; lenient mode stages it to
+                # keep and count every rejected row.
+                summary = run(direct=not lenient)
+        except sacct_load.DirectLoadFailed:
+            with store.transaction(con):
+                summary = run(direct=False)  # names the record that stopped the direct load
         return IngestSummary(db=str(db), files=summary[0], as_of_s=summary[1], warnings=summary[2])
     finally:
         if own:
@@ -188,6 +197,7 @@ def _ingest_scanned(
     fields: list[str] | None,
     cluster: str | None,
     progress: Progress,
+    direct: bool,
 ) -> tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]:
     results: list[FileResult] = []
     warnings: list[str] = []
@@ -209,15 +219,26 @@ def _ingest_scanned(
     ):
         progress.phase("parsing sacct records")
         ingest_id = store.next_ingest_id(con)
-        stage = sacct_mod.stage_sacct(
-            con,
-            scanned["sacct"],
-            ingest_id=ingest_id,
-            fields=fields,
-            tz=tz,
-            lenient=lenient,
-            default_cluster=default_cluster,
-        )
+        stage = None
+        if direct:
+            stage = sacct_load.load_direct(
+                con,
+                scanned["sacct"],
+                ingest_id=ingest_id,
+                fields=fields,
+                tz=tz,
+                default_cluster=default_cluster,
+            )
+        if stage is None:
+            stage = sacct_mod.stage_sacct(
+                con,
+                scanned["sacct"],
+                ingest_id=ingest_id,
+                fields=fields,
+                tz=tz,
+                lenient=lenient,
+                default_cluster=default_cluster,
+            )
         if stage.as_of_s is not None:
             as_of_candidates.append(stage.as_of_s)
         if stage.gpu_count_missing:
@@ -245,7 +266,10 @@ def _ingest_scanned(
         )
     for _, info, ingest_id, stage in staged:
         progress.phase("storing jobs")
-        sacct_mod.load_jobs(con, ingest_id)
+        if stage.loaded:
+            sacct_load.finish_direct(con, ingest_id)
+        else:
+            sacct_load.load_staged(con, ingest_id)
         progress.phase("jobs stored, recording provenance")
         _record(
             con,

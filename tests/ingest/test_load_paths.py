@@ -1,0 +1,81 @@
+"""The direct load (strict mode) and the staged load (lenient mode) store the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.gen_slurm import ClusterSpec, GenParams, generate
+
+from gpuyield.errors import ParseError
+from gpuyield.ingest import sacct as sacct_mod
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.store import connect
+
+
+@pytest.fixture(scope="module")
+def sacct_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated capture plus what -X would have left out: step rows, and a repeated record."""
+    params = GenParams(num_jobs=4000, window_days=3.0, seed=11, cluster=ClusterSpec(num_nodes=1200))
+    data = generate(params, tmp_path_factory.mktemp("gen"))
+    lines = data.sacct_path.read_text().splitlines()
+    first = lines[1].split("|")
+    step = [f"{first[0]}.batch", f"{first[1]}.batch", *first[2:]]
+    lines.insert(2, "|".join(step))
+    lines.append(lines[5])  # a concatenated capture repeats a record: the later line wins
+    path = data.sacct_path.with_name("sacct-extra.psv")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _ingest(tmp_path: Path, sacct: Path, *, lenient: bool) -> tuple[object, list, list]:
+    db = tmp_path / ("lenient.duckdb" if lenient else "strict.duckdb")
+    summary = ingest_slurm(db, SlurmInputs(sacct=sacct), lenient=lenient)
+    con = connect(db, read_only=True)
+    try:
+        jobs = con.execute(
+            "SELECT * EXCLUDE (ingest_id, job_key) FROM jobs ORDER BY line"
+        ).fetchall()
+        nodes = con.execute(
+            "SELECT j.line, n.node FROM job_nodes n JOIN jobs j USING (job_key) ORDER BY 1, 2"
+        ).fetchall()
+    finally:
+        con.close()
+    return summary.files[0], jobs, nodes
+
+
+def test_direct_and_staged_loads_store_the_same_rows(
+    tmp_path: Path, sacct_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged_file, staged_jobs, staged_nodes = _ingest(tmp_path, sacct_file, lenient=True)
+
+    def no_staging(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the strict ingest of a well-formed file should load directly")
+
+    monkeypatch.setattr(sacct_mod, "stage_sacct", no_staging)
+    direct_file, direct_jobs, direct_nodes = _ingest(tmp_path, sacct_file, lenient=False)
+    assert direct_jobs == staged_jobs and direct_nodes == staged_nodes
+    assert len(direct_jobs) == 4000 and len(direct_nodes) > len(direct_jobs)
+    assert (direct_file.rows_read, direct_file.rows_skipped) == (4002, 2)
+    assert (staged_file.rows_read, staged_file.rows_skipped) == (4002, 2)
+    assert direct_jobs[-1][-2] == 4003  # the repeated record kept its later line
+
+
+def test_a_bad_record_sends_the_direct_load_back_to_staging(
+    tmp_path: Path, sacct_file: Path
+) -> None:
+    lines = sacct_file.read_text().splitlines()
+    fields = lines[3000].split("|")
+    fields[7] = "EXPLODED"  # State
+    lines[3000] = "|".join(fields)
+    bad = tmp_path / "bad.psv"
+    bad.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "db.duckdb"
+    with pytest.raises(ParseError, match="unknown job state: EXPLODED") as info:
+        ingest_slurm(db, SlurmInputs(sacct=bad))
+    assert (info.value.line, info.value.field) == (3001, "State")
+    con = connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]
+    finally:
+        con.close()
