@@ -1,4 +1,4 @@
-"""SQL building blocks shared by the ingest modules: reading lines, parsing times, reporting problems."""
+"""SQL building blocks shared by the ingest modules: parsing times, reporting problems, replacing rows."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
+import pyarrow as pa
 
-from gpuyield.errors import InputError, ParseError
+from gpuyield.errors import InputError
 
 # Slurm prints ISO local time; SLURM_TIME_FORMAT=standard is the same, some tools use a space.
 _TIME_FORMATS = "['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S']"
@@ -46,23 +47,6 @@ def bad_time_sql(raw: str, parsed: str) -> str:
     return f"({raw} IS NOT NULL AND {raw} NOT IN ({no_time}) AND {parsed} IS NULL)"
 
 
-def load_lines(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
-    """A view ``table(line, text)`` over ``path``: one row per physical line, 1-based line numbers.
-
-    DuckDB reads the file (fast, parallel); the delimiter is NUL, which ``scan_file`` has already
-    proven absent, so every line arrives whole. Blank lines arrive as NULL. A view, not a table:
-    each use streams the file again instead of holding all of it in memory.
-    """
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP VIEW {table} AS
-        SELECT row_number() OVER () AS line, regexp_replace(column0, '\\r$', '') AS text
-        FROM read_csv({sql_quote(str(path))}, columns={{'column0': 'VARCHAR'}}, delim='\\0',
-                      quote='', escape='', header=false, auto_detect=false, strict_mode=false)
-        """
-    )
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Problem:
     """One malformed value found by a validation query."""
@@ -77,46 +61,6 @@ class Problem:
     """The offending raw value or record."""
 
 
-def collect_problems(
-    con: duckdb.DuckDBPyConnection,
-    checks: list[str],
-    *,
-    limit: int | None,
-    raw_from: str | None = None,
-) -> list[Problem]:
-    """Run validation SELECTs (each yields line, field, message, raw) and return the first problems.
-
-    ``raw_from`` names a table with ``line, raw``: the raw records of problem lines are looked up there
-    afterwards, so the checks need not carry every record's text.
-    """
-    if not checks:
-        return []
-    union = " UNION ALL ".join(
-        f"SELECT * FROM ({c}) AS c{i}(line, field, message, raw)" for i, c in enumerate(checks)
-    )
-    limit_sql = "" if limit is None else f" LIMIT {int(limit)}"
-    rows = con.execute(
-        f"SELECT line, field, message, raw FROM ({union}) ORDER BY line, field{limit_sql}"
-    ).fetchall()
-    raw: dict[int, str] = {}
-    if raw_from is not None and rows:
-        lines = sorted({int(r[0]) for r in rows})
-        raw = dict(
-            con.execute(
-                f"SELECT line, raw FROM {raw_from} WHERE line IN (SELECT unnest(?))", [lines]
-            ).fetchall()
-        )
-    return [
-        Problem(line=int(r[0]), field=r[1], message=r[2], raw=r[3] or raw.get(int(r[0])))
-        for r in rows
-    ]
-
-
-def raise_first(problem: Problem, path: Path, hint: str) -> None:
-    """Strict mode: fail on the first problem with file, line, field and a hint."""
-    raise ParseError(problem.message, path=path, line=problem.line, field=problem.field, hint=hint)
-
-
 def store_rejects(
     con: duckdb.DuckDBPyConnection, ingest_id: int, path: Path, problems: list[Problem]
 ) -> None:
@@ -125,3 +69,28 @@ def store_rejects(
         "INSERT INTO rejects VALUES (?, ?, ?, ?, ?, ?)",
         [(ingest_id, str(path), p.line, p.field, p.message, p.raw) for p in problems],
     )
+
+
+def replace_rows(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    rows: pa.Table,
+    *,
+    key: tuple[str, ...],
+    columns: tuple[str, ...],
+    ingest_id: int,
+) -> None:
+    """Load ``rows`` into ``table``, replacing rows with the same natural ``key`` (idempotent).
+
+    ``columns`` are the table's columns before ``ingest_id, line``, in table order.
+    """
+    name = f"new_{table}"
+    con.register(name, rows)
+    try:
+        keys = ", ".join(key)
+        con.execute(f"DELETE FROM {table} WHERE ({keys}) IN (SELECT {keys} FROM {name})")
+        con.execute(
+            f"INSERT INTO {table} SELECT {', '.join(columns)}, {int(ingest_id)}, line FROM {name}"
+        )
+    finally:
+        con.unregister(name)

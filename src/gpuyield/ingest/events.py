@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.ingest._sql import NO_TIME_VALUES, Problem, store_rejects
+from gpuyield.ingest._sql import NO_TIME_VALUES, Problem, replace_rows, store_rejects
 
 SOURCE = "slurm.events"
 
@@ -202,23 +202,20 @@ def load_events(
     """Replace events by natural key and store rejects; runs inside the ingest transaction."""
     if stage.problems:
         store_rejects(con, ingest_id, path, list(stage.problems))
-    con.register("new_node_events", stage.node_events)
-    con.execute(
-        """DELETE FROM node_events WHERE (cluster, node, start_s, state) IN
-           (SELECT cluster, node, start_s, state FROM new_node_events)"""
+    node_columns = ("cluster", "node", "state", "reason", "user_name", "start_s", "end_s")
+    replace_rows(
+        con,
+        "node_events",
+        stage.node_events,
+        key=("cluster", "node", "start_s", "state"),
+        columns=(*node_columns, "planned"),
+        ingest_id=ingest_id,
     )
-    con.execute(
-        f"""INSERT INTO node_events SELECT cluster, node, state, reason, user_name, start_s, end_s,
-            planned, {ingest_id}, line FROM new_node_events"""
+    replace_rows(
+        con,
+        "cluster_events",
+        stage.cluster_events,
+        key=("cluster", "start_s"),
+        columns=("cluster", "start_s", "end_s", "num_gpus", "node_list"),
+        ingest_id=ingest_id,
     )
-    con.unregister("new_node_events")
-    con.register("new_cluster_events", stage.cluster_events)
-    con.execute(
-        """DELETE FROM cluster_events WHERE (cluster, start_s) IN
-           (SELECT cluster, start_s FROM new_cluster_events)"""
-    )
-    con.execute(
-        f"""INSERT INTO cluster_events SELECT cluster, start_s, end_s, num_gpus, node_list,
-            {ingest_id}, line FROM new_cluster_events"""
-    )
-    con.unregister("new_cluster_events")

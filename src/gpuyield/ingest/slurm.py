@@ -23,7 +23,7 @@ from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
-from gpuyield.ingest._sql import check_timezone
+from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.progress import NoProgress, Progress
 
 # Names the simulator (and `capture` scripts) write into a directory for `--dir`.
@@ -428,14 +428,13 @@ def _record(
 def _load_nodes(
     con: duckdb.DuckDBPyConnection, stage: nodes_mod.NodesStage, ingest_id: int, path: Path
 ) -> None:
-    from gpuyield.ingest._sql import store_rejects
-
     if stage.problems:
         store_rejects(con, ingest_id, path, list(stage.problems))
-    con.register("new_nodes", stage.nodes)
-    con.execute("DELETE FROM nodes WHERE (cluster, node) IN (SELECT cluster, node FROM new_nodes)")
-    con.execute(
-        f"""INSERT INTO nodes SELECT cluster, node, num_gpus, gpu_type, partitions, {ingest_id}, line
-            FROM new_nodes"""
+    replace_rows(
+        con,
+        "nodes",
+        stage.nodes,
+        key=("cluster", "node"),
+        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions"),
+        ingest_id=ingest_id,
     )
-    con.unregister("new_nodes")
