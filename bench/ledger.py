@@ -33,7 +33,8 @@ from typing import Any
 
 import duckdb
 
-from bench.gen_slurm import Generated, GenParams, cached, slurm_time
+from bench.gen_cluster import slurm_time
+from bench.gen_slurm import Generated, GenParams, cached
 
 OUT = Path(__file__).parent / "out"
 QUICK_SIZES = (100_000,)
