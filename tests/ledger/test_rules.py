@@ -288,3 +288,11 @@ def test_sweep_gives_the_same_rows_in_partitions(tmp_path: Path) -> None:
         ]
     finally:
         con.close()
+
+
+def test_since_before_registration_is_said(tmp_path: Path) -> None:
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 100)]), since=-HOUR_S)
+    assert ledger.window.start_s == T0_S - HOUR_S
+    # Capacity counts from the registration at T0, and the report says why.
+    assert ledger.installed_gpu_seconds == 2 * GPUS_PER_NODE * WINDOW_S
+    assert any("before the cluster's registration" in w for w in ledger.window.warnings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import ibis
 import ibis.expr.types as ir
@@ -86,7 +87,19 @@ def resolve_window(
                 f"{(first_job - since_s) // 86400} days before the first job; "
                 "pass --since to account for the capture period only"
             )
+    else:
+        registered = _scalar(backend.table("cluster_events").start_s.min())
+        if registered is not None and since_s < registered < end:
+            # As sreport does: a GPU cannot have been installed in a cluster not yet registered.
+            warnings.append(
+                f"--since is before the cluster's registration ({_iso(registered)}): installed "
+                "capacity counts from the registration"
+            )
     return Window(start_s=since_s, end_s=end, as_of_s=as_of, warnings=tuple(warnings))
+
+
+def _iso(epoch_s: int) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node_capacity(backend: ibis.BaseBackend, window: Window) -> ir.Table:
