@@ -49,3 +49,17 @@ def test_accounts_of_the_sample(sample_db: Path) -> None:
 def test_unknown_dimension(sample_db: Path) -> None:
     with pytest.raises(InputError, match="cannot break down"):
         build_report_with_breakdown(sample_db, by="colour")
+
+
+def test_equal_totals_are_ordered_by_name(tmp_path: Path) -> None:
+    from tests.ledger.timeline import T0_S, Cluster, Job
+
+    # Inserted in the order c, a, b with the same GPU time: printed a, b, c every time.
+    jobs = [Job(i, 0, 100, account=name, nodes=f"n{i}") for i, name in ((1, "c"), (2, "a"))]
+    jobs.append(Job(3, 200, 300, account="b", nodes="n1"))
+    files = Cluster(jobs=jobs).write(tmp_path / "in")
+    db = tmp_path / "db.duckdb"
+    inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
+    ingest_slurm(db, inputs, until_s=T0_S + 3600)
+    _, rows = build_report_with_breakdown(db, by="account")
+    assert [r.key for r in rows] == ["a", "b", "c", UNALLOCATED]

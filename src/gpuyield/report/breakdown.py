@@ -62,7 +62,8 @@ def _by_attribute(ledger: Ledger, column: str) -> list[BreakdownRow]:
     unallocated = {c.value: 0.0 for c in Category}
     unallocated["down"] = ledger.categories["down"]
     unallocated["idle"] = ledger.categories["idle"]
-    ordered = sorted(rows.items(), key=lambda kv: -sum(kv[1].values()))
+    # Largest first; equal totals by name, so the same store always prints the same order.
+    ordered = sorted(rows.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
     return [BreakdownRow(key=k, categories=v) for k, v in ordered] + [
         BreakdownRow(key=UNALLOCATED, categories=unallocated)
     ]
