@@ -72,6 +72,7 @@ def load_direct(
         default_cluster,
         source=csv_source(info.path, len(names), header_lines),
         with_line=False,
+        codes=False,
     )
     con.execute(HOSTLIST_MACRO_SQL)
     try:
@@ -163,13 +164,14 @@ def load_staged(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
 
 
 def _insert_job_nodes(con: duckdb.DuckDBPyConnection, jobs_sql: str) -> None:
+    """One row per job and node; most jobs run on one node, which needs no list expanded."""
+    multi = "contains(node_list, '[') OR contains(node_list, ',')"
+    ran = "node_list IS NOT NULL AND start_s IS NOT NULL"
     con.execute(
-        f"""
-        INSERT INTO job_nodes
-        SELECT job_key,
-            -- Most jobs run on one node: only bracketed or comma lists need the expansion.
-            unnest(CASE WHEN contains(node_list, '[') OR contains(node_list, ',')
-                        THEN hostlist_expand(node_list) ELSE [node_list] END)
-        FROM ({jobs_sql}) WHERE node_list IS NOT NULL AND start_s IS NOT NULL
-        """
+        f"""INSERT INTO job_nodes SELECT job_key, node_list FROM ({jobs_sql})
+            WHERE {ran} AND NOT ({multi})"""
+    )
+    con.execute(
+        f"""INSERT INTO job_nodes SELECT job_key, unnest(hostlist_expand(node_list))
+            FROM ({jobs_sql}) WHERE {ran} AND ({multi})"""
     )
