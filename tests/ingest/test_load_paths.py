@@ -79,3 +79,30 @@ def test_a_bad_record_sends_the_direct_load_back_to_staging(
         assert con.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]
     finally:
         con.close()
+
+
+def test_a_reader_that_lost_file_order_is_caught(
+    tmp_path: Path, sacct_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Line numbers come from row ids only while DuckDB keeps file order; a sample of lines is
+    # checked. Pretend the sample disagrees (lines 2 and 3 swapped): both fast paths must step
+    # aside for the line-by-line reader, and the lines stored must still be the file's.
+    import gpuyield.ingest.sacct as sacct
+
+    text = sacct_file.read_text().split("\n")
+    monkeypatch.setattr(sacct, "sample_lines", lambda info: {2: text[2], 3: text[1]})
+    line_by_line = []
+    split = sacct._split_records
+    monkeypatch.setattr(
+        sacct, "_split_records", lambda *a, **k: line_by_line.append(1) or split(*a, **k)
+    )
+    db = tmp_path / "db.duckdb"
+    ingest_slurm(db, SlurmInputs(sacct=sacct_file))
+    assert line_by_line == [1]
+    con = connect(db, read_only=True)
+    try:
+        stored = dict(con.execute("SELECT line, job_id_raw FROM jobs").fetchall())
+    finally:
+        con.close()
+    for number in (2, 4, 3000):
+        assert stored[number] == text[number - 1].split("|")[1]

@@ -32,6 +32,8 @@ class FileInfo:
     """Lines in the file (a last line without a newline counts)."""
     mixed_line_ends: bool = False
     """True when some lines end in CR LF and others in LF (DuckDB's CSV reader takes one)."""
+    chunk_marks: tuple[tuple[int, int], ...] = ()
+    """(byte offset, newlines before it) at the start of every 8 MB read: lines can be found there."""
 
 
 def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
@@ -47,9 +49,11 @@ def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
     size = 0
     last_byte = b"\n"
     num_crs = 0
+    marks: list[tuple[int, int]] = []
     try:
         with path.open("rb") as handle:
             while chunk := handle.read(_CHUNK_BYTES):
+                marks.append((size, num_newlines))
                 hasher.feed(chunk)
                 _check_chunk(path, decoder, chunk, num_newlines)
                 if last_byte == b"\r" and not chunk.startswith(b"\n"):
@@ -71,8 +75,42 @@ def scan_file(path: Path, *, progress: ProgressFn | None = None) -> FileInfo:
     # Every CR is part of a CR LF (checked above): mixed when some newlines lack one.
     mixed = 0 < num_crs < num_newlines
     return FileInfo(
-        path=path, sha256=digest, size_bytes=size, num_lines=num_lines, mixed_line_ends=mixed
+        path=path,
+        sha256=digest,
+        size_bytes=size,
+        num_lines=num_lines,
+        mixed_line_ends=mixed,
+        chunk_marks=tuple(marks),
     )
+
+
+def sample_lines(info: FileInfo, *, count: int = 8) -> dict[int, str]:
+    """Some lines of the file by number (1-based): the last, and the first whole line after a few
+    evenly spaced chunk starts (the first line is among them). Cheap: a seek and a read each."""
+    found: dict[int, str] = {}
+    marks = info.chunk_marks
+    picks = (
+        {marks[round(i * (len(marks) - 1) / max(1, count - 1))] for i in range(count)}
+        if marks
+        else set()
+    )
+    with info.path.open("rb") as handle:
+        for offset, newlines_before in sorted(picks):
+            handle.seek(max(0, offset - 1))
+            previous = handle.read(1) if offset else b"\n"
+            number = newlines_before + 1
+            if previous != b"\n":
+                handle.readline()  # the rest of a line cut by the chunk start
+                number += 1
+            text = handle.readline()
+            if text:
+                found[number] = text.decode("utf-8").rstrip("\r\n")
+        if info.num_lines:
+            handle.seek(max(0, info.size_bytes - (1 << 16)))
+            tail = handle.read().decode("utf-8", errors="replace").rstrip("\r\n")
+            if "\n" in tail or info.size_bytes <= (1 << 16):
+                found[info.num_lines] = tail.rsplit("\n", 1)[-1].rstrip("\r")
+    return found
 
 
 class _Hasher:

@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.ingest._files import FileInfo
+from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import Problem, bad_time_sql, epoch_sql, sql_quote, store_rejects
 
 SOURCE = "slurm.sacct"
@@ -152,7 +152,9 @@ def stage_sacct(
         columns, tz, default_cluster, source=source, with_line=with_line
     )
     shape_problems: list[tuple[int, str, str]] = []
-    fast = not info.mixed_line_ends and _stage_fast(con, info, typed, len(names), header_lines)
+    fast = not info.mixed_line_ends and _stage_fast(
+        con, info, typed, len(names), header_lines, columns["jobidraw"]
+    )
     if not fast:
         shape_problems = _split_records(con, info.path, names, columns, header_lines)
         if shape_problems and not lenient:
@@ -188,6 +190,7 @@ def _stage_fast(
     typed: Callable[[str, bool], str],
     n_fields: int,
     header_lines: int,
+    id_index: int,
 ) -> bool:
     """Stage with DuckDB's CSV reader when every line is one record (parallel, streaming).
 
@@ -209,7 +212,35 @@ def _stage_fast(
         f"""CREATE OR REPLACE TEMP VIEW sacct_staged AS
             SELECT rowid - {first_row_id} + {header_lines + 1} AS line, * FROM sacct_stage"""
     )
-    return True
+    return file_order_kept(con, info, "SELECT line, job_id_raw FROM sacct_staged", id_index)
+
+
+def file_order_kept(
+    con: duckdb.DuckDBPyConnection, info: FileInfo, rows_sql: str, id_index: int
+) -> bool:
+    """Whether the line numbers taken from row ids are right, on a sample of the file's lines.
+
+    The reader keeps file order (DuckDB preserves insertion order); this checks it did, on lines
+    spread through the file (one seek each), so a reader that did not fails safe: the caller falls
+    back to the line-by-line path.
+    """
+    expected = {}
+    for number, text in sample_lines(info).items():
+        parts = text.split("|")
+        if len(parts) > id_index:
+            expected[number] = parts[id_index] or None
+    if not expected:
+        return True
+    found = dict(
+        con.execute(
+            f"SELECT line, job_id_raw FROM ({rows_sql}) WHERE line IN (SELECT unnest(?))",
+            [sorted(expected)],
+        ).fetchall()
+    )
+    # The header line (and nothing else) may be sampled without a row.
+    return (
+        all(found.get(n, v) == v for n, v in expected.items()) and len(found) >= len(expected) - 1
+    )
 
 
 def _split_records(

@@ -19,6 +19,7 @@ from gpuyield.ingest.sacct import (
     SacctStage,
     column_map,
     csv_source,
+    file_order_kept,
     read_header,
     typed_select,
 )
@@ -95,6 +96,9 @@ def load_direct(
     con.execute(
         f"UPDATE jobs SET line = {line}, job_key = {_job_key(ingest_id, line)} WHERE {mine}"
     )
+    rows = f"SELECT line, job_id_raw FROM jobs WHERE {mine}"
+    if not file_order_kept(con, info, rows, columns["jobidraw"]):
+        raise DirectLoadFailed("the CSV reader did not keep file order")
     steps = _deleted(
         con,
         f"DELETE FROM jobs WHERE {mine} AND (strpos(job_id, '.') > 0 OR strpos(job_id_raw, '.') > 0)",
