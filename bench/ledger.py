@@ -136,10 +136,19 @@ def _memory_mb(pid: int) -> tuple[float, float]:
 
 
 def bare_reads(sacct: Path) -> dict[str, Any]:
-    """DuckDB merely reading the file: count(*), and materialised into an in-memory table."""
+    """DuckDB merely reading the file, three ways.
+
+    ``count``: ``count(*)``, which only finds the line ends; ``all_fields``: the largest value of
+    every field, which splits every field but keeps none; ``materialise``: the whole file into an
+    in-memory table of text columns.
+    """
     path = str(sacct).replace("'", "''")
+    with sacct.open(encoding="utf-8") as f:
+        names = f.readline().rstrip("\r\n").split("|")
+    every_field = ", ".join(f'max("{n}")' for n in names)
     queries = {
         "count": f"SELECT count(*) FROM read_csv('{path}', {READ_OPTIONS})",
+        "all_fields": f"SELECT {every_field} FROM read_csv('{path}', {READ_OPTIONS})",
         "materialise": f"CREATE TABLE t AS SELECT * FROM read_csv('{path}', {READ_OPTIONS})",
     }
     figures: dict[str, Any] = {}
@@ -274,6 +283,11 @@ def derived(figures: dict[str, Any], size_mb: float) -> dict[str, Any]:
         "mb_per_s": round(size_mb / total_s, 1),
         "ratio_to_count": round(ratio, 2),
         "ratio_to_materialise": round(total_s / bare["materialise"]["wall_s"], 2),
+        **(
+            {"ratio_to_all_fields": round(total_s / bare["all_fields"]["wall_s"], 2)}
+            if "all_fields" in bare
+            else {}
+        ),
         "peak_rss_mb": peak_mb,
         "meets_targets": ratio <= TARGET_RATIO and peak_mb <= TARGET_RSS_MB,
     }
@@ -300,7 +314,8 @@ def machine() -> dict[str, Any]:
 
 def print_table(sizes: list[dict[str, Any]]) -> None:
     head = (
-        f"{'jobs':>10} {'MB':>7} {'count s':>8} {'CTAS s':>8} {'ingest s':>9} {'report s':>9} "
+        f"{'jobs':>10} {'MB':>7} {'count s':>8} {'fields s':>8} {'CTAS s':>8} {'ingest s':>9} "
+        f"{'report s':>9} "
         f"{'ratio':>6} {'jobs/s':>9} {'MB/s':>6} {'RSS MB':>8}"
     )
     print(head)
@@ -308,11 +323,13 @@ def print_table(sizes: list[dict[str, Any]]) -> None:
         bare = f["bare_read"]
         if "ledger_wall_s" not in f:
             print(f"{f['jobs']:>10} {f['sacct_mb']:>7} {bare['count']['wall_s']:>8} "
-                  f"{bare['materialise']['wall_s']:>8}  ledger: {_failure(f)}")  # fmt: skip
+                  f"{bare['all_fields']['wall_s']:>8} {bare['materialise']['wall_s']:>8}  "
+                  f"ledger: {_failure(f)}")  # fmt: skip
             continue
         print(
             f"{f['jobs']:>10} {f['sacct_mb']:>7} {bare['count']['wall_s']:>8} "
-            f"{bare['materialise']['wall_s']:>8} {f['ingest']['wall_s']:>9} "
+            f"{bare['all_fields']['wall_s']:>8} {bare['materialise']['wall_s']:>8} "
+            f"{f['ingest']['wall_s']:>9} "
             f"{f['report']['wall_s']:>9} {f['ratio_to_count']:>6} {f['jobs_per_s']:>9} "
             f"{f['mb_per_s']:>6} {f['peak_rss_mb']:>8}"
         )

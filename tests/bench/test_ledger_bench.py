@@ -65,12 +65,17 @@ def test_ratio_and_targets_from_the_wall_times() -> None:
         "jobs": 600,
         "ingest": {"wall_s": 5.0, "peak_rss_mb": 1000.0},
         "report": {"wall_s": 1.0, "peak_rss_mb": 3000.0},
-        "bare_read": {"count": {"wall_s": 2.0}, "materialise": {"wall_s": 3.0}},
+        "bare_read": {
+            "count": {"wall_s": 2.0},
+            "all_fields": {"wall_s": 2.4},
+            "materialise": {"wall_s": 3.0},
+        },
     }
     out = derived(figures, size_mb=12.0)
     assert out["ledger_wall_s"] == 6.0
     assert out["ratio_to_count"] == 3.0
     assert out["ratio_to_materialise"] == 2.0
+    assert out["ratio_to_all_fields"] == 2.5
     assert out["jobs_per_s"] == 100
     assert out["mb_per_s"] == 2.0
     assert out["peak_rss_mb"] == 3000.0
@@ -89,7 +94,7 @@ def test_bare_reads_time_a_query_inside_the_subprocess(tmp_path: Path) -> None:
     sacct = tmp_path / "s.psv"
     sacct.write_text("JobID|State\n1|COMPLETED\n2|FAILED\n")
     figures = bare_reads(sacct)
-    for name in ("count", "materialise"):
+    for name in ("count", "all_fields", "materialise"):
         assert 0 < figures[name]["query_s"] <= figures[name]["wall_s"]
 
 
