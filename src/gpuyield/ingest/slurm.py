@@ -219,26 +219,16 @@ def _ingest_scanned(
     ):
         progress.phase("parsing sacct records")
         ingest_id = store.next_ingest_id(con)
-        stage = None
-        if direct:
-            stage = sacct_load.load_direct(
-                con,
-                scanned["sacct"],
-                ingest_id=ingest_id,
-                fields=fields,
-                tz=tz,
-                default_cluster=default_cluster,
-            )
-        if stage is None:
-            stage = sacct_mod.stage_sacct(
-                con,
-                scanned["sacct"],
-                ingest_id=ingest_id,
-                fields=fields,
-                tz=tz,
-                lenient=lenient,
-                default_cluster=default_cluster,
-            )
+        stage = _read_sacct(
+            con,
+            scanned["sacct"],
+            direct=direct,
+            lenient=lenient,
+            ingest_id=ingest_id,
+            fields=fields,
+            tz=tz,
+            default_cluster=default_cluster,
+        )
         if stage.as_of_s is not None:
             as_of_candidates.append(stage.as_of_s)
         if stage.gpu_count_missing:
@@ -335,6 +325,35 @@ def _ingest_scanned(
             )
         )
     return tuple(results), as_of, tuple(warnings)
+
+
+def _read_sacct(
+    con: duckdb.DuckDBPyConnection,
+    info: FileInfo,
+    *,
+    direct: bool,
+    lenient: bool,
+    ingest_id: int,
+    fields: list[str] | None,
+    tz: str,
+    default_cluster: str,
+) -> sacct_mod.SacctStage:
+    """Straight into ``jobs`` when allowed and possible, else staged (see ingest/sacct_load.py)."""
+    if direct:
+        stage = sacct_load.load_direct(
+            con, info, ingest_id=ingest_id, fields=fields, tz=tz, default_cluster=default_cluster
+        )
+        if stage is not None:
+            return stage
+    return sacct_mod.stage_sacct(
+        con,
+        info,
+        ingest_id=ingest_id,
+        fields=fields,
+        tz=tz,
+        lenient=lenient,
+        default_cluster=default_cluster,
+    )
 
 
 def _single_cluster(con: duckdb.DuckDBPyConnection, stage: object) -> str | None:
