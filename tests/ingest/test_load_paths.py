@@ -106,3 +106,26 @@ def test_a_reader_that_lost_file_order_is_caught(
         con.close()
     for number in (2, 4, 3000):
         assert stored[number] == text[number - 1].split("|")[1]
+
+
+class _Recorder:
+    """A Progress that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.phases: list[tuple[str, int | None, int]] = []
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        self.phases.append((name, total, 0))
+
+    def advance(self, amount: int) -> None:
+        name, total, done = self.phases[-1]
+        self.phases[-1] = (name, total, done + amount)
+
+
+def test_loading_reports_progress_in_bytes_of_the_file(tmp_path: Path, sacct_file: Path) -> None:
+    recorder = _Recorder()
+    ingest_slurm(tmp_path / "db.duckdb", SlurmInputs(sacct=sacct_file), progress=recorder)
+    size = sacct_file.stat().st_size
+    # The scan, then DuckDB's own estimate while the one INSERT runs, ending at the whole file.
+    assert (f"reading {sacct_file.name}", size, size) in recorder.phases
+    assert (f"loading {sacct_file.name}", size, size) in recorder.phases

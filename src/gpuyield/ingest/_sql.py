@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -10,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import InputError
+from gpuyield.progress import NoProgress, Progress
 
 # Slurm prints ISO local time; SLURM_TIME_FORMAT=standard is the same, some tools use a space.
 _TIME_FORMATS = "['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S']"
@@ -94,3 +98,39 @@ def replace_rows(
         )
     finally:
         con.unregister(name)
+
+
+@contextmanager
+def statement_progress(
+    con: duckdb.DuckDBPyConnection, progress: Progress, name: str, *, total_bytes: int
+) -> Iterator[None]:
+    """Show the progress of the long statement run inside, as bytes of its input file.
+
+    DuckDB estimates how far a running query is (``query_progress``, callable from another
+    thread while ``execute`` waits); a watcher thread turns that into ``progress.advance`` calls.
+    """
+    if isinstance(progress, NoProgress):
+        yield
+        return
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    progress.phase(name, total=total_bytes)
+    stop = threading.Event()
+    done = [0]
+
+    def watch() -> None:
+        while not stop.wait(0.25):
+            share = con.query_progress()
+            now = int(total_bytes * min(max(share, 0.0), 100.0) / 100.0)
+            if now > done[0]:
+                progress.advance(now - done[0])
+                done[0] = now
+
+    watcher = threading.Thread(target=watch, name="gpuyield-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    progress.advance(total_bytes - done[0])  # the statement finished: the whole file is read

@@ -22,7 +22,15 @@ import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._files import FileInfo, sample_lines
-from gpuyield.ingest._sql import Problem, bad_time_sql, epoch_sql, sql_quote, store_rejects
+from gpuyield.ingest._sql import (
+    Problem,
+    bad_time_sql,
+    epoch_sql,
+    sql_quote,
+    statement_progress,
+    store_rejects,
+)
+from gpuyield.progress import NoProgress, Progress
 
 SOURCE = "slurm.sacct"
 
@@ -144,6 +152,7 @@ def stage_sacct(
     tz: str,
     lenient: bool,
     default_cluster: str,
+    progress: Progress | None = None,
 ) -> SacctStage:
     """Parse ``info.path`` into the temp view ``sacct_staged`` (typed, checked, with line numbers)."""
     names, header_lines = read_header(info.path, fields)
@@ -152,9 +161,12 @@ def stage_sacct(
         columns, tz, default_cluster, source=source, with_line=with_line
     )
     shape_problems: list[tuple[int, str, str]] = []
-    fast = not info.mixed_line_ends and _stage_fast(
-        con, info, typed, len(names), header_lines, columns["jobidraw"]
-    )
+    fast = False
+    if not info.mixed_line_ends:
+        with statement_progress(
+            con, progress or NoProgress(), f"staging {info.path.name}", total_bytes=info.size_bytes
+        ):
+            fast = _stage_fast(con, info, typed, len(names), header_lines, columns["jobidraw"])
     if not fast:
         shape_problems = _split_records(con, info.path, names, columns, header_lines)
         if shape_problems and not lenient:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import duckdb
 
 from gpuyield.ingest._files import FileInfo
+from gpuyield.ingest._sql import statement_progress
 from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL
 from gpuyield.ingest.sacct import (
     SacctStage,
@@ -23,6 +24,7 @@ from gpuyield.ingest.sacct import (
     read_header,
     typed_select,
 )
+from gpuyield.progress import NoProgress, Progress
 
 # job_key = ingest_id << JOB_KEY_LINE_BITS | line: unique in the store, and says where the row came from.
 JOB_KEY_LINE_BITS = 40
@@ -57,6 +59,7 @@ def load_direct(
     fields: list[str] | None,
     tz: str,
     default_cluster: str,
+    progress: Progress | None = None,
 ) -> SacctStage | None:
     """Insert the file's records straight into ``jobs``; None when a line is misshapen.
 
@@ -65,6 +68,7 @@ def load_direct(
     """
     if info.mixed_line_ends:
         return None
+    progress = progress or NoProgress()
     names, header_lines = read_header(info.path, fields)
     columns = column_map(info.path, names)
     typed = typed_select(
@@ -77,10 +81,13 @@ def load_direct(
     )
     con.execute(HOSTLIST_MACRO_SQL)
     try:
-        con.execute(
-            f"""INSERT INTO jobs SELECT {_job_columns(ingest_id, "0")} FROM ({typed})
-                WHERE problems = '' OR error('{_NEEDS_STAGING}')"""
-        )
+        with statement_progress(
+            con, progress, f"loading {info.path.name}", total_bytes=info.size_bytes
+        ):
+            con.execute(
+                f"""INSERT INTO jobs SELECT {_job_columns(ingest_id, "0")} FROM ({typed})
+                    WHERE problems = '' OR error('{_NEEDS_STAGING}')"""
+            )
     except duckdb.Error as error:
         raise DirectLoadFailed(str(error)) from error
     mine = f"ingest_id = {ingest_id}"

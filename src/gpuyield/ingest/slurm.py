@@ -222,6 +222,7 @@ def _ingest_scanned(
         stage = _read_sacct(
             con,
             scanned["sacct"],
+            progress,
             direct=direct,
             lenient=lenient,
             ingest_id=ingest_id,
@@ -330,6 +331,7 @@ def _ingest_scanned(
 def _read_sacct(
     con: duckdb.DuckDBPyConnection,
     info: FileInfo,
+    progress: Progress,
     *,
     direct: bool,
     lenient: bool,
@@ -341,7 +343,13 @@ def _read_sacct(
     """Straight into ``jobs`` when allowed and possible, else staged (see ingest/sacct_load.py)."""
     if direct:
         stage = sacct_load.load_direct(
-            con, info, ingest_id=ingest_id, fields=fields, tz=tz, default_cluster=default_cluster
+            con,
+            info,
+            ingest_id=ingest_id,
+            fields=fields,
+            tz=tz,
+            default_cluster=default_cluster,
+            progress=progress,
         )
         if stage is not None:
             return stage
@@ -353,6 +361,7 @@ def _read_sacct(
         tz=tz,
         lenient=lenient,
         default_cluster=default_cluster,
+        progress=progress,
     )
 
 
