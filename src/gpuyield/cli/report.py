@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import console, err_console, errors_mapped, print_json
 from gpuyield.cli.ingest import parse_instant
 
 _BY_HELP = "Break down by account, user, partition, run, day or hour."
@@ -41,15 +41,21 @@ def report_command(
     with errors_mapped():
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
-        if html is not None:
-            from gpuyield.report.html import write_html_report
+        # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
+        with err_console.status(f"computing the ledger of {db}"):
+            if html is not None:
+                from gpuyield.report.html import write_html_report
 
-            written = write_html_report(db, html, since_s=since_s, until_s=until_s, png_dir=png)
+                written = write_html_report(db, html, since_s=since_s, until_s=until_s, png_dir=png)
+            else:
+                from gpuyield.report.summary import build_report_with_breakdown
+
+                report, rows = build_report_with_breakdown(
+                    db, since_s=since_s, until_s=until_s, by=by
+                )
+        if html is not None:
             console.print(f"HTML report written to {written}")
             return
-        from gpuyield.report.summary import build_report_with_breakdown
-
-        report, rows = build_report_with_breakdown(db, since_s=since_s, until_s=until_s, by=by)
     if as_json:
         data = report.to_dict()
         if by is not None:
