@@ -129,3 +129,15 @@ def test_loading_reports_progress_in_bytes_of_the_file(tmp_path: Path, sacct_fil
     # The scan, then DuckDB's own estimate while the one INSERT runs, ending at the whole file.
     assert (f"reading {sacct_file.name}", size, size) in recorder.phases
     assert (f"loading {sacct_file.name}", size, size) in recorder.phases
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_a_file_of_pending_jobs_knows_no_capture_time(tmp_path: Path, lenient: bool) -> None:
+    # No submit column and no start: nothing in the file says when it was captured.
+    path = tmp_path / "pending.psv"
+    path.write_text(
+        "JobID|JobIDRaw|State|Start|End|AllocTRES|NodeList\n"
+        "1|1|PENDING|Unknown|Unknown|gres/gpu=1|None assigned\n"
+    )
+    summary = ingest_slurm(tmp_path / "db.duckdb", SlurmInputs(sacct=path), lenient=lenient)
+    assert summary.as_of_s is None and summary.files[0].rows_read == 1

@@ -112,7 +112,8 @@ def load_direct(
     )
     duplicates = _drop_duplicates(con, mine)
     as_of = con.execute(
-        f"""SELECT max(greatest(submit_s, start_s, end_s,
+        # jobs.submit_s is -1 for a run with no submit or start time (the natural key needs one).
+        f"""SELECT max(greatest(nullif(submit_s, -1), start_s, end_s,
                    CASE WHEN end_s IS NULL THEN start_s + elapsed_s END))
             FROM jobs WHERE {mine}"""
     ).fetchall()[0][0]
