@@ -141,3 +141,29 @@ def test_a_file_of_pending_jobs_knows_no_capture_time(tmp_path: Path, lenient: b
     )
     summary = ingest_slurm(tmp_path / "db.duckdb", SlurmInputs(sacct=path), lenient=lenient)
     assert summary.as_of_s is None and summary.files[0].rows_read == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sacct-ALL.psv",
+        "sacct-D-ALL.psv",
+        "sacct-X-ALL.psv",
+        "sacct-X-D-wide.psv",
+        "sacct-X-wide-parsable2.psv",
+        "sacct-X-wide-pending-job16.psv",
+        "sacct-X-wide.psv",
+        "sacct-wide.psv",
+    ],
+)
+def test_real_captures_load_the_same_strict_and_lenient(
+    tmp_path: Path, slurm_local: Path, name: str
+) -> None:
+    # Real Slurm 22.05 output (step rows, multi-line SubmitLine, requeues, pending jobs): whichever
+    # path each takes, strict and lenient ingests store the same rows.
+    path = slurm_local / name
+    _, strict_jobs, strict_nodes = _ingest(tmp_path, path, lenient=False)
+    lenient_file, lenient_jobs, lenient_nodes = _ingest(tmp_path, path, lenient=True)
+    assert lenient_file.rows_rejected == 0
+    assert strict_jobs == lenient_jobs and strict_nodes == lenient_nodes
+    assert strict_jobs
