@@ -262,17 +262,65 @@ def _split_records(
     columns: dict[str, int],
     header_lines: int,
 ) -> list[tuple[int, str, str]]:
-    """Reassemble records that span lines; returns (line, message, raw) for records that cannot be."""
+    """Reassemble records that span lines into ``sacct_records``; returns (line, message, raw) for
+    records that cannot be.
+
+    DuckDB reads the lines and splits the whole ones (a line with every separator, not followed by
+    a line without any); only the other lines, typically a few multi-line ``SubmitLine`` records,
+    go through Python, streamed, so memory stays bounded on large files.
+    """
     n_sep = len(names) - 1
     free = next((columns[k] for k in _FREE_TEXT if k in columns), None)
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE sacct_lines AS
+        SELECT line, text, seps,
+            -- A line with every separator is one record, unless free text runs on below it.
+            seps = {n_sep} AND coalesce(lead(seps) OVER (ORDER BY line), -1) <> 0 AS whole
+        FROM (
+            SELECT line, text, length(text) - length(replace(text, '|', '')) AS seps
+            FROM (
+                SELECT row_number() OVER () AS line,
+                    coalesce(regexp_replace(column0, '\r$', ''), '') AS text
+                FROM read_csv({sql_quote(str(path))}, columns={{'column0': 'VARCHAR'}},
+                              delim='\0', quote='', escape='', header=false,
+                              auto_detect=false, strict_mode=false)
+            )
+            WHERE line > {header_lines}
+        )
+        """
+    )
+    split = ", ".join(f"parts[{i + 1}] AS f{i}" for i in range(n_sep + 1))
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE sacct_records AS
+            SELECT line, {split}, text AS raw
+            FROM (SELECT line, text, string_split(text, '|') AS parts FROM sacct_lines WHERE whole)"""
+    )
+    batches, problems = _reassemble(
+        con.execute("SELECT line, text, seps FROM sacct_lines WHERE NOT whole ORDER BY line"),
+        n_sep,
+        free,
+    )
+    if batches:
+        con.register("sacct_records_arrow", pa.Table.from_batches(batches))
+        con.execute("INSERT INTO sacct_records SELECT * FROM sacct_records_arrow")
+        con.unregister("sacct_records_arrow")
+    return problems
+
+
+def _reassemble(
+    cursor: duckdb.DuckDBPyConnection, n_sep: int, free: int | None
+) -> tuple[list[pa.RecordBatch], list[tuple[int, str, str]]]:
+    """Records from the lines that are not whole records, in file order (streamed from ``cursor``).
+
+    Runs of such lines are separated by whole records, which close any record being built.
+    """
+    batches: list[pa.RecordBatch] = []
     records: list[tuple[int, list[str], str]] = []
     problems: list[tuple[int, str, str]] = []
     buf: list[str] = []
-    buf_line = 0
-    buf_seps = 0
+    buf_line = buf_seps = 0
+    previous = -1
 
     def close() -> None:
         text = "\n".join(buf)
@@ -288,24 +336,35 @@ def _split_records(
                 (buf_line, f"record has {len(parts)} fields, header has {n_sep + 1}", text)
             )
         buf.clear()
+        if len(records) >= 50_000:
+            batches.append(_record_batch(records, n_sep))
+            records.clear()
 
-    for number, raw in enumerate(lines[header_lines:], start=header_lines + 1):
-        text = raw[:-1] if raw.endswith("\r") else raw
-        seps = text.count("|")
-        if buf and buf_seps >= n_sep and seps == 0:
-            buf.append(text)  # more lines of a free-text field at the end of the record
-            continue
-        if buf and (buf_seps >= n_sep or seps == n_sep):
-            close()  # a complete record, or a truncated one followed by a whole new record
-        if not buf:
-            if not text:
+    while rows := cursor.fetchmany(10_000):
+        for number, text, seps in rows:
+            if buf and number != previous + 1:
+                close()  # a whole record stood between: what was being built is complete
+            previous = number
+            if buf and buf_seps >= n_sep and seps == 0:
+                buf.append(text)  # more lines of a free-text field at the end of the record
                 continue
-            buf_line, buf_seps = number, 0
-        buf.append(text)
-        buf_seps += seps
+            if buf and (buf_seps >= n_sep or seps == n_sep):
+                close()  # a complete record, or a truncated one followed by a whole new record
+            if not buf:
+                if not text:
+                    continue
+                buf_line, buf_seps = number, 0
+            buf.append(text)
+            buf_seps += seps
     if buf:
         close()
-    table = pa.table(
+    if records:
+        batches.append(_record_batch(records, n_sep))
+    return batches, problems
+
+
+def _record_batch(records: list[tuple[int, list[str], str]], n_sep: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
         {
             "line": pa.array([r[0] for r in records], pa.int64()),
             **{
@@ -314,10 +373,6 @@ def _split_records(
             "raw": pa.array([r[2] for r in records], pa.string()),
         }
     )
-    con.register("sacct_records_arrow", table)
-    con.execute("CREATE OR REPLACE TEMP TABLE sacct_records AS SELECT * FROM sacct_records_arrow")
-    con.unregister("sacct_records_arrow")
-    return problems
 
 
 def _field(columns: dict[str, int], key: str) -> str:
