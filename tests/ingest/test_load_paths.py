@@ -167,3 +167,49 @@ def test_real_captures_load_the_same_strict_and_lenient(
     assert lenient_file.rows_rejected == 0
     assert strict_jobs == lenient_jobs and strict_nodes == lenient_nodes
     assert strict_jobs
+
+
+def test_only_the_irregular_lines_go_through_python(
+    tmp_path: Path, sacct_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 4,000-job capture with one record split over two lines by a newline in its JobName:
+    # DuckDB splits the whole lines; Python sees only the two lines of the split record.
+    import gpuyield.ingest.sacct as sacct
+
+    lines = sacct_file.read_text().splitlines()
+    fields = lines[100].split("|")
+    fields[2] = "two\nlines"  # JobName, mid-record: the record's lines have 2 and n-3 separators
+    lines[100] = "|".join(fields)
+    path = tmp_path / "multi.psv"
+    path.write_text("\n".join(lines) + "\n")
+    seen: list[int] = []
+    reassemble = sacct._reassemble
+
+    def counting(cursor, n_sep, free):  # type: ignore[no-untyped-def]
+        rows = cursor.fetchall()
+        seen.extend(r[0] for r in rows)
+
+        class Replay:
+            def __init__(self) -> None:
+                self.rows = rows
+
+            def fetchmany(self, size: int) -> list:
+                batch, self.rows = self.rows[:size], self.rows[size:]
+                return batch
+
+        return reassemble(Replay(), n_sep, free)
+
+    monkeypatch.setattr(sacct, "_reassemble", counting)
+    summary = ingest_slurm(tmp_path / "db.duckdb", SlurmInputs(sacct=path), lenient=True)
+    assert seen == [101, 102]
+    assert summary.files[0].rows_rejected == 0
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    try:
+        names = con.execute("SELECT line, name FROM jobs WHERE line IN (100, 101, 103)").fetchall()
+    finally:
+        con.close()
+    assert sorted(names)[1] == (101, "two\nlines") and [n[0] for n in sorted(names)] == [
+        100,
+        101,
+        103,
+    ]
