@@ -111,6 +111,12 @@ class SacctStage:
     """True when the rows are in ``jobs`` already (the direct load), not in ``stage_jobs``."""
 
 
+# The latest time a job row knows of: the default capture time for running jobs (for a run still
+# going, its start plus its elapsed time, which sacct clips at its -E).
+LATEST_TIME_SQL = """greatest(submit_s, start_s, end_s,
+    CASE WHEN end_s IS NULL THEN start_s + elapsed_s END)"""
+
+
 def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
     """The field names and how many lines they take (0 with ``--fields``)."""
     if fields:
@@ -589,8 +595,7 @@ def _finish(
                    count(*) FILTER (WHERE {keep}),
                    count(DISTINCT hash(cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
                        FILTER (WHERE {keep}),
-                   max(greatest(submit_s, start_s, end_s,
-                       CASE WHEN end_s IS NULL THEN start_s + elapsed_s END)) FILTER (WHERE {keep})
+                   max({LATEST_TIME_SQL}) FILTER (WHERE {keep})
             FROM sacct_stage"""
     ).fetchall()[0]
     records, steps, valid_runs, distinct_hashes, as_of = summary

@@ -17,6 +17,7 @@ from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import statement_progress
 from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL
 from gpuyield.ingest.sacct import (
+    LATEST_TIME_SQL,
     SacctStage,
     column_map,
     csv_source,
@@ -111,11 +112,11 @@ def load_direct(
         f"DELETE FROM jobs WHERE {mine} AND (strpos(job_id, '.') > 0 OR strpos(job_id_raw, '.') > 0)",
     )
     duplicates = _drop_duplicates(con, mine)
+    # jobs.submit_s is -1 for a run with no submit or start time (the natural key needs one).
     as_of = con.execute(
-        # jobs.submit_s is -1 for a run with no submit or start time (the natural key needs one).
-        f"""SELECT max(greatest(nullif(submit_s, -1), start_s, end_s,
-                   CASE WHEN end_s IS NULL THEN start_s + elapsed_s END))
-            FROM jobs WHERE {mine}"""
+        f"""SELECT max({LATEST_TIME_SQL}) FROM (
+                SELECT nullif(submit_s, -1) AS submit_s, start_s, end_s, elapsed_s
+                FROM jobs WHERE {mine})"""
     ).fetchall()[0][0]
     return SacctStage(
         rows_read=records,

@@ -145,8 +145,7 @@ def node_sweep(
         "node_id", "cluster", "node", node_gpus=capacity.num_gpus.cast("float64")
     )
     swept = swept.join(nodes, "node_id")
-    over = swept.in_use > swept.node_gpus + _GPU_EPSILON
-    return swept.filter((swept.down & (swept.end_s > swept.start_s)) | over)
+    return swept.filter((swept.down & (swept.end_s > swept.start_s)) | _above_capacity(swept))
 
 
 # Sweep keys: node_id * 2**33 + 2 * t (+1 for a job's start). One integer orders changes by node,
@@ -157,6 +156,10 @@ _NODE_SHIFT = 1 << 33
 
 def _sweep_key(node_id: ir.IntegerValue, t: ir.Value, start: int) -> ir.IntegerValue:
     return node_id.cast("int64") * _NODE_SHIFT + t.cast("int64") * 2 + start
+
+
+def _above_capacity(swept: ir.Table) -> ir.BooleanValue:
+    return swept.in_use > swept.node_gpus + _GPU_EPSILON
 
 
 def down_segments(swept: ir.Table) -> ir.Table:
@@ -180,7 +183,7 @@ def down_segments(swept: ir.Table) -> ir.Table:
 
 def over_capacity(swept: ir.Table) -> ir.Table:
     """Nodes whose jobs held more GPUs than they have, with the highest count held."""
-    over = swept.filter(swept.in_use > swept.node_gpus + _GPU_EPSILON)
+    over = swept.filter(_above_capacity(swept))
     return over.group_by(["cluster", "node"]).aggregate(
         peak=over.in_use.max(), num_gpus=over.node_gpus.max()
     )

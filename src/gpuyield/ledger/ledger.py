@@ -130,7 +130,7 @@ def compute_ledger(
     )
     _check_node_peaks(swept)
     down = down_segments(swept)
-    segments = segments_jobs.union(down.select(*_DOWN_COLUMNS(segments_jobs)))
+    segments = segments_jobs.union(down.select(*_down_columns()))
     if keep_segments:
         segments = _materialize(backend, "gy_segments", segments)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
@@ -185,9 +185,8 @@ def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _DOWN_COLUMNS(like: ir.Table) -> list[ir.Value]:
+def _down_columns() -> list[ir.Value | str]:
     """Down segments carry the job segments' columns (job fields empty) so both union."""
-    del like
     null_str = ibis.null(str)
     return [
         ibis.null("int64").name("job_key"),

@@ -111,7 +111,7 @@ def _event_reasons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[EventReas
 
 
 def _lemons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[LemonNode, ...]:
-    down = _down_by_node(ledger, backend)
+    down = _down_by_node(ledger)
     failed = _failed_by_node(ledger, backend)
     nodes: dict[tuple[str, str], LemonNode] = {}
     for key in sorted(set(down) | set(failed)):
@@ -129,11 +129,8 @@ def _lemons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[LemonNode, ...]:
     return tuple(n for n in ranked if n.waste_gpu_seconds > 1e-6)
 
 
-def _down_by_node(
-    ledger: Ledger, backend: ibis.BaseBackend
-) -> dict[tuple[str, str], dict[str, float]]:
+def _down_by_node(ledger: Ledger) -> dict[tuple[str, str], dict[str, float]]:
     """The ledger's own down segments, kept per node (the ledger sums them over nodes)."""
-    del backend
     return _per_node(ledger.down, ledger.down.gpus)
 
 

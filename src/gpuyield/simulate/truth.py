@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuyield.categories import SUBCATEGORIES, Category
 from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
@@ -29,26 +30,9 @@ from gpuyield.simulate.research import (
     S_TIMEOUT,
 )
 
-CATEGORY_ORDER = (
-    "down",
-    "idle",
-    "failed",
-    "cancelled",
-    "diverged",
-    "experiment",
-    "overhead",
-    "released",
-)
-SUBCATEGORY_ORDER = (
-    "failed.hardware",
-    "failed.software",
-    "failed.oom",
-    "failed.timeout",
-    "down.planned",
-    "down.unplanned",
-    "cancelled.preempted",
-    "cancelled.user",
-)
+# The ledger's closed vocabulary, in its own order: truth.json has the report's keys.
+CATEGORY_ORDER = tuple(c.value for c in Category)
+SUBCATEGORY_ORDER = SUBCATEGORIES
 # A node event starting this long before to after a failed job's end blames the hardware.
 _BLAME_BEFORE_S = 600
 _BLAME_AFTER_S = 300
