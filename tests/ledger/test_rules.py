@@ -76,6 +76,9 @@ def test_completed_job_outside_lineage_is_experiment(tmp_path: Path) -> None:
     [
         ("FAILED", "failed", "software"),
         ("NODE_FAIL", "failed", "hardware"),
+        # Slurm's flag states for a node that could not be set up or start the job.
+        ("LAUNCH_FAILED", "failed", "hardware"),
+        ("RECONFIG_FAIL", "failed", "hardware"),
         ("OUT_OF_MEMORY", "failed", "oom"),
         ("TIMEOUT", "failed", "timeout"),
         ("CANCELLED by 1000", "cancelled", "user"),
@@ -86,6 +89,14 @@ def test_end_state_decides_category(tmp_path: Path, state: str, category: str, s
     ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 500, state=state, gpus=2)]))
     assert ledger.categories[category] == 1000
     assert ledger.subcategories[f"{category}.{sub}"] == 1000
+
+
+@pytest.mark.parametrize("state", ["POWER_UP_NODE", "UPDATE_DB", "COMPLETING", "SUSPENDED"])
+def test_states_of_a_job_still_in_progress_are_experiment(tmp_path: Path, state: str) -> None:
+    # Flags Slurm prints while a job holds its nodes and its outcome is not known yet.
+    ledger = run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 500, state=state, gpus=2)]))
+    assert ledger.categories["experiment"] == 1000
+    assert ledger.categories["failed"] == ledger.categories["cancelled"] == 0
 
 
 def test_lineage_failure_loses_time_since_last_checkpoint(tmp_path: Path) -> None:

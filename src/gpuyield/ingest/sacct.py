@@ -34,7 +34,8 @@ from gpuyield.progress import NoProgress, Progress
 
 SOURCE = "slurm.sacct"
 
-# Every state sacct can print; anything else is a parse error rather than a guess.
+# Every state sacct can print (Slurm's job_state_string: the base states, then the flags it
+# prints instead of them); anything else is a parse error rather than a guess.
 KNOWN_STATES = (
     "BOOT_FAIL",
     "CANCELLED",
@@ -42,11 +43,15 @@ KNOWN_STATES = (
     "COMPLETING",
     "CONFIGURING",
     "DEADLINE",
+    "EXPEDITING",
     "FAILED",
+    "LAUNCH_FAILED",
     "NODE_FAIL",
     "OUT_OF_MEMORY",
     "PENDING",
+    "POWER_UP_NODE",
     "PREEMPTED",
+    "RECONFIG_FAIL",
     "REQUEUED",
     "REQUEUE_FED",
     "REQUEUE_HOLD",
@@ -60,6 +65,7 @@ KNOWN_STATES = (
     "STOPPED",
     "SUSPENDED",
     "TIMEOUT",
+    "UPDATE_DB",
 )
 
 # Fields the ledger cannot work without, by any of the names sacct may print them under.

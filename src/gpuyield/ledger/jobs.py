@@ -25,6 +25,8 @@ HW_AFTER_S = 300
 _FAIL_STATES = {
     "NODE_FAIL": FailedCause.HARDWARE,  # the node died under the job
     "BOOT_FAIL": FailedCause.HARDWARE,  # the node could not boot for the job
+    "RECONFIG_FAIL": FailedCause.HARDWARE,  # the node could not be reconfigured for the job
+    "LAUNCH_FAILED": FailedCause.HARDWARE,  # the nodes could not start the job's batch script
     "OUT_OF_MEMORY": FailedCause.OOM,  # asked for less memory than it used
     "TIMEOUT": FailedCause.TIMEOUT,  # did not finish in its limit: the work is lost
     "DEADLINE": FailedCause.TIMEOUT,  # same, for a job with a deadline
@@ -46,6 +48,8 @@ LINEAGE_LOSS_STATES = (
     "FAILED",
     "NODE_FAIL",
     "BOOT_FAIL",
+    "RECONFIG_FAIL",
+    "LAUNCH_FAILED",
     "OUT_OF_MEMORY",
     "SPECIAL_EXIT",
     *_CANCEL_STATES,
