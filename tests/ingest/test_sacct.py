@@ -10,6 +10,7 @@ import pytest
 
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.store import connect
 
 WIDE_FIELDS = (
     "JobID,JobIDRaw,JobName,User,UID,Group,Account,Partition,QOS,State,ExitCode,DerivedExitCode,"
@@ -170,6 +171,70 @@ def test_bad_time_names_file_line_and_field(fresh_db, tmp_path: Path) -> None:
         ingest(fresh_db, path)
     assert info.value.line == 3 and info.value.field == "End"
     assert str(path) in str(info.value) and info.value.hint
+
+
+def _jobs(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute(
+        "SELECT * EXCLUDE (ingest_id, line, job_key) FROM jobs ORDER BY ALL"
+    ).fetchall()
+
+
+def _as_parsable(text: str) -> str:
+    """``sacct -p`` of a ``-P`` capture: a separator after each record's last field (a record's
+    continuation lines, a multi-line SubmitLine, end where the next record starts)."""
+    lines = text.rstrip("\n").split("\n")
+    out = []
+    for number, line in enumerate(lines):
+        following = lines[number + 1] if number + 1 < len(lines) else None
+        ends_record = following is None or following.count("|") >= 20
+        out.append(line + ("|" if ends_record else ""))
+    return "\n".join(out) + "\n"
+
+
+def test_parsable_with_trailing_separator_reads_as_parsable2(
+    fresh_db, slurm_local: Path, tmp_path: Path
+) -> None:
+    # sacct -p (--parsable) ends every line with '|'; the wide capture has multi-line records.
+    source = slurm_local / "sacct-X-D-wide.psv"
+    parsable = tmp_path / "sacct-p.psv"
+    parsable.write_text(_as_parsable(source.read_text()))
+    assert parsable.read_text().splitlines()[0].endswith("|CPUTimeRAW|")
+    ingest(fresh_db, parsable, until_s=1796036400)
+    expected = connect(None)
+    ingest(expected, source, until_s=1796036400)
+    assert _jobs(fresh_db) == _jobs(expected) and len(_jobs(fresh_db)) == 39
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
+
+
+def test_parsable_without_header(fresh_db, slurm_local: Path, tmp_path: Path) -> None:
+    lines = _as_parsable((slurm_local / "sacct-X-D-wide.psv").read_text()).splitlines()
+    body = tmp_path / "noheader.psv"
+    body.write_text("\n".join(lines[1:]) + "\n")
+    ingest(fresh_db, body, fields=WIDE_FIELDS.split(","), until_s=1796036400)
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
+
+
+def test_epoch_times_from_slurm_time_format(fresh_db, tmp_path: Path) -> None:
+    # SLURM_TIME_FORMAT=%s: seconds since the epoch, the same instant whatever --tz says.
+    path = write_sacct(
+        tmp_path,
+        [
+            "1|1|COMPLETED|1767225600|1767225660|gres/gpu=1|n1",
+            "2|2|RUNNING|1767225600|Unknown|gres/gpu=2|n2",
+        ],
+    )
+    ingest(fresh_db, path, tz="America/New_York")
+    rows = fresh_db.execute("SELECT job_id, start_s, end_s FROM jobs ORDER BY 1").fetchall()
+    assert rows == [("1", 1767225600, 1767225660), ("2", 1767225600, None)]
+
+
+def test_an_unreadable_time_format_is_explained(fresh_db, tmp_path: Path) -> None:
+    # SLURM_TIME_FORMAT=relative prints e.g. "Tue 14:05": not a time gpuyield can place.
+    path = write_sacct(tmp_path, ["1|1|COMPLETED|Tue 14:05|Tue 14:06|gres/gpu=1|n1"])
+    with pytest.raises(ParseError) as info:
+        ingest(fresh_db, path)
+    assert info.value.field == "Start" and "Tue 14:05" in str(info.value)
+    assert "SLURM_TIME_FORMAT" in (info.value.hint or "")
 
 
 def test_lenient_keeps_going_and_counts(fresh_db, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -61,6 +62,28 @@ def test_default_event_format_has_the_same_events(slurm_local: Path) -> None:
     assert short.cluster_events.to_pylist()[0]["num_gpus"] is None  # no TRES in the short format
 
 
+def test_parsable_events_with_epoch_times(tmp_path: Path, slurm_local: Path) -> None:
+    """``sacctmgr -p`` (a separator ends each line) with SLURM_TIME_FORMAT=%s: the same events."""
+    from datetime import datetime
+
+    def epoch(match: re.Match[str]) -> str:
+        return str(int(datetime.fromisoformat(match.group(0) + "+00:00").timestamp()))
+
+    source = slurm_local / "sacctmgr-event-format.psv"
+    lines = [
+        re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", epoch, line) + "|"
+        for line in source.read_text().splitlines()
+    ]
+    path = tmp_path / "events-p.psv"
+    path.write_text("\n".join(lines) + "\n")
+    assert "2026-" not in path.read_text()
+    got = read_events(path, tz="Europe/Berlin", lenient=False, default_cluster="x")
+    want = read_events(source, tz="UTC", lenient=False, default_cluster="x")
+    assert got.node_events.to_pylist() == want.node_events.to_pylist()
+    assert got.cluster_events.to_pylist() == want.cluster_events.to_pylist()
+    assert len(want.node_events) == 5
+
+
 def test_open_events(slurm_local: Path) -> None:
     stage = read_events(
         slurm_local / "nodes-snapshot-b-sacctmgr-event-format.psv",
@@ -79,6 +102,7 @@ def test_bad_event_row(tmp_path: Path, slurm_local: Path) -> None:
     with pytest.raises(ParseError) as info:
         read_events(path, tz="UTC", lenient=False, default_cluster="x")
     assert (info.value.line, info.value.field) == (4, "TimeStart")
+    assert "SLURM_TIME_FORMAT" in (info.value.hint or "")
     lenient = read_events(path, tz="UTC", lenient=True, default_cluster="x")
     assert lenient.rows_rejected == 1 and len(lenient.node_events) == 4
 

@@ -121,6 +121,7 @@ def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
         end,
     )
     jobs = oracle.parse_sacct(query("sacct-X-D.psv", *sacct))
+    _capture_variants(lab_dir, capture, own, start, end)
     gpus = oracle.parse_sinfo_gpus(query("sinfo-gpus.txt", "sinfo", "-h", "-N", "-o", "%N|%G"))
     last_hour_s = end_s - end_s % 3600
     if last_hour_s > hour_s:
@@ -156,6 +157,38 @@ def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
         rolled_hours=rolled,
         sreport_rows=rows,
     )
+
+
+# The same capture printed other ways real sites print it: (file, environment, command).
+# -p ends every line with a separator; SLURM_TIME_FORMAT=%s prints times as epoch seconds;
+# --noheader needs the field list given to gpuyield.
+VARIANTS = {
+    "sacct-p.psv": ({}, ("sacct", "-a", "-p", "-X", "-D")),
+    "sacct-epoch.psv": ({"SLURM_TIME_FORMAT": "%s"}, ("sacct", "-a", "-P", "-X", "-D")),
+    "sacct-p-noheader.psv": ({}, ("sacct", "-a", "-p", "-n", "-X", "-D")),
+    "events-p.psv": ({}, ("sacctmgr", "-p", "show", "event", "All_Time")),
+    "events-epoch.psv": (
+        {"SLURM_TIME_FORMAT": "%s"},
+        ("sacctmgr", "-P", "show", "event", "All_Time"),
+    ),
+}
+
+
+def variant_format(capture: Path) -> str:
+    """The sacct --format of the main capture (its header), which the variants print too."""
+    with (capture / "sacct-X-D-wide.psv").open(encoding="utf-8") as handle:
+        return handle.readline().rstrip("\n").replace("|", ",")
+
+
+def _capture_variants(lab_dir: Path, capture: Path, own: Path, start: str, end: str) -> None:
+    env = lab.lab_env(lab_dir)
+    for name, (extra_env, command) in VARIANTS.items():
+        if command[0] == "sacct":
+            args = [*command, f"--format={variant_format(capture)}", "-S", start, "-E", end]
+        else:
+            args = [*command, f"format={EVENT_FORMAT}"]
+        text = lab.run(args, {**env, **extra_env}, timeout_s=60)
+        (own / name).write_text(text)
 
 
 @pytest.fixture(scope="session")

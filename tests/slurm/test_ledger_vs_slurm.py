@@ -6,6 +6,7 @@ Every expected number is derived here from what Slurm itself printed (``sacct -X
 
 from __future__ import annotations
 
+import re
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.slurm import oracle
-from tests.slurm.conftest import LabRun, ingest_capture, ledger_report
+from tests.slurm.conftest import LabRun, gpuyield, ingest_capture, ledger_report, variant_format
 
 pytestmark = pytest.mark.slurm
 
@@ -260,3 +261,37 @@ def test_ratios_and_counters(report: dict[str, Any]) -> None:
     assert report["goodput"] == pytest.approx(cats["released"] / allocated)
     assert report["rejected_rows"] == 0
     assert report["jobs_without_gpu_count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("sacct", "events", "flags"),
+    [
+        ("sacct-p.psv", "events-p.psv", ()),
+        ("sacct-epoch.psv", "events-epoch.psv", ()),
+        ("sacct-p-noheader.psv", None, ("--noheader",)),
+    ],
+)
+def test_other_ways_to_print_the_capture_give_the_same_ledger(
+    lab_run: LabRun, report: dict[str, Any], sacct: str, events: str | None, flags: tuple[str, ...]
+) -> None:
+    """``sacct -p`` (a separator ends each line), SLURM_TIME_FORMAT=%s (epoch seconds) and
+    ``--noheader`` output of the same cluster and window: every number as from the main capture."""
+    own = lab_run.keep / "own"
+    text = (own / sacct).read_text()
+    if "-p" in sacct:  # the variant is what it claims to be
+        assert all(line.endswith("|") for line in text.splitlines() if line.count("|") > 5)
+    if "epoch" in sacct:
+        assert re.search(r"\b\d{10}\b", text)
+        assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", text)
+    db = lab_run.keep / f"variant-{sacct}.duckdb"
+    fields = ("--fields", variant_format(lab_run.capture)) if "--noheader" in flags else ()
+    gpuyield(
+        "ingest", "slurm", "--db", db, "--sacct", own / sacct, *flags, *fields,
+        "--events", own / events if events else lab_run.capture / "sacctmgr-event-format.psv",
+        "--nodes", lab_run.capture / "scontrol-show-nodes-oneliner.txt",
+        "--manifest", lab_run.manifest,
+        "--until", oracle.format_time(lab_run.window.end_s),
+    )  # fmt: skip
+    again = ledger_report(db)
+    numbers = ("window", "installed_gpu_seconds", "categories", "subcategories", "rejected_rows")
+    assert {k: again[k] for k in numbers} == {k: report[k] for k in numbers}

@@ -17,6 +17,11 @@ from gpuyield.progress import NoProgress, Progress
 
 # Slurm prints ISO local time; SLURM_TIME_FORMAT=standard is the same, some tools use a space.
 _TIME_FORMATS = "['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S']"
+# What a time that cannot be read is told: the formats read, and the likely cause.
+TIME_HINT = (
+    "times must be ISO (2026-01-31T12:00:00) or epoch seconds; was SLURM_TIME_FORMAT set to "
+    "another format? unset it (or set it to standard or %s) and capture again"
+)
 # Values Slurm prints where a time does not exist (never started, still running, open event).
 NO_TIME_VALUES = ("Unknown", "None", "")
 
@@ -42,7 +47,11 @@ def epoch_sql(expr: str, tz: str) -> str:
     parsed = f"try_strptime({expr}, {_TIME_FORMATS})"
     if tz != "UTC":
         parsed = f"timezone({sql_quote(tz)}, {parsed})"
-    return f"CAST(epoch({parsed}) AS BIGINT)"
+    # SLURM_TIME_FORMAT=%s prints seconds since the epoch: absolute already, no zone applies.
+    epoch_digits = (
+        f"CASE WHEN regexp_full_match({expr}, '[0-9]{{1,12}}') THEN CAST({expr} AS BIGINT) END"
+    )
+    return f"coalesce(CAST(epoch({parsed}) AS BIGINT), {epoch_digits})"
 
 
 def bad_time_sql(raw: str, parsed: str) -> str:

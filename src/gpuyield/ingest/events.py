@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.ingest._sql import NO_TIME_VALUES, Problem, replace_rows, store_rejects
+from gpuyield.ingest._sql import NO_TIME_VALUES, TIME_HINT, Problem, replace_rows, store_rejects
 
 SOURCE = "slurm.events"
 
@@ -73,6 +73,8 @@ def parse_time(text: str, tz: str) -> int | None:
     text = text.strip()
     if text in NO_TIME_VALUES:
         return None
+    if text.isascii() and text.isdigit():
+        return int(text)  # SLURM_TIME_FORMAT=%s: epoch seconds, no zone applies
     value = datetime.fromisoformat(text.replace(" ", "T"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=ZoneInfo(tz))
@@ -109,7 +111,11 @@ def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> 
         except ParseError as error:
             if not lenient:
                 raise ParseError(
-                    error.reason, path=path, line=number, field=error.field, hint=_HINT
+                    error.reason,
+                    path=path,
+                    line=number,
+                    field=error.field,
+                    hint=error.hint or _HINT,
                 ) from None
             problems.append(
                 Problem(line=number, field=error.field or "", message=error.reason, raw=text)
@@ -139,7 +145,7 @@ def _typed_row(
         try:
             times[key] = parse_time(raw[key], tz)
         except ValueError:
-            raise ParseError(f"not a time: {raw[key]!r}", field=name) from None
+            raise ParseError(f"not a time: {raw[key]!r}", field=name, hint=TIME_HINT) from None
     if times["start"] is None:
         raise ParseError("event without a start time", field="TimeStart")
     end = times["end"]

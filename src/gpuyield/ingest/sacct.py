@@ -23,6 +23,7 @@ import pyarrow as pa
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import (
+    TIME_HINT,
     Problem,
     bad_time_sql,
     epoch_sql,
@@ -124,18 +125,35 @@ LATEST_TIME_SQL = """greatest(submit_s, start_s, end_s,
 
 
 def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
-    """The field names and how many lines they take (0 with ``--fields``)."""
-    if fields:
-        return fields, 0
+    """The field names and how many lines they take (0 with ``--fields``).
+
+    ``sacct -p`` (``--parsable``) ends every line, the header too, with a ``|``: its names end
+    with ``TRAILING``, a field that is always empty and that nothing reads.
+    """
     with path.open(encoding="utf-8") as handle:
         first = handle.readline().rstrip("\r\n")
+    if fields:
+        # -p without a header: the first record has one (empty) field more than --fields names.
+        parts = first.split("|")
+        trailing = len(parts) == len(fields) + 1 and parts[-1] == ""
+        return [*fields, TRAILING] if trailing else list(fields), 0
     names = first.split("|")
-    if len(names) < 2 or any(not n or not n.replace("_", "").isalnum() for n in names):
+    if len(names) > 2 and names[-1] == "":
+        names[-1] = TRAILING
+    if len(names) < 2 or any(not _is_field_name(n) for n in names):
         raise UnknownFormat(
             f"{path}: line 1 is not an sacct -P header: {first[:80]!r}",
-            hint="run sacct with -P (--parsable2); for --noheader output pass --fields",
+            hint="run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
         )
     return names, 1
+
+
+# The name of the empty field after the last ``|`` of ``sacct -p`` lines (never a sacct field).
+TRAILING = "(end of line)"
+
+
+def _is_field_name(name: str) -> bool:
+    return name == TRAILING or (bool(name) and name.replace("_", "").isalnum())
 
 
 def column_map(path: Path, names: list[str]) -> dict[str, int]:
@@ -189,8 +207,9 @@ def stage_sacct(
     problems = _problems(con, info.path, names, columns, fast=fast, limit=None if lenient else 1)
     if problems and not lenient:
         first = problems[0]
+        hint = TIME_HINT if first.message.startswith(_NOT_A_TIME) else _HINT
         raise ParseError(
-            first.message, path=info.path, line=first.line, field=first.field, hint=_HINT
+            first.message, path=info.path, line=first.line, field=first.field, hint=hint
         )
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
 
@@ -392,14 +411,15 @@ def _field(columns: dict[str, int], key: str) -> str:
     return f"nullif(f{columns[key]}, '')" if key in columns else "CAST(NULL AS VARCHAR)"
 
 
+_NOT_A_TIME = "not a time: "
 # What each problem code in ``sacct_stage.problems`` means: (field key, message about the value).
 _PROBLEMS = {
     "id_missing": ("jobidraw", "missing job id"),
     "id_bad": ("jobidraw", "not a Slurm job id: {value}"),
     "state": ("state", "unknown job state: {value}"),
-    "submit": ("submit", "not a time: {value}"),
-    "start": ("start", "not a time: {value}"),
-    "end": ("end", "not a time: {value}"),
+    "submit": ("submit", _NOT_A_TIME + "{value}"),
+    "start": ("start", _NOT_A_TIME + "{value}"),
+    "end": ("end", _NOT_A_TIME + "{value}"),
     "order": ("end", "job ends before it starts"),
     "gpus": ("alloctres", "GPU count is not a whole number: {value}"),
     "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
