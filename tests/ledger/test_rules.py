@@ -191,6 +191,13 @@ def test_job_on_unknown_node_is_a_consistency_error(tmp_path: Path) -> None:
         run_ledger(tmp_path, Cluster(jobs=[Job(1, 0, 10, nodes="n9")]))
 
 
+def test_a_window_after_a_removed_node_left_needs_no_inventory_of_it(tmp_path: Path) -> None:
+    # n9 ran a job in the first hour and is gone from the inventory: a window after it is exact.
+    jobs = [Job(1, 0, 10, nodes="n9"), Job(2, 2 * HOUR_S, 2 * HOUR_S + 100, gpus=4)]
+    ledger = run_ledger(tmp_path, Cluster(jobs=jobs), since=HOUR_S)
+    assert ledger.categories["experiment"] == 4 * 100
+
+
 def test_oversubscribed_node_is_a_consistency_error(tmp_path: Path) -> None:
     jobs = [Job(1, 0, 100, gpus=8, nodes="n1"), Job(2, 50, 150, gpus=8, nodes="n1")]
     with pytest.raises(DataConsistencyError, match="n1 held 16"):

@@ -262,7 +262,8 @@ def _check_nodes_known(allocations: ir.Table) -> None:
         names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
         raise DataConsistencyError(
             f"jobs ran on nodes missing from the inventory: {names}",
-            hint="give a complete --nodes inventory (scontrol -o show nodes) for the whole window",
+            hint="give a --nodes inventory that lists them (scontrol -o show nodes taken while "
+            "they were in service), or a --since after they left the cluster",
         )
 
 
