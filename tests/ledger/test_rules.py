@@ -284,7 +284,7 @@ def test_sweep_gives_the_same_rows_in_partitions(tmp_path: Path) -> None:
     try:
         backend = backend_for(con)
         window = resolve_window(backend, since_s=None, until_s=None)
-        capacity = node_capacity(backend, window)
+        capacity, _ = node_capacity(backend, window)
         manifest = compute_ledger(backend).manifest
         jobs = clipped_jobs(backend, window, manifest)
         allocations = job_node_allocations(backend, jobs, capacity)

@@ -113,38 +113,60 @@ class Cluster:
     jobs: list[Job] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     registered_s: int = 0
+    registrations: list[Registration] | None = None
+    """"Cluster Registered TRES" rows; default: one at ``registered_s`` for all nodes."""
+    inventory: dict[str, int] | None = None
+    """Node name -> GPUs in nodes.txt; default: every node with GPUS_PER_NODE."""
 
     def write(self, directory: Path) -> dict[str, Path]:
         directory.mkdir(parents=True, exist_ok=True)
         sacct = directory / "sacct.psv"
         sacct.write_text("\n".join([SACCT_FIELDS, *[j.line() for j in self.jobs]]) + "\n")
         events = directory / "events.psv"
-        cluster_row = "|".join(
+        registrations = self.registrations or [
+            Registration(
+                self.registered_s, f"n[1-{self.num_nodes}]", GPUS_PER_NODE * self.num_nodes
+            )
+        ]
+        rows = [r.line(registrations[i + 1 :]) for i, r in enumerate(registrations)]
+        events.write_text("\n".join([EVENT_HEADER, *rows, *[e.line() for e in self.events]]) + "\n")
+        inventory = self.inventory or {f"n{i}": GPUS_PER_NODE for i in range(1, self.num_nodes + 1)}
+        nodes = directory / "nodes.txt"
+        nodes.write_text(
+            "".join(
+                f"NodeName={name} Arch=x86_64 Gres=gpu:{gpus} State=IDLE Partitions=gpu "
+                f"CfgTRES=cpu=8,mem=4000M,gres/gpu={gpus}\n"
+                for name, gpus in inventory.items()
+            )
+        )
+        return {"sacct": sacct, "events": events, "nodes": nodes}
+
+
+@dataclass
+class Registration:
+    """One "Cluster Registered TRES" row: the nodes and GPUs of the cluster from ``start_s``."""
+
+    start_s: int
+    node_list: str
+    num_gpus: int
+
+    def line(self, later: list[Registration]) -> str:
+        # As slurmdbd records them: a registration ends when the next one starts.
+        end = later[0].start_s if later else None
+        return "|".join(
             [
                 "lab",
-                f"n[1-{self.num_nodes}]",
+                self.node_list,
                 "",
                 "Cluster",
                 "1",
                 "",
                 "0",
-                ts(self.registered_s),
-                "Unknown",
+                ts(self.start_s),
+                ts(end),
                 "",
                 "Cluster Registered TRES",
                 "",
-                f"cpu=8,gres/gpu={GPUS_PER_NODE * self.num_nodes}",
+                f"cpu=8,gres/gpu={self.num_gpus}",
             ]
         )
-        events.write_text(
-            "\n".join([EVENT_HEADER, cluster_row, *[e.line() for e in self.events]]) + "\n"
-        )
-        nodes = directory / "nodes.txt"
-        nodes.write_text(
-            "".join(
-                f"NodeName=n{i} Arch=x86_64 Gres=gpu:{GPUS_PER_NODE} State=IDLE Partitions=gpu "
-                f"CfgTRES=cpu=8,mem=4000M,gres/gpu={GPUS_PER_NODE}\n"
-                for i in range(1, self.num_nodes + 1)
-            )
-        )
-        return {"sacct": sacct, "events": events, "nodes": nodes}

@@ -10,10 +10,12 @@ Artifacts stay in pytest's tmp dir (``slurm-run*``): capture, workload log, mani
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -34,6 +36,16 @@ EVENT_FORMAT = (
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Resized:
+    """A capture after the lab was restarted with 6 nodes, ran jobs on n5 and n6, and went back
+    to 4: sacctmgr shows three registrations, the inventory lacks n5 and n6."""
+
+    capture: Path  # sacct.psv (-X -D), events.psv (long format), nodes.txt (scontrol -o)
+    end_s: int  # capture time: the window's end
+    job_ids: tuple[str, ...]  # the jobs on n5/n6
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class LabRun:
     """Everything the tests need from one lab session; the lab itself is already stopped."""
 
@@ -48,6 +60,7 @@ class LabRun:
     releases: oracle.Releases
     rolled_hours: tuple[int, int] | None  # [start_s, end_s) of hours sreport has rolled up, if any
     sreport_rows: list[dict[str, str]]  # for rolled_hours, or for the current hour (expected empty)
+    resized: Resized | None = None  # the lab grown to 6 nodes and shrunk back, captured after
 
     def runs_of(self, role: str) -> list[oracle.JobRun]:
         """sacct rows of the job workload.sh submitted as ``role`` (array tasks included)."""
@@ -201,9 +214,50 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
     try:
         with lab.machine_lock(), lab.running_lab(keep) as lab_dir:
             roles = lab.run_workload(lab_dir, keep)
-            return _capture(lab_dir, keep, roles)
+            captured = _capture(lab_dir, keep, roles)
+            return dataclasses.replace(captured, resized=_resize_and_capture(lab_dir, keep))
     except lab.LabError as error:
         pytest.fail(f"Slurm lab: {error}\n(artifacts: {keep})")
+
+
+def _resize_and_capture(lab_dir: Path, keep: Path) -> Resized:
+    """Grow the lab to 6 nodes, run jobs on the new ones, shrink it back to 4, capture."""
+    out = keep / "resized"
+    out.mkdir()
+
+    def restart(num_nodes: int) -> dict[str, str]:
+        env = {**lab.lab_env(lab_dir), "SLURMLAB_NODES": str(num_nodes)}
+        for script in ("stop-slurm.sh", "start-slurm.sh"):
+            lab.run(
+                [str(lab.LAB_SCRIPTS / script)],
+                env,
+                timeout_s=lab.START_TIMEOUT_S,
+                log=out / f"{script[:-3]}-{num_nodes}.log",
+            )
+        return env
+
+    env = restart(6)
+    submit = ("sbatch", "--parsable", f"--chdir={lab_dir / 'jobs'}", "-o", "/dev/null")
+    job_ids = (
+        lab.run([*submit, "-w", "n6", "--gres=gpu:8", "--comment=run=grown", "--wrap=sleep 5"],
+                env, timeout_s=60).strip(),
+        lab.run([*submit, "-N", "2", "-w", "n[5-6]", "--gres=gpu:4", "--comment=run=grown",
+                 "--wrap=sleep 3"], env, timeout_s=60).strip(),
+    )  # fmt: skip
+    lab.wait_until_done(env, job_ids)
+    env = restart(4)
+    end_s = int(time.time()) + 2
+    time.sleep(3)
+    start = oracle.format_time(end_s - 6 * 3600)
+    end = oracle.format_time(end_s)
+    for name, args in {
+        "sacct.psv": ("sacct", "-a", "-P", "-X", "-D", f"--format={oracle.SACCT_FORMAT}",
+                      "-S", start, "-E", end),
+        "events.psv": ("sacctmgr", "-P", "show", "event", "All_Time", f"format={EVENT_FORMAT}"),
+        "nodes.txt": ("scontrol", "-o", "show", "nodes"),
+    }.items():  # fmt: skip
+        (out / name).write_text(lab.run(list(args), env, timeout_s=60))
+    return Resized(capture=out, end_s=end_s, job_ids=job_ids)
 
 
 def gpuyield(*args: str | Path) -> str:

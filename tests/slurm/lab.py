@@ -170,6 +170,15 @@ def run_workload(lab_dir: Path, keep: Path) -> Roles:
     return parse_roles(roles_path.read_text())
 
 
+def wait_until_done(env: Mapping[str, str], job_ids: tuple[str, ...], timeout_s: int = 120) -> None:
+    """Wait until the jobs have left the queue (ran and ended)."""
+    deadline = time.monotonic() + timeout_s
+    while run(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i"], env, timeout_s=30).strip():
+        if time.monotonic() > deadline:
+            raise LabError(f"jobs {', '.join(job_ids)} still queued after {timeout_s} s")
+        time.sleep(1)
+
+
 def choose_window_end() -> int:
     """Now, or just past the next hour boundary if that is too close to tell rolled-up hours apart.
 

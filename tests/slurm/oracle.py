@@ -245,6 +245,23 @@ def installed_gpu_seconds(gpus_per_node: Mapping[str, int], window: Window) -> i
     return sum(gpus_per_node.values()) * (window.end_s - window.start_s)
 
 
+def registered_gpu_seconds(text: str, window: Window) -> int:
+    """Installed GPU-seconds as the cluster's registrations say: each "Cluster Registered TRES"
+    row's ``gres/gpu`` over its own [TimeStart, TimeEnd) (an open one: to the window end)."""
+    total = 0
+    for row in psv_records(text):
+        if row["Event"] != "Cluster" or row["Reason"] != "Cluster Registered TRES":
+            continue
+        start_s = parse_time(row["TimeStart"])
+        if start_s is None:
+            raise OracleError(f"registration without a start: {row}")
+        end_s = parse_time(row["TimeEnd"])
+        span = window.clip(start_s, window.end_s if end_s is None else end_s)
+        if span is not None:
+            total += _gpus_in_tres(row["TRES"]) * (span[1] - span[0])
+    return total
+
+
 def allocated_gpu_seconds(jobs: Iterable[JobRun], window: Window) -> int:
     """What sreport calls Allocated: GPUs x in-window run time, every run of every job."""
     return sum(job.gpu_seconds(window) for job in jobs)

@@ -295,3 +295,33 @@ def test_other_ways_to_print_the_capture_give_the_same_ledger(
     again = ledger_report(db)
     numbers = ("window", "installed_gpu_seconds", "categories", "subcategories", "rejected_rows")
     assert {k: again[k] for k in numbers} == {k: report[k] for k in numbers}
+
+
+def test_a_cluster_resized_during_the_capture(lab_run: LabRun) -> None:
+    """Grown to 6 nodes, jobs on the new ones, shrunk back: the current inventory lacks n5 and n6,
+    yet their jobs count, and installed follows each registration's GPUs over its own span."""
+    resized = lab_run.resized
+    assert resized is not None
+    events = (resized.capture / "events.psv").read_text()
+    registrations = [line for line in events.splitlines() if "Cluster Registered TRES" in line]
+    assert [r.split("|")[1] for r in registrations][-3:] == ["n[1-4]", "n[1-6]", "n[1-4]"]
+    assert "n5" not in (resized.capture / "nodes.txt").read_text()
+    db = lab_run.keep / "resized.duckdb"
+    gpuyield(
+        "ingest", "slurm", "--db", db,
+        "--sacct", resized.capture / "sacct.psv",
+        "--events", resized.capture / "events.psv",
+        "--nodes", resized.capture / "nodes.txt",
+        "--until", oracle.format_time(resized.end_s),
+    )  # fmt: skip
+    report = ledger_report(db)
+    registered_s, _ = oracle.parse_events(events)
+    assert registered_s is not None
+    window = oracle.Window(start_s=registered_s, end_s=resized.end_s)
+    assert report["window"]["start"] == oracle.format_time(registered_s) + "Z"
+    jobs = oracle.parse_sacct((resized.capture / "sacct.psv").read_text())
+    grown = [j for j in jobs if j.job_id in resized.job_ids]
+    assert {n for j in grown for n in j.nodes} == {"n5", "n6"}
+    assert _close(report["installed_gpu_seconds"], oracle.registered_gpu_seconds(events, window))
+    assert _close(_allocated(report), oracle.allocated_gpu_seconds(jobs, window))
+    assert _close(sum(report["categories"].values()), Fraction(report["installed_gpu_seconds"]))

@@ -77,9 +77,13 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
         # Kept for the hardware-blame rule (ledger/jobs.py), so it need not join node lists again.
         failed=joined.state.isin(HW_SUSPECT_STATES),
     )
-    nodes = capacity.select("cluster", "node", "node_id", node_gpus="num_gpus")
-    with_nodes = alloc.left_join(nodes, ["cluster", "node"])
-    return with_nodes.select(alloc, with_nodes.node_id, with_nodes.node_gpus)
+    with_nodes = alloc.left_join(node_ids(capacity), ["cluster", "node"])
+    return with_nodes.select(alloc, with_nodes.node_id)
+
+
+def node_ids(capacity: ir.Table) -> ir.Table:
+    """One row per node (``cluster, node, node_id``): capacity has a row per node and stretch."""
+    return capacity.select("cluster", "node", "node_id").distinct()
 
 
 def node_sweep(
@@ -87,9 +91,10 @@ def node_sweep(
 ) -> ir.Table:
     """The intervals between changes on each node that matter: down, or above capacity.
 
-    Columns: ``cluster, node, start_s, end_s, in_use`` (GPUs held by jobs), ``node_gpus``,
-    ``down`` (the node was in a down island), ``planned``. Every other interval is a node in
-    service within its capacity, which the ledger needs no row for (its idle time is what is left).
+    Columns: ``cluster, node, start_s, end_s, in_use`` (GPUs held by jobs), ``node_gpus`` (GPUs
+    installed then), ``down`` (the node was in a down island), ``planned``. Every other interval is
+    a node in service within its capacity, which the ledger needs no row for (its idle time is what
+    is left). The installed GPUs are a running sum too: a node's capacity can change over time.
 
     The changes are sorted on one integer, node then time (``_sweep_key``), and summed in that
     order. Every node's changes add up to zero (each start has its end), so a running sum over
@@ -101,23 +106,32 @@ def node_sweep(
     known = allocations.filter(allocations.node_id.notnull())
 
     def points(
-        table: ir.Table, t: ir.Value, start: int, d_gpus: ir.Value, d_down: ir.Value
+        table: ir.Table,
+        t: ir.Value,
+        start: int,
+        d_gpus: ir.Value,
+        d_down: ir.Value,
+        d_cap: ir.Value | None = None,
     ) -> ir.Table:
         return table.select(
             key=_sweep_key(table.node_id, t, start),
             d_gpus=d_gpus.cast("float64"),
             d_down=d_down,
+            d_cap=(ibis.literal(0) if d_cap is None else d_cap).cast("float64"),
         )
 
     # Islands on a node are disjoint, so at most one is open: its running sum of +-1 (unplanned)
     # or +-3 (planned) is 0 in service, 1 down unplanned, 3 down planned. One sum, not two.
     island_code = ibis.cases((islands.planned, 3), else_=1).cast("int64")
     no_island = ibis.literal(0, "int64")
+    zero = ibis.literal(0)
     changes = ibis.union(
         points(known, known.start_s, 1, known.gpus, no_island),
         points(known, known.end_s, 0, -known.gpus, no_island),
-        points(islands, islands.start_s, 0, ibis.literal(0), island_code),
-        points(islands, islands.end_s, 0, ibis.literal(0), -island_code),
+        points(islands, islands.start_s, 0, zero, island_code),
+        points(islands, islands.end_s, 0, zero, -island_code),
+        points(capacity, capacity.start_s, 0, zero, no_island, capacity.num_gpus),
+        points(capacity, capacity.end_s, 0, zero, no_island, -capacity.num_gpus),
     )
     group_by = None if buckets is None else (changes.key // _NODE_SHIFT) % buckets
     order = ibis.window(group_by=group_by, order_by="key", rows=(None, 0))
@@ -126,11 +140,13 @@ def node_sweep(
         next_key=changes.key.lead().over(order),
         in_use=changes.d_gpus.sum().over(order),
         island=changes.d_down.sum().over(order),
+        node_gpus=changes.d_cap.sum().over(order),
     )
     node_id = swept.key // _NODE_SHIFT
     same_node = (swept.next_key // _NODE_SHIFT) == node_id
     swept = swept.select(
         "in_use",
+        "node_gpus",
         node_id=node_id,
         start_s=((swept.key % _NODE_SHIFT) // 2).cast("float64"),
         # The node's last change closes everything on it: no interval after it.
@@ -141,11 +157,8 @@ def node_sweep(
         down=swept.island > 0,
         planned=swept.island == 3,
     )
-    nodes = capacity.select(
-        "node_id", "cluster", "node", node_gpus=capacity.num_gpus.cast("float64")
-    )
-    swept = swept.join(nodes, "node_id")
-    return swept.filter((swept.down & (swept.end_s > swept.start_s)) | _above_capacity(swept))
+    swept = swept.join(node_ids(capacity), "node_id").select(swept, "cluster", "node")
+    return swept.filter((swept.end_s > swept.start_s) & (swept.down | _above_capacity(swept)))
 
 
 # Sweep keys: node_id * 2**33 + 2 * t (+1 for a job's start). One integer orders changes by node,

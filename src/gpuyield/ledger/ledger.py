@@ -7,6 +7,7 @@ node; the two must agree, and no node may hold more GPUs than it has: that is th
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
@@ -69,7 +70,7 @@ class Ledger:
     segments: ir.Table = field(repr=False)
     """Signed ``[start_s, end_s) x gpus`` segments of every category except idle."""
     capacity: ir.Table = field(repr=False)
-    """Per node installed capacity."""
+    """Installed GPUs per node over time (a row per node and stretch with a fixed count)."""
     jobs: ir.Table = field(repr=False)
     """Jobs clipped to the window, with their runs."""
     down: ir.Table = field(repr=False)
@@ -109,7 +110,9 @@ def compute_ledger(
     telemetry = has_telemetry(backend)
     if telemetry:
         manifest, evidence = with_detected_divergence(backend, manifest)
-    capacity = _materialize(backend, "gy_capacity", node_capacity(backend, window))
+    capacity_table, capacity_warnings = node_capacity(backend, window)
+    window = dataclasses.replace(window, warnings=window.warnings + capacity_warnings)
+    capacity = _materialize(backend, "gy_capacity", capacity_table)
     jobs = clipped_jobs(backend, window, manifest)
     if keep_segments or telemetry:
         jobs = _materialize(backend, "gy_jobs", jobs)
@@ -169,12 +172,15 @@ def compute_ledger(
 def _materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
     """Compute an intermediate once instead of once per query that uses it.
 
-    A temp table where the backend has them (DuckDB); otherwise Ibis' portable ``cache()`` (Spark).
+    A temp table where the backend has them (DuckDB); otherwise a temporary view, cached (Spark):
+    the view binds a table built in memory (the capacity) to this backend, where a bare
+    ``cache()`` would run it on Ibis' default backend.
     """
+    unique = f"{name}_{uuid.uuid4().hex[:12]}"
     try:
-        return backend.create_table(f"{name}_{uuid.uuid4().hex[:12]}", table, temp=True)
+        return backend.create_table(unique, table, temp=True)
     except NotImplementedError:
-        return table.cache()
+        return backend.create_view(unique, table).cache()
 
 
 def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
@@ -262,8 +268,8 @@ def _check_nodes_known(allocations: ir.Table) -> None:
         names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
         raise DataConsistencyError(
             f"jobs ran on nodes missing from the inventory: {names}",
-            hint="give a --nodes inventory that lists them (scontrol -o show nodes taken while "
-            "they were in service), or a --since after they left the cluster",
+            hint="give --events in the long format (its ClusterNodes say when nodes were in the "
+            "cluster), or a --nodes inventory that lists them, or a --since after they left",
         )
 
 

@@ -9,7 +9,8 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from gpuyield.errors import DataConsistencyError, EmptyDataError, InputError
+from gpuyield.errors import EmptyDataError, InputError
+from gpuyield.ledger.capacity import Registration, capacity_intervals
 
 # A window starting this long before the first job is probably an old cluster registration, not
 # the start of the capture: the report warns and suggests --since.
@@ -102,60 +103,53 @@ def _iso(epoch_s: int) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def node_capacity(backend: ibis.BaseBackend, window: Window) -> ir.Table:
-    """Per node: ``cluster, node, num_gpus, start_s, end_s, node_id`` of capacity in the window.
+def node_capacity(backend: ibis.BaseBackend, window: Window) -> tuple[ir.Table, tuple[str, ...]]:
+    """Installed GPUs per node over time in the window, and doubts about them.
 
-    The inventory gives GPUs per node; without one, the cluster's registered ``gres/gpu`` is split
-    evenly over its registered node list. Capacity starts when the cluster was registered (a node
-    cannot have been installed in a cluster that did not exist yet).
+    Columns ``cluster, node, num_gpus, start_s, end_s, node_id``: a row per node and stretch of
+    time with a fixed GPU count (see ledger/capacity.py); a node's rows never overlap, and all of
+    them share its ``node_id``, one integer per node that per-node windows partition on (several
+    times cheaper than the (cluster, node) strings).
     """
-    nodes = backend.table("nodes")
-    clusters = backend.table("cluster_events")
-    registered = clusters.group_by("cluster").aggregate(reg_start_s=clusters.start_s.min())
-    if _scalar(nodes.count()) == 0:
-        nodes = _nodes_from_cluster_events(backend, clusters)
-    joined = nodes.left_join(registered, "cluster")
-    start = ibis.greatest(
-        ibis.literal(window.start_s), joined.reg_start_s.fill_null(window.start_s)
-    )
-    return joined.select(
-        joined.cluster,
-        joined.node,
-        joined.num_gpus,
-        start_s=ibis.least(start, ibis.literal(window.end_s)),
-        end_s=ibis.literal(window.end_s),
-        # One integer per node: per-node windows partition on it, several times cheaper than
-        # on the (cluster, node) strings.
-        node_id=ibis.row_number().over(order_by=[joined.cluster, joined.node]),
-    )
-
-
-def _nodes_from_cluster_events(backend: ibis.BaseBackend, clusters: ir.Table) -> ir.Table:
-    latest = clusters.filter(clusters.num_gpus.notnull() & clusters.node_list.notnull())
-    latest = latest.order_by(latest.start_s.desc()).limit(1)
-    rows = latest.select("cluster", "num_gpus", "node_list").to_pyarrow().to_pylist()
-    if not rows:
-        raise EmptyDataError(
-            "installed capacity is unknown: no node inventory and no cluster TRES event",
-            hint="give --nodes (scontrol -o show nodes) or --events in the long format with TRES",
+    inventory = {
+        (r["cluster"], r["node"]): int(r["num_gpus"])
+        for r in backend.table("nodes")
+        .select("cluster", "node", "num_gpus")
+        .to_pyarrow()
+        .to_pylist()
+    }
+    events = backend.table("cluster_events").select("cluster", "start_s", "num_gpus", "node_list")
+    registrations = [
+        Registration(
+            cluster=r["cluster"],
+            start_s=int(r["start_s"]),
+            num_gpus=None if r["num_gpus"] is None else int(r["num_gpus"]),
+            node_list=r["node_list"],
         )
-    from gpuyield.ingest.hostlist import expand_hostlist
-
-    row = rows[0]
-    names = expand_hostlist(row["node_list"])
-    if not names or row["num_gpus"] % len(names):
-        raise DataConsistencyError(
-            f"cluster {row['cluster']} registered {row['num_gpus']} GPUs on {len(names)} nodes: "
-            "cannot split evenly",
-            hint="give a node inventory with --nodes",
-        )
-    per_node = row["num_gpus"] // len(names)
-    return ibis.memtable(
-        pa.table(
-            {
-                "cluster": pa.array([row["cluster"]] * len(names), pa.string()),
-                "node": pa.array(names, pa.string()),
-                "num_gpus": pa.array([per_node] * len(names), pa.int64()),
-            }
-        )
+        for r in events.to_pyarrow().to_pylist()
+    ]
+    jobs = backend.table("jobs")
+    ran = jobs.filter(jobs.start_s.notnull() & (jobs.start_s < window.end_s))
+    first_jobs = ran.group_by("cluster").aggregate(first_s=ran.start_s.min())
+    first_job_s = {r["cluster"]: int(r["first_s"]) for r in first_jobs.to_pyarrow().to_pylist()}
+    intervals, warnings = capacity_intervals(
+        inventory,
+        registrations,
+        start_s=window.start_s,
+        end_s=window.end_s,
+        first_job_s=first_job_s,
     )
+    node_ids: dict[tuple[str, str], int] = {}
+    for item in intervals:  # sorted by cluster and node
+        node_ids.setdefault((item.cluster, item.node), len(node_ids) + 1)
+    table = pa.table(
+        {
+            "cluster": pa.array([i.cluster for i in intervals], pa.string()),
+            "node": pa.array([i.node for i in intervals], pa.string()),
+            "num_gpus": pa.array([i.num_gpus for i in intervals], pa.int64()),
+            "start_s": pa.array([i.start_s for i in intervals], pa.int64()),
+            "end_s": pa.array([i.end_s for i in intervals], pa.int64()),
+            "node_id": pa.array([node_ids[(i.cluster, i.node)] for i in intervals], pa.int64()),
+        }
+    )
+    return ibis.memtable(table), tuple(warnings)

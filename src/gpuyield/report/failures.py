@@ -91,6 +91,8 @@ def _event_reasons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[EventReas
     joined = events.join(cap, ["cluster", "node"])
     clipped = joined.select(
         "node", "state", "num_gpus",
+        # An event spanning a change of the node's capacity is clipped into pieces: count it once.
+        event_key=joined.node.concat(":", joined.start_s.cast("string")),
         reason=joined.reason.fill_null(""),
         start_s=ibis.greatest(joined.start_s, joined.start_s_right),
         # An open event lasts until the capture, as in the ledger.
@@ -99,7 +101,9 @@ def _event_reasons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[EventReas
     clipped = clipped.filter(clipped.end_s > clipped.start_s)
     gpu_s = ((clipped.end_s - clipped.start_s) * clipped.num_gpus).cast("float64")
     grouped = clipped.group_by(["state", "reason"]).aggregate(
-        num_events=clipped.count(), num_nodes=clipped.node.nunique(), gpu_s=gpu_s.sum()
+        num_events=clipped.event_key.nunique(),
+        num_nodes=clipped.node.nunique(),
+        gpu_s=gpu_s.sum(),
     )
     rows = grouped.to_pyarrow().to_pylist()
     reasons = [
