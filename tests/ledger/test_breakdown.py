@@ -9,7 +9,7 @@ import pytest
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
-from gpuyield.report.breakdown import UNALLOCATED
+from gpuyield.report.breakdown import DEFAULT_TOP_JOBS, OTHERS, UNALLOCATED
 from gpuyield.report.summary import build_report_with_breakdown
 from tests.conftest import SAMPLE
 
@@ -30,16 +30,20 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-@pytest.mark.parametrize("by", ["account", "user", "partition", "run", "day", "hour"])
+@pytest.mark.parametrize("by", ["account", "user", "partition", "run", "job", "day", "hour"])
 def test_rows_add_up_to_each_category(sample_db: Path, by: str) -> None:
-    report, rows = build_report_with_breakdown(sample_db, by=by)
+    report, cut = build_report_with_breakdown(sample_db, by=by)
+    assert cut is not None
+    rows = cut.rows
     for category in Category:
         total = sum(r.categories[category.value] for r in rows)
         assert total == pytest.approx(report.categories[category.value], abs=1e-6), category
 
 
 def test_accounts_of_the_sample(sample_db: Path) -> None:
-    _, rows = build_report_with_breakdown(sample_db, by="account")
+    _, cut = build_report_with_breakdown(sample_db, by="account")
+    assert cut is not None
+    rows = cut.rows
     keys = [r.key for r in rows]
     assert keys == ["physics", "biology", UNALLOCATED]
     # bio-long (2 GPUs x 300 s) is a released lineage run of the biology account.
@@ -61,5 +65,70 @@ def test_equal_totals_are_ordered_by_name(tmp_path: Path) -> None:
     db = tmp_path / "db.duckdb"
     inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
     ingest_slurm(db, inputs, until_s=T0_S + 3600)
-    _, rows = build_report_with_breakdown(db, by="account")
-    assert [r.key for r in rows] == ["a", "b", "c", UNALLOCATED]
+    _, cut = build_report_with_breakdown(db, by="account")
+    assert cut is not None and [r.key for r in cut.rows] == ["a", "b", "c", UNALLOCATED]
+
+
+def test_job_rows_name_the_line_they_came_from(sample_db: Path) -> None:
+    # Every job row points at its own record in the input: that line starts with its JobID.
+    _, cut = build_report_with_breakdown(sample_db, by="job", top=0)
+    assert cut is not None and cut.top is None
+    jobs = [r for r in cut.rows if r.key not in (OTHERS, UNALLOCATED)]
+    assert len(jobs) == cut.groups == 38  # every run that held GPUs in the window
+    for row in jobs:
+        path, line = str(row.attributes["source"]).rsplit(":", 1)
+        record = Path(path).read_text().splitlines()[int(line) - 1]
+        assert record.split("|")[0] == row.key, (row.key, record[:40])
+        assert row.attributes["state"] == record.split("|")[9].split()[0]
+    totals = [r.total_gpu_seconds for r in jobs]
+    assert totals == sorted(totals, reverse=True)
+    # The sample's released lineage run long-a (job 32) holds the most GPU time.
+    assert (jobs[0].key, jobs[0].attributes["run"]) == ("32", "long-a")
+
+
+def test_top_keeps_the_largest_and_sums_the_rest(sample_db: Path) -> None:
+    report, everything = build_report_with_breakdown(sample_db, by="job", top=0)
+    _, cut = build_report_with_breakdown(sample_db, by="job", top=3)
+    _, default = build_report_with_breakdown(sample_db, by="job")
+    assert everything is not None and cut is not None and default is not None
+    assert [r.key for r in cut.rows] == [r.key for r in everything.rows[:3]] + [
+        OTHERS,
+        UNALLOCATED,
+    ]
+    assert (cut.groups, cut.top, default.top) == (38, 3, DEFAULT_TOP_JOBS)
+    assert len(default.rows) == DEFAULT_TOP_JOBS + 2
+    others = next(r for r in cut.rows if r.key == OTHERS)
+    rest = everything.rows[3:-1]
+    for category in Category:
+        expected = sum(r.categories[category.value] for r in rest)
+        assert others.categories[category.value] == pytest.approx(expected, abs=1e-6)
+    _, accounts = build_report_with_breakdown(sample_db, by="account", top=1)
+    assert accounts is not None
+    assert [r.key for r in accounts.rows] == ["physics", OTHERS, UNALLOCATED]
+    assert sum(r.total_gpu_seconds for r in accounts.rows) == pytest.approx(
+        report.installed_gpu_seconds
+    )
+
+
+def test_negative_top_is_refused(sample_db: Path) -> None:
+    with pytest.raises(InputError, match="--top"):
+        build_report_with_breakdown(sample_db, by="job", top=-1)
+
+
+def test_cli_json_of_a_job_breakdown(sample_db: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuyield.cli import app
+
+    result = CliRunner().invoke(
+        app, ["report", "--db", str(sample_db), "--by", "job", "--top", "2", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    cut = json.loads(result.stdout)["breakdown"]
+    assert (cut["by"], cut["groups"], cut["top"]) == ("job", 38, 2)
+    first = cut["rows"][0]
+    assert first["key"] == "32" and first["run"] == "long-a" and first["state"] == "COMPLETED"
+    assert first["source"].endswith("sacct-X-D-wide.psv:45")
+    assert [r["key"] for r in cut["rows"][2:]] == [OTHERS, UNALLOCATED]

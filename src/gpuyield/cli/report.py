@@ -10,7 +10,10 @@ import typer
 from gpuyield.cli._common import console, err_console, errors_mapped, print_json
 from gpuyield.cli.ingest import parse_instant
 
-_BY_HELP = "Break down by account, user, partition, run, day or hour."
+_BY_HELP = (
+    "Break down by account, user, partition, run, job (with the input line of each), day or hour."
+)
+_TOP_HELP = "With --by: the N largest groups, the rest as one row (job: 20 unless told; 0: all)."
 
 
 def report_command(
@@ -18,6 +21,7 @@ def report_command(
         Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")
     ] = Path("gpuyield.duckdb"),
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
+    top: Annotated[int | None, typer.Option("--top", help=_TOP_HELP)] = None,
     since: Annotated[
         str | None, typer.Option(help="Window start (ISO time). Default: cluster registration.")
     ] = None,
@@ -50,24 +54,28 @@ def report_command(
             else:
                 from gpuyield.report.summary import build_report_with_breakdown
 
-                report, rows = build_report_with_breakdown(
-                    db, since_s=since_s, until_s=until_s, by=by
+                report, cut = build_report_with_breakdown(
+                    db, since_s=since_s, until_s=until_s, by=by, top=top
                 )
         if html is not None:
             console.print(f"HTML report written to {written}")
             return
     if as_json:
         data = report.to_dict()
-        if by is not None:
+        if cut is not None:
             data["breakdown"] = {
-                "by": by,
-                "rows": [{"key": r.key, "categories": r.categories} for r in rows],
+                "by": cut.by,
+                "groups": cut.groups,
+                "top": cut.top,
+                "rows": [
+                    {"key": r.key, **r.attributes, "categories": r.categories} for r in cut.rows
+                ],
             }
         print_json(data)
         return
     _print_report(report)
-    if by is not None:
-        _print_breakdown(by, rows)
+    if cut is not None:
+        _print_breakdown(cut)
 
 
 def _hours(gpu_seconds: float) -> str:
@@ -128,20 +136,29 @@ def _print_report(report: Any) -> None:
         console.print(f"[yellow]warning:[/] {warning}")
 
 
-def _print_breakdown(by: str, rows: list[Any]) -> None:
+def _print_breakdown(cut: Any) -> None:
     from rich.table import Table
 
     from gpuyield.categories import Category
 
-    table = Table(title=f"GPU-hours by {by}", title_justify="left")
-    table.add_column(by)
+    shown = f" (the {cut.top} largest of {cut.groups:,})" if cut.top is not None else ""
+    table = Table(title=f"GPU-hours by {cut.by}{shown}", title_justify="left")
+    table.add_column(cut.by)
+    extra = sorted({k for r in cut.rows for k in r.attributes}, key=_ATTRIBUTE_ORDER.index)
+    for name in extra:
+        table.add_column(name)
     for category in Category:
         table.add_column(category.value, justify="right")
     table.add_column("total", justify="right")
-    for row in rows:
+    for row in cut.rows:
         table.add_row(
             row.key,
+            *[row.attributes.get(name) or "" for name in extra],
             *[_hours(row.categories[c.value]) for c in Category],
             _hours(row.total_gpu_seconds),
         )
     console.print(table)
+
+
+# Columns a breakdown row may add (a job's), in the order they are printed.
+_ATTRIBUTE_ORDER = ("run", "state", "source")

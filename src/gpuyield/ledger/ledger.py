@@ -112,30 +112,30 @@ def compute_ledger(
         manifest, evidence = with_detected_divergence(backend, manifest)
     capacity_table, capacity_warnings = node_capacity(backend, window)
     window = dataclasses.replace(window, warnings=window.warnings + capacity_warnings)
-    capacity = _materialize(backend, "gy_capacity", capacity_table)
+    capacity = materialize(backend, "gy_capacity", capacity_table)
     jobs = clipped_jobs(backend, window, manifest)
     if keep_segments or telemetry:
-        jobs = _materialize(backend, "gy_jobs", jobs)
-    allocations = _materialize(
+        jobs = materialize(backend, "gy_jobs", jobs)
+    allocations = materialize(
         backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
     )
     _check_nodes_known(allocations)
     lost = overhead = None
     if telemetry:
-        lost = _materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
-        overhead = _materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
+        lost = materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
+        overhead = materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
     segments_jobs = job_segments(backend, jobs, allocations, manifest, window, lost, overhead)
     islands = down_islands(backend, capacity, window)
     # DuckDB sorts one unpartitioned window in parallel; other engines want partitions.
     buckets = None if backend.name == "duckdb" else _SWEEP_BUCKETS
-    swept = _materialize(
+    swept = materialize(
         backend, "gy_sweep", node_sweep(allocations, islands, capacity, buckets=buckets)
     )
     _check_node_peaks(swept)
     down = down_segments(swept)
     segments = segments_jobs.union(down.select(*_down_columns()))
     if keep_segments:
-        segments = _materialize(backend, "gy_segments", segments)
+        segments = materialize(backend, "gy_segments", segments)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
     totals, lost_jobs = _totals(segments, sorted(manifest.lineage_runs))
     allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
@@ -169,7 +169,7 @@ def compute_ledger(
     )
 
 
-def _materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
+def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
     """Compute an intermediate once instead of once per query that uses it.
 
     A temp table where the backend has them (DuckDB); otherwise a temporary view, cached (Spark):

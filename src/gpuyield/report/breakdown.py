@@ -1,8 +1,12 @@
-"""Breakdowns of the ledger: by account, user, partition or run, and over time (day or hour)."""
+"""Breakdowns of the ledger: by account, user, partition, run or job, and over time (day or hour).
+
+``job`` rows name the input line each job came from (``sacct.psv:1234``), so any number of the
+report can be traced back to the records behind it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ibis
 import ibis.expr.types as ir
@@ -10,12 +14,16 @@ import ibis.expr.types as ir
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ledger import Ledger
+from gpuyield.ledger.ledger import materialize
 
-DIMENSIONS = ("account", "user", "partition", "run", "day", "hour")
+DIMENSIONS = ("account", "user", "partition", "run", "job", "day", "hour")
 _COLUMN = {"account": "account", "user": "user_name", "partition": "partition", "run": "run"}
 _BUCKET_S = {"day": 86400, "hour": 3600}
 UNALLOCATED = "(not allocated)"
 NO_VALUE = "(none)"
+OTHERS = "(others)"
+# Rows of a job breakdown unless asked for more: a cluster runs millions of jobs.
+DEFAULT_TOP_JOBS = 20
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -26,6 +34,8 @@ class BreakdownRow:
     """Group label (account name, ISO day, ...)."""
     categories: dict[str, float]
     """GPU-seconds per category for this group."""
+    attributes: dict[str, str | None] = field(default_factory=dict)
+    """More about the group (a job's run, state and ``source`` file:line)."""
 
     @property
     def total_gpu_seconds(self) -> float:
@@ -33,15 +43,54 @@ class BreakdownRow:
         return sum(self.categories.values())
 
 
-def breakdown(ledger: Ledger, by: str) -> list[BreakdownRow]:
-    """Group the ledger by a job attribute, or bucket it in time."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Breakdown:
+    """The rows of one breakdown; with ``top``, the rest summed in one ``(others)`` row."""
+
+    by: str
+    """The dimension."""
+    rows: list[BreakdownRow]
+    """Largest groups first (time buckets: in time order), then others and unallocated."""
+    groups: int
+    """How many groups there are in all (more than the rows shown when cut at ``top``)."""
+    top: int | None
+    """The cut, None for every group."""
+
+
+def breakdown(
+    ledger: Ledger, by: str, *, top: int | None = None, backend: ibis.BaseBackend | None = None
+) -> Breakdown:
+    """Group the ledger by a job attribute or by job, or bucket it in time.
+
+    ``top`` keeps the largest groups (a job breakdown keeps DEFAULT_TOP_JOBS unless told; 0 means
+    all); the rest become one ``(others)`` row, so the rows still add up to the report's totals.
+    ``backend`` is needed for ``job`` (the store's lines and files).
+    """
     if by not in DIMENSIONS:
         raise InputError(
             f"cannot break down by {by!r}", hint=f"choose one of {', '.join(DIMENSIONS)}"
         )
+    if top is not None and top < 0:
+        raise InputError(f"--top must be 0 or more, not {top}", hint="0 shows every group")
+    if by == "job":
+        top = DEFAULT_TOP_JOBS if top is None else top
+        assert backend is not None, "a job breakdown reads the store"
+        return _by_job(ledger, backend, top or None)
+    top = top or None
     if by in _BUCKET_S:
-        return _by_time(ledger, _BUCKET_S[by])
-    return _by_attribute(ledger, _COLUMN[by])
+        rows = _by_time(ledger, _BUCKET_S[by])
+        return Breakdown(by=by, rows=rows, groups=len(rows), top=None)
+    rows = _by_attribute(ledger, _COLUMN[by])
+    groups = rows[:-1]
+    if top is None or len(groups) <= top:
+        return Breakdown(by=by, rows=rows, groups=len(groups), top=None)
+    rest = {c.value: sum(r.categories[c.value] for r in groups[top:]) for c in Category}
+    return Breakdown(
+        by=by,
+        rows=[*groups[:top], BreakdownRow(key=OTHERS, categories=rest), rows[-1]],
+        groups=len(groups),
+        top=top,
+    )
 
 
 def _rows(table: ir.Table, key: str) -> dict[str, dict[str, float]]:
@@ -59,14 +108,64 @@ def _by_attribute(ledger: Ledger, column: str) -> list[BreakdownRow]:
     gpu_s = (segments.end_s - segments.start_s) * segments.gpus
     grouped = segments.group_by([column, "category"]).aggregate(gpu_s=gpu_s.sum())
     rows = _rows(grouped, column)
-    unallocated = {c.value: 0.0 for c in Category}
-    unallocated["down"] = ledger.categories["down"]
-    unallocated["idle"] = ledger.categories["idle"]
     # Largest first; equal totals by name, so the same store always prints the same order.
     ordered = sorted(rows.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
-    return [BreakdownRow(key=k, categories=v) for k, v in ordered] + [
-        BreakdownRow(key=UNALLOCATED, categories=unallocated)
+    return [BreakdownRow(key=k, categories=v) for k, v in ordered] + [_unallocated(ledger)]
+
+
+def _unallocated(ledger: Ledger) -> BreakdownRow:
+    """Down and idle time belong to no job: one row, so a breakdown adds up to installed."""
+    categories = {c.value: 0.0 for c in Category}
+    categories["down"] = ledger.categories["down"]
+    categories["idle"] = ledger.categories["idle"]
+    return BreakdownRow(key=UNALLOCATED, categories=categories)
+
+
+def _by_job(ledger: Ledger, backend: ibis.BaseBackend, top: int | None) -> Breakdown:
+    """The jobs with the most GPU time, with the run, state and input line of each."""
+    segments = ledger.segments.filter(ledger.segments.category != Category.DOWN.value)
+    per_job = segments.group_by(["job_key", "category"]).aggregate(
+        gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
+    )
+    totals = per_job.group_by("job_key").aggregate(total=per_job.gpu_s.sum())
+    groups = int(totals.count().to_pyarrow().as_py())
+    # Largest first; equal totals in input order (job_key is the ingest and line).
+    chosen = totals.order_by([ibis.desc("total"), "job_key"])
+    if top is not None:
+        chosen = chosen.limit(top)
+    # Read three times below: computed once (a sort of every job's total).
+    chosen = materialize(backend, "gy_top_jobs", chosen.select("job_key"))
+    jobs = backend.table("jobs").select("job_key", "job_id", "state", "line", "ingest_id")
+    files = backend.table("ingests").select("ingest_id", "path")
+    runs = ledger.jobs.select("job_key", "run")
+    info = chosen.join(jobs, "job_key").join(files, "ingest_id").left_join(runs, "job_key")
+    about = {r["job_key"]: r for r in info.to_pyarrow().to_pylist()}
+    cut = per_job.join(chosen, "job_key")
+    by_job: dict[int, dict[str, float]] = {}
+    for r in cut.to_pyarrow().to_pylist():
+        cats = by_job.setdefault(r["job_key"], {c.value: 0.0 for c in Category})
+        cats[r["category"]] += float(r["gpu_s"])
+    rows = [
+        BreakdownRow(
+            key=str(about[key]["job_id"]),
+            categories=cats,
+            attributes={
+                "run": about[key]["run"],
+                "state": about[key]["state"],
+                "source": f"{about[key]['path']}:{about[key]['line']}",
+            },
+        )
+        for key, cats in sorted(by_job.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
     ]
+    if top is not None and groups > top:
+        rest = per_job.anti_join(chosen, "job_key")
+        rest = rest.group_by("category").aggregate(gpu_s=rest.gpu_s.sum())
+        others = {c.value: 0.0 for c in Category}
+        for r in rest.to_pyarrow().to_pylist():
+            others[r["category"]] = float(r["gpu_s"])
+        rows.append(BreakdownRow(key=OTHERS, categories=others))
+    rows.append(_unallocated(ledger))
+    return Breakdown(by="job", rows=rows, groups=groups, top=top)
 
 
 def _by_time(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:

@@ -192,7 +192,7 @@ def timeline_of(ledger: Ledger) -> Timeline:
 
 def who_of(ledger: Ledger, by: str, top_n: int = TOP_N) -> WhoBreakdown:
     """The ``top_n`` largest groups by allocated GPU-time, then one row for the rest."""
-    rows = breakdown(ledger, by)
+    rows = breakdown(ledger, by).rows
     unallocated = [r for r in rows if r.key == UNALLOCATED]
     groups = [r for r in rows if r.key != UNALLOCATED]
     shares = [GroupShare(key=r.key, categories=dict(r.categories), num_groups=1)

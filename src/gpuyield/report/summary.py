@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuyield import store
 from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
+
+if TYPE_CHECKING:
+    from gpuyield.report.breakdown import Breakdown
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
 ESSAY_BUCKETS: dict[str, tuple[str, ...]] = {
@@ -187,17 +190,23 @@ def build_report(
 
 
 def build_report_with_breakdown(
-    db: str | Path, *, since_s: int | None = None, until_s: int | None = None, by: str | None = None
-) -> tuple[YieldReport, list[Any]]:
-    """The report and, when ``by`` is given, its breakdown rows (one ledger computation for both)."""
+    db: str | Path,
+    *,
+    since_s: int | None = None,
+    until_s: int | None = None,
+    by: str | None = None,
+    top: int | None = None,
+) -> tuple[YieldReport, Breakdown | None]:
+    """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
     from gpuyield.report.breakdown import breakdown
 
     con = store.connect(db, read_only=True)
     try:
+        backend = backend_for(con)
         ledger = compute_ledger(
-            backend_for(con), since_s=since_s, until_s=until_s, keep_segments=by is not None
+            backend, since_s=since_s, until_s=until_s, keep_segments=by is not None
         )
-        rows = breakdown(ledger, by) if by is not None else []
+        rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
         return report_from_ledger(ledger, con), rows
     finally:
         con.close()
