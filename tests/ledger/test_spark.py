@@ -63,8 +63,6 @@ def spark_session():
 
 @pytest.mark.slow
 def test_spark_ledger_equals_duckdb_ledger(tmp_path: Path, spark_session) -> None:
-    import ibis
-
     db = tmp_path / "store.duckdb"
     ingest_slurm(
         db,
@@ -76,18 +74,55 @@ def test_spark_ledger_equals_duckdb_ledger(tmp_path: Path, spark_session) -> Non
         ),
         until_s=1796036400,
     )
+    on_duckdb, on_spark = _on_both(db, tmp_path, spark_session)
+    assert on_spark.window == on_duckdb.window
+    assert on_spark.installed_gpu_seconds == on_duckdb.installed_gpu_seconds == 36896
+    assert on_spark.categories == pytest.approx(on_duckdb.categories, abs=1e-6)
+    assert on_spark.subcategories == pytest.approx(on_duckdb.subcategories, abs=1e-6)
+    assert on_spark.categories["released"] > 0 and on_spark.categories["diverged"] > 0
+
+
+def _on_both(db: Path, tmp_path: Path, spark_session, **window: int):
+    """The ledger of one store on DuckDB, and on Spark from the same tables as Parquet."""
+    import ibis
+
     con = connect(db, read_only=True)
     manifest = stored_manifest(con)
-    on_duckdb = compute_ledger(backend_for(con), manifest=manifest)
+    on_duckdb = compute_ledger(backend_for(con), manifest=manifest, **window)
     spark = ibis.pyspark.connect(spark_session)
     for name in TABLES:
         path = tmp_path / f"{name}.parquet"
         con.execute(f"COPY {name} TO '{path}' (FORMAT parquet)")
         spark.read_parquet(str(path), table_name=name)
     con.close()
-    on_spark = compute_ledger(spark, manifest=manifest)
-    assert on_spark.window == on_duckdb.window
-    assert on_spark.installed_gpu_seconds == on_duckdb.installed_gpu_seconds == 36896
+    return on_duckdb, compute_ledger(spark, manifest=manifest, **window)
+
+
+@pytest.mark.slow
+def test_spark_follows_capacity_over_time(tmp_path: Path, spark_session) -> None:
+    # Grown, shrunk and re-sized (no inventory: each registration split over its nodes), with a
+    # down event across a change: the per-node sweep's running capacity on both engines.
+    from tests.ledger.timeline import HOUR_S, T0_S, Cluster, Event, Job, Registration
+
+    cluster = Cluster(
+        num_nodes=3,
+        registrations=[
+            Registration(0, "n[1-2]", 16),
+            Registration(HOUR_S, "n[1-3]", 24),
+            Registration(2 * HOUR_S, "n[1-2]", 8),
+        ],
+        jobs=[Job(1, 10, 500, gpus=8, nodes="n1"), Job(2, HOUR_S, HOUR_S + 900, nodes="n3"),
+              Job(3, 2 * HOUR_S, 3 * HOUR_S, gpus=4, nodes="n2")],
+        events=[Event("n1", HOUR_S + 1800, 2 * HOUR_S + 1800)],
+    )  # fmt: skip
+    files = cluster.write(tmp_path / "in")
+    db = tmp_path / "store.duckdb"
+    ingest_slurm(db, SlurmInputs(sacct=files["sacct"], events=files["events"]),
+                 until_s=T0_S + 4 * HOUR_S)  # fmt: skip
+    on_duckdb, on_spark = _on_both(db, tmp_path, spark_session, since_s=T0_S)
+    assert on_duckdb.installed_gpu_seconds == 16 * HOUR_S + 24 * HOUR_S + 8 * 2 * HOUR_S
+    # n1: 8 GPUs down for 30 min, then 4 GPUs for 30 min after the re-size.
+    assert on_duckdb.subcategories["down.unplanned"] == 8 * 1800 + 4 * 1800
+    assert on_spark.installed_gpu_seconds == on_duckdb.installed_gpu_seconds
     assert on_spark.categories == pytest.approx(on_duckdb.categories, abs=1e-6)
     assert on_spark.subcategories == pytest.approx(on_duckdb.subcategories, abs=1e-6)
-    assert on_spark.categories["released"] > 0 and on_spark.categories["diverged"] > 0
