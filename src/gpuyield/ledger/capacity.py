@@ -21,6 +21,7 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from gpuyield.errors import DataConsistencyError, EmptyDataError
 from gpuyield.ingest.hostlist import expand_hostlist
@@ -148,7 +149,13 @@ def _distinct_by_start(regs: list[Registration]) -> list[Registration]:
 
 
 def _listed_nodes(regs: list[Registration]) -> set[str]:
-    return {n for r in regs for n in expand_hostlist(r.node_list or "")}
+    return {n for text in {r.node_list or "" for r in regs} for n in _names(text)}
+
+
+@lru_cache(maxsize=256)
+def _names(node_list: str) -> tuple[str, ...]:
+    """A hostlist's names; registrations repeat the same list, so each is expanded once."""
+    return tuple(expand_hostlist(node_list))
 
 
 def _from_registrations(
@@ -162,7 +169,7 @@ def _from_registrations(
         hi = min(regs[i + 1].start_s if i + 1 < len(regs) else end_s, end_s)
         if hi <= lo:
             continue
-        gpus, said = _gpus_per_node(reg, expand_hostlist(reg.node_list or ""), inventory)
+        gpus, said = _gpus_per_node(reg, list(_names(reg.node_list or "")), inventory)
         warnings += said
         intervals += [
             NodeInterval(cluster=reg.cluster, node=n, num_gpus=g, start_s=lo, end_s=hi)
