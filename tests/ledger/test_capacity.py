@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuyield.errors import DataConsistencyError
 from gpuyield.ledger.capacity import NodeInterval, Registration, capacity_intervals
@@ -166,3 +169,48 @@ def test_an_event_across_a_change_of_gpus_is_counted_once(tmp_path: Path) -> Non
         assert reason.gpu_seconds == 8 * HOUR_S + 4 * HOUR_S
     finally:
         con.close()
+
+
+@st.composite
+def _resizes(draw: st.DrawFn) -> tuple[dict[tuple[str, str], int], list[Registration], int, int]:
+    """A cluster re-registered a few times with random node sets; the inventory lists some of
+    the nodes, and every registration's total is what its nodes hold (8 GPUs each unless the
+    inventory says otherwise)."""
+    gpus = {f"n{i}": draw(st.sampled_from([0, 4, 8])) for i in range(1, 7)}
+    starts = sorted(draw(st.sets(st.integers(0, 1000), min_size=1, max_size=5)))
+    node_sets = [sorted(draw(st.sets(st.sampled_from(sorted(gpus)), min_size=1))) for _ in starts]
+    # The inventory lists only nodes some registration names (others follow another rule).
+    in_inventory = draw(st.sets(st.sampled_from(sorted({n for ns in node_sets for n in ns}))))
+    inventory = {("c", n): gpus[n] for n in in_inventory}
+    regs = []
+    for start, nodes in zip(starts, node_sets, strict=True):
+        # Nodes missing from the inventory share the rest evenly: give them equal counts.
+        missing = [n for n in nodes if n not in in_inventory]
+        share = draw(st.sampled_from([0, 4, 8]))
+        total = sum(gpus[n] for n in nodes if n in in_inventory) + share * len(missing)
+        regs.append(_reg(start, ",".join(nodes), total))
+    window_start = draw(st.integers(-100, 1100))
+    window_end = window_start + draw(st.integers(0, 1200))
+    return inventory, regs, window_start, window_end
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=_resizes())
+def test_installed_is_each_registration_over_its_span(case) -> None:
+    inventory, regs, start_s, end_s = case
+    found, said = capacity_intervals(inventory, regs, start_s=start_s, end_s=end_s)
+    assert said == []  # totals agree with the inventory by construction
+    expected = 0
+    for i, reg in enumerate(regs):
+        lo = max(reg.start_s, start_s)
+        hi = min(regs[i + 1].start_s if i + 1 < len(regs) else end_s, end_s)
+        expected += max(0, hi - lo) * (reg.num_gpus or 0)
+    assert sum(i.num_gpus * (i.end_s - i.start_s) for i in found) == expected
+    by_node: dict[str, list[NodeInterval]] = {}
+    for item in found:
+        assert start_s <= item.start_s < item.end_s <= end_s
+        by_node.setdefault(item.node, []).append(item)
+    for spans in by_node.values():
+        for a, b in itertools.pairwise(spans):
+            assert a.end_s <= b.start_s  # never overlapping, in time order
+            assert a.end_s < b.start_s or a.num_gpus != b.num_gpus  # merged when equal
