@@ -172,6 +172,7 @@ def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
     )
 
 
+BERLIN = "Europe/Berlin"
 # The same capture printed other ways real sites print it: (file, environment, command).
 # -p ends every line with a separator; SLURM_TIME_FORMAT=%s prints times as epoch seconds;
 # --noheader needs the field list given to gpuyield.
@@ -184,7 +185,19 @@ VARIANTS = {
         {"SLURM_TIME_FORMAT": "%s"},
         ("sacctmgr", "-P", "show", "event", "All_Time"),
     ),
+    # A site whose clients run in local time: every time is printed (and -S/-E read) in it.
+    "sacct-berlin.psv": ({"TZ": BERLIN}, ("sacct", "-a", "-P", "-X", "-D")),
+    "events-berlin.psv": ({"TZ": BERLIN}, ("sacctmgr", "-P", "show", "event", "All_Time")),
 }
+
+
+def _local(utc_text: str, zone: str) -> str:
+    """A UTC time as the clock in ``zone`` shows it (what sacct -S/-E read there)."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    instant = datetime.fromisoformat(utc_text).replace(tzinfo=UTC)
+    return instant.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def variant_format(capture: Path) -> str:
@@ -197,7 +210,9 @@ def _capture_variants(lab_dir: Path, capture: Path, own: Path, start: str, end: 
     env = lab.lab_env(lab_dir)
     for name, (extra_env, command) in VARIANTS.items():
         if command[0] == "sacct":
-            args = [*command, f"--format={variant_format(capture)}", "-S", start, "-E", end]
+            zone = extra_env.get("TZ")
+            lo, hi = (start, end) if zone is None else (_local(start, zone), _local(end, zone))
+            args = [*command, f"--format={variant_format(capture)}", "-S", lo, "-E", hi]
         else:
             args = [*command, f"format={EVENT_FORMAT}"]
         text = lab.run(args, {**env, **extra_env}, timeout_s=60)

@@ -269,6 +269,7 @@ def test_ratios_and_counters(report: dict[str, Any]) -> None:
         ("sacct-p.psv", "events-p.psv", ()),
         ("sacct-epoch.psv", "events-epoch.psv", ()),
         ("sacct-p-noheader.psv", None, ("--noheader",)),
+        ("sacct-berlin.psv", "events-berlin.psv", ("--tz", "Europe/Berlin")),
     ],
 )
 def test_other_ways_to_print_the_capture_give_the_same_ledger(
@@ -280,6 +281,11 @@ def test_other_ways_to_print_the_capture_give_the_same_ledger(
     text = (own / sacct).read_text()
     if "-p" in sacct:  # the variant is what it claims to be
         assert all(line.endswith("|") for line in text.splitlines() if line.count("|") > 5)
+    if "berlin" in sacct:  # one hour ahead of the main capture's UTC times (CET in November)
+        main = (lab_run.capture / "sacct-X-D-wide.psv").read_text().splitlines()[1].split("|")
+        here = text.splitlines()[1].split("|")
+        assert main[0] == here[0] and main[14] != here[14]  # same job, Start printed otherwise
+        assert oracle.parse_time(here[14]) == oracle.parse_time(main[14]) + 3600
     if "epoch" in sacct:
         assert re.search(r"\b\d{10}\b", text)
         assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", text)
@@ -290,7 +296,8 @@ def test_other_ways_to_print_the_capture_give_the_same_ledger(
         "--events", own / events if events else lab_run.capture / "sacctmgr-event-format.psv",
         "--nodes", lab_run.capture / "scontrol-show-nodes-oneliner.txt",
         "--manifest", lab_run.manifest,
-        "--until", oracle.format_time(lab_run.window.end_s),
+        # With an offset: --until is otherwise read in --tz, like the times in the files.
+        "--until", oracle.format_time(lab_run.window.end_s) + "+00:00",
     )  # fmt: skip
     again = ledger_report(db)
     numbers = ("window", "installed_gpu_seconds", "categories", "subcategories", "rejected_rows")
