@@ -237,6 +237,32 @@ def test_an_unreadable_time_format_is_explained(fresh_db, tmp_path: Path) -> Non
     assert "SLURM_TIME_FORMAT" in (info.value.hint or "")
 
 
+def test_a_repeated_local_hour_reads_the_same_in_jobs_and_events(fresh_db, tmp_path: Path) -> None:
+    # 01:30 happens twice in New York on 2026-11-01; sacct and sacctmgr print it the same way, so
+    # the job and the node event must land on the same instant (the later one, EST).
+    from gpuyield.ingest.events import parse_time
+
+    path = write_sacct(
+        tmp_path, ["1|1|COMPLETED|2026-11-01T01:30:00|2026-11-01T02:30:00|gres/gpu=1|n1"]
+    )
+    ingest(fresh_db, path, tz="America/New_York")
+    start = fresh_db.execute("SELECT start_s FROM jobs").fetchall()[0][0]
+    assert start == parse_time("2026-11-01T01:30:00", "America/New_York") == 1793514600
+
+
+def test_a_job_across_the_repeated_hour_is_explained(fresh_db, tmp_path: Path) -> None:
+    # Started 01:50 EDT, ended 01:10 EST: printed without offsets, the end reads before the start.
+    path = write_sacct(
+        tmp_path, ["1|1|COMPLETED|2026-11-01T01:50:00|2026-11-01T01:10:00|gres/gpu=1|n1"]
+    )
+    with pytest.raises(ParseError, match="ends before it starts") as info:
+        ingest(fresh_db, path, tz="America/New_York")
+    assert "SLURM_TIME_FORMAT" in (info.value.hint or "")
+    with pytest.raises(ParseError, match="ends before it starts") as in_utc:
+        ingest(connect(None), path)
+    assert "clocks go back" not in (in_utc.value.hint or "")
+
+
 def test_lenient_keeps_going_and_counts(fresh_db, tmp_path: Path) -> None:
     path = write_sacct(
         tmp_path,

@@ -22,6 +22,12 @@ TIME_HINT = (
     "times must be ISO (2026-01-31T12:00:00) or epoch seconds; was SLURM_TIME_FORMAT set to "
     "another format? unset it (or set it to standard or %s) and capture again"
 )
+# Local times without an offset repeat an hour when clocks go back: the end of a job that ran
+# across it can read earlier than its start. Epoch seconds or UTC avoid that.
+LOCAL_TIME_HINT = (
+    "local times repeat an hour when clocks go back (daylight saving time ends); capture with "
+    "SLURM_TIME_FORMAT=%s or TZ=UTC (then --tz UTC), or pass --lenient to count such rows"
+)
 # Values Slurm prints where a time does not exist (never started, still running, open event).
 NO_TIME_VALUES = ("Unknown", "None", "")
 
@@ -43,7 +49,11 @@ def sql_quote(value: str) -> str:
 
 
 def epoch_sql(expr: str, tz: str) -> str:
-    """SQL turning a Slurm time string into epoch seconds (NULL for Unknown/None/unparseable)."""
+    """SQL turning a Slurm time string into epoch seconds (NULL for Unknown/None/unparseable).
+
+    A local time that occurs twice (the hour repeated when daylight saving time ends) is read as
+    the later one, as DuckDB's ``timezone()`` does; ``events.parse_time`` reads it the same way.
+    """
     parsed = f"try_strptime({expr}, {_TIME_FORMATS})"
     if tz != "UTC":
         parsed = f"timezone({sql_quote(tz)}, {parsed})"

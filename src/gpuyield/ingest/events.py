@@ -77,7 +77,8 @@ def parse_time(text: str, tz: str) -> int | None:
         return int(text)  # SLURM_TIME_FORMAT=%s: epoch seconds, no zone applies
     value = datetime.fromisoformat(text.replace(" ", "T"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=ZoneInfo(tz))
+        # A repeated local hour reads as its later occurrence, as sacct times do (_sql.epoch_sql).
+        value = value.replace(tzinfo=ZoneInfo(tz), fold=1)
     return int(value.timestamp())
 
 

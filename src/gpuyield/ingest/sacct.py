@@ -23,6 +23,7 @@ import pyarrow as pa
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import (
+    LOCAL_TIME_HINT,
     TIME_HINT,
     Problem,
     bad_time_sql,
@@ -207,7 +208,11 @@ def stage_sacct(
     problems = _problems(con, info.path, names, columns, fast=fast, limit=None if lenient else 1)
     if problems and not lenient:
         first = problems[0]
-        hint = TIME_HINT if first.message.startswith(_NOT_A_TIME) else _HINT
+        hint = _HINT
+        if first.message.startswith(_NOT_A_TIME):
+            hint = TIME_HINT
+        elif first.message == _ENDS_BEFORE_START and tz != "UTC":
+            hint = LOCAL_TIME_HINT
         raise ParseError(
             first.message, path=info.path, line=first.line, field=first.field, hint=hint
         )
@@ -412,6 +417,7 @@ def _field(columns: dict[str, int], key: str) -> str:
 
 
 _NOT_A_TIME = "not a time: "
+_ENDS_BEFORE_START = "job ends before it starts"
 # What each problem code in ``sacct_stage.problems`` means: (field key, message about the value).
 _PROBLEMS = {
     "id_missing": ("jobidraw", "missing job id"),
@@ -420,7 +426,7 @@ _PROBLEMS = {
     "submit": ("submit", _NOT_A_TIME + "{value}"),
     "start": ("start", _NOT_A_TIME + "{value}"),
     "end": ("end", _NOT_A_TIME + "{value}"),
-    "order": ("end", "job ends before it starts"),
+    "order": ("end", _ENDS_BEFORE_START),
     "gpus": ("alloctres", "GPU count is not a whole number: {value}"),
     "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
     "nnodes": ("nnodes", "not a node count: {value}"),
