@@ -232,22 +232,34 @@ def _positive(value: Any, path: Path, name: str) -> float:
     return float(value)
 
 
-def runs_in_jobs(con: duckdb.DuckDBPyConnection, match: RunMatch) -> set[str]:
-    """Every run name the stored jobs carry under this manifest's match rule."""
+def runs_in_jobs(
+    con: duckdb.DuckDBPyConnection, match: RunMatch, among: set[str] | None = None
+) -> set[str]:
+    """The run names the stored jobs carry under this manifest's match rule (only those in
+    ``among`` when given: a large cluster has a million run names, a manifest a few)."""
     column = "comment" if match.field == "comment" else "name"
-    rows = con.execute(
-        f"SELECT DISTINCT regexp_extract({column}, ?, {match.group}) FROM jobs", [match.pattern]
-    ).fetchall()
+    names = f"SELECT DISTINCT regexp_extract({column}, ?, {match.group}) AS run FROM jobs"
+    if among is None:
+        rows = con.execute(names, [match.pattern]).fetchall()
+    else:
+        rows = con.execute(
+            f"SELECT run FROM ({names}) WHERE run IN (SELECT unnest(?))",
+            [match.pattern, sorted(among)],
+        ).fetchall()
     return {r[0] for r in rows if r[0]}
 
 
-def check_runs_exist(manifest: Manifest, known: set[str], path: Path) -> None:
+def check_runs_exist(manifest: Manifest, con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Every run the manifest names must appear in the jobs; a typo gets the closest real name."""
-    for run in sorted(manifest.named_runs):
-        if run not in known:
-            error = UnknownIdError("run", run, known)
-            error.message = f"{path}: run {run!r} does not appear in any ingested job"
-            raise error
+    named = set(manifest.named_runs)
+    if not named:
+        return
+    missing = sorted(named - runs_in_jobs(con, manifest.match, among=named))
+    if missing:
+        # Only now every name: the closest one is the hint.
+        error = UnknownIdError("run", missing[0], runs_in_jobs(con, manifest.match))
+        error.message = f"{path}: run {missing[0]!r} does not appear in any ingested job"
+        raise error
 
 
 def store_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest, ingest_id: int) -> None:

@@ -297,8 +297,7 @@ def _ingest_scanned(
         con, manifest_mod.SOURCE, scanned["manifest"], results, options
     ):
         manifest = manifest_mod.load_manifest(scanned["manifest"].path, tz=tz)
-        known = manifest_mod.runs_in_jobs(con, manifest.match)
-        manifest_mod.check_runs_exist(manifest, known, scanned["manifest"].path)
+        manifest_mod.check_runs_exist(manifest, con, scanned["manifest"].path)
         ingest_id = store.next_ingest_id(con)
         manifest_mod.store_manifest(con, manifest, ingest_id)
         _record(
