@@ -124,6 +124,21 @@ def test_inventories_agree(slurm_local: Path, name: str) -> None:
     assert partitions == {"gpu,scavenger,urgent"}
 
 
+@pytest.mark.parametrize("columns", [(0, 1, 8), (0, 8)])
+def test_sinfo_without_header(slurm_local: Path, tmp_path: Path, columns: tuple[int, ...]) -> None:
+    # sinfo -h -N -o '%N|%P|%G' (or '%N|%G'): the same inventory, known by the columns' shape.
+    lines = (slurm_local / "sinfo-N-o.psv").read_text().splitlines()[1:]
+    path = tmp_path / "sinfo.txt"
+    path.write_text("".join("|".join(line.split("|")[i] for i in columns) + "\n" for line in lines))
+    assert path.read_text().startswith("n1|gpu*|gpu:8\n" if len(columns) == 3 else "n1|gpu:8\n")
+    stage = read_nodes(path, lenient=False, cluster="lab")
+    rows = sorted((r["node"], r["num_gpus"]) for r in stage.nodes.to_pylist())
+    assert rows == [("n1", 8), ("n2", 8), ("n3", 8), ("n4", 8)]
+    assert stage.rows_read == len(lines)
+    if len(columns) == 3:
+        assert {r["partitions"] for r in stage.nodes.to_pylist()} == {"gpu,scavenger,urgent"}
+
+
 def test_sinfo_long_without_gres_is_refused(slurm_local: Path) -> None:
     with pytest.raises(UnknownFormat):
         read_nodes(slurm_local / "sinfo-N-l.txt", lenient=False, cluster="lab")

@@ -264,16 +264,22 @@ def test_ratios_and_counters(report: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("sacct", "events", "flags"),
+    ("sacct", "events", "flags", "nodes"),
     [
-        ("sacct-p.psv", "events-p.psv", ()),
-        ("sacct-epoch.psv", "events-epoch.psv", ()),
-        ("sacct-p-noheader.psv", None, ("--noheader",)),
-        ("sacct-berlin.psv", "events-berlin.psv", ("--tz", "Europe/Berlin")),
+        ("sacct-p.psv", "events-p.psv", (), None),
+        ("sacct-epoch.psv", "events-epoch.psv", (), None),
+        # The inventory as the test's own `sinfo -h -N -o '%N|%G'` printed it (no header).
+        ("sacct-p-noheader.psv", None, ("--noheader",), "sinfo-gpus.txt"),
+        ("sacct-berlin.psv", "events-berlin.psv", ("--tz", "Europe/Berlin"), None),
     ],
 )
 def test_other_ways_to_print_the_capture_give_the_same_ledger(
-    lab_run: LabRun, report: dict[str, Any], sacct: str, events: str | None, flags: tuple[str, ...]
+    lab_run: LabRun,
+    report: dict[str, Any],
+    sacct: str,
+    events: str | None,
+    flags: tuple[str, ...],
+    nodes: str | None,
 ) -> None:
     """``sacct -p`` (a separator ends each line), SLURM_TIME_FORMAT=%s (epoch seconds) and
     ``--noheader`` output of the same cluster and window: every number as from the main capture."""
@@ -294,7 +300,7 @@ def test_other_ways_to_print_the_capture_give_the_same_ledger(
     gpuyield(
         "ingest", "slurm", "--db", db, "--sacct", own / sacct, *flags, *fields,
         "--events", own / events if events else lab_run.capture / "sacctmgr-event-format.psv",
-        "--nodes", lab_run.capture / "scontrol-show-nodes-oneliner.txt",
+        "--nodes", own / nodes if nodes else lab_run.capture / "scontrol-show-nodes-oneliner.txt",
         "--manifest", lab_run.manifest,
         # With an offset: --until is otherwise read in --tz, like the times in the files.
         "--until", oracle.format_time(lab_run.window.end_s) + "+00:00",

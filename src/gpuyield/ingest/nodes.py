@@ -2,7 +2,8 @@
 
 The inventory says how many GPUs each node has, which is the installed capacity. Formats are detected
 from the content: ``NodeName=`` records (one per line with ``-o``, or blocks), ``sinfo -N -o`` with
-``|`` separators and a ``GRES`` column, or ``sinfo -N -O`` fixed-width columns with ``GRES``.
+``|`` separators and a ``GRES`` column (or without a header, ``-h -o '%N|%G'`` or ``'%N|%P|%G'``),
+or ``sinfo -N -O`` fixed-width columns with ``GRES``.
 ``sinfo`` prints a node once per partition; the rows are merged.
 """
 
@@ -24,7 +25,7 @@ _KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][A-Za-z0-9_]*)=")
 _TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
 # One GRES item: gpu, optional type, count, optional socket binding: gpu:a100:4(S:0-1).
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\([^)]*\))?")
-_HINT = "give `scontrol -o show nodes` output (or `sinfo -N -o '%N|%P|%G'`)"
+_HINT = "give `scontrol -o show nodes` output (or `sinfo -N -o '%N|%P|%G'`, with or without -h)"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,6 +57,8 @@ def read_nodes(path: Path, *, lenient: bool, cluster: str) -> NodesStage:
         rows, problems, count = _read_scontrol(path, text, lenient)
     elif "|" in first and "NODELIST" in first.upper():
         rows, problems, count = _read_sinfo(path, text, lenient, separator="|")
+    elif (header := _headerless_sinfo(first)) is not None:
+        rows, problems, count = _read_sinfo(path, text, lenient, separator="|", header=header)
     elif first.upper().startswith("NODELIST") and "GRES" in first.upper():
         rows, problems, count = _read_sinfo(path, text, lenient, separator=None)
     else:
@@ -142,10 +145,29 @@ def _read_scontrol(
     return rows, problems, len(records)
 
 
+def _headerless_sinfo(first: str) -> list[str] | None:
+    """Column names of ``sinfo -h -N -o '%N|%G'`` (or ``'%N|%P|%G'``) output, None if it is not.
+
+    Without a header the columns are known by their shape: a node name first, a GRES last.
+    """
+    parts = first.split("|")
+    gres = parts[-1].strip()
+    if len(parts) not in (2, 3) or not (gres == "(null)" or gres.startswith("gpu")):
+        return None
+    return ["NODELIST", "PARTITION", "GRES"] if len(parts) == 3 else ["NODELIST", "GRES"]
+
+
 def _read_sinfo(
-    path: Path, text: str, lenient: bool, *, separator: str | None
+    path: Path,
+    text: str,
+    lenient: bool,
+    *,
+    separator: str | None,
+    header: list[str] | None = None,
 ) -> tuple[list[dict[str, object]], list[Problem], int]:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if header is not None:
+        lines = [(0, "|".join(header)), *lines]  # the names -h left out
     header_line = lines[0][1]
     # With a separator, split on it; fixed-width columns start where their header word starts.
     starts = [m.start() for m in re.finditer(r"\S+", header_line)]
