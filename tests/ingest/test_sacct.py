@@ -143,11 +143,17 @@ def test_typed_and_untyped_gpus_are_not_double_counted(fresh_db, tmp_path: Path)
             "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu=4,gres/gpu:a100=4|n1",
             "2|2|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,gres/gpu:a100=2,gres/gpu:h100=1|n2",
             "3|3|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|cpu=1,mem=1G|n3",
+            # The first key, and next to other GPU-ish keys that must not be read as it.
+            "4|4|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=2,cpu=1|n4",
+            "5|5|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|"
+            "gres/gpumem=80G,gres/gpu=6,gres/gpuutil=100|n5",
         ],
     )
     ingest(fresh_db, path)
     gpus = dict(fresh_db.execute("SELECT job_id, num_gpus FROM jobs").fetchall())
-    assert gpus == {"1": 4, "2": 3, "3": 0}
+    assert gpus == {"1": 4, "2": 3, "3": 0, "4": 2, "5": 6}
+    types = dict(fresh_db.execute("SELECT job_id, gpu_type FROM jobs").fetchall())
+    assert types == {"1": "a100", "2": "a100", "3": None, "4": None, "5": None}
 
 
 def test_timezone_shifts_times(fresh_db, tmp_path: Path) -> None:
