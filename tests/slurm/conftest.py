@@ -38,7 +38,8 @@ EVENT_FORMAT = (
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Resized:
     """A capture after the lab was restarted with 6 nodes, ran jobs on n5 and n6, and went back
-    to 4: sacctmgr shows three registrations, the inventory lacks n5 and n6."""
+    to 4: sacctmgr shows three registrations, the inventory lacks n5 and n6. Then n3 went into
+    a MAINT reservation (reservations.psv), which Slurm writes no node event for."""
 
     capture: Path  # sacct.psv (-X -D), events.psv (long format), nodes.txt (scontrol -o)
     end_s: int  # capture time: the window's end
@@ -261,6 +262,11 @@ def _resize_and_capture(lab_dir: Path, keep: Path) -> Resized:
     )  # fmt: skip
     lab.wait_until_done(env, job_ids)
     env = restart(4)
+    # Maintenance on n3 (which has no node event): Slurm writes no event for it either.
+    lab.run(["scontrol", "create", "reservation", "ReservationName=maint-n3", "StartTime=now",
+             "Duration=1", "Nodes=n3", "Flags=MAINT,IGNORE_JOBS", "Users=root"],
+            env, timeout_s=60)  # fmt: skip
+    time.sleep(6)
     end_s = int(time.time()) + 2
     time.sleep(3)
     start = oracle.format_time(end_s - 6 * 3600)
@@ -270,6 +276,8 @@ def _resize_and_capture(lab_dir: Path, keep: Path) -> Resized:
                       "-S", start, "-E", end),
         "events.psv": ("sacctmgr", "-P", "show", "event", "All_Time", f"format={EVENT_FORMAT}"),
         "nodes.txt": ("scontrol", "-o", "show", "nodes"),
+        "reservations.psv": ("sacctmgr", "-P", "show", "reservation", f"start={start}",
+                             "format=Cluster,Name,TimeStart,TimeEnd,Flags,NodeNames"),
     }.items():  # fmt: skip
         (out / name).write_text(lab.run(list(args), env, timeout_s=60))
     return Resized(capture=out, end_s=end_s, job_ids=job_ids)

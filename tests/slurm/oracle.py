@@ -230,6 +230,23 @@ def parse_events(text: str) -> tuple[int | None, list[NodeEvent]]:
     return (min(registered) if registered else None), events
 
 
+def parse_maint_reservations(text: str) -> list[NodeEvent]:
+    """``sacctmgr -P show reservation format=...,Flags,NodeNames``: each MAINT reservation as a
+    planned event per node (contract: maintenance is planned down time)."""
+    events = []
+    for row in psv_records(text):
+        if "MAINT" not in row["Flags"].split(","):
+            continue
+        start_s, end_s = parse_time(row["TimeStart"]), parse_time(row["TimeEnd"])
+        if start_s is None:
+            raise OracleError(f"reservation without a start: {row}")
+        events += [
+            NodeEvent(node=node, state="MAINT", start_s=start_s, end_s=end_s, reason=row["Name"])
+            for node in expand_hostlist(row["NodeName"])
+        ]
+    return events
+
+
 def parse_sinfo_gpus(text: str) -> dict[str, int]:
     """``sinfo -h -N -o '%N|%G'`` (one row per node and partition) -> GPUs per node."""
     gpus: dict[str, int] = {}

@@ -325,10 +325,11 @@ def test_a_cluster_resized_during_the_capture(lab_run: LabRun) -> None:
         "--sacct", resized.capture / "sacct.psv",
         "--events", resized.capture / "events.psv",
         "--nodes", resized.capture / "nodes.txt",
+        "--reservations", resized.capture / "reservations.psv",
         "--until", oracle.format_time(resized.end_s),
     )  # fmt: skip
     report = ledger_report(db)
-    registered_s, _ = oracle.parse_events(events)
+    registered_s, node_events = oracle.parse_events(events)
     assert registered_s is not None
     window = oracle.Window(start_s=registered_s, end_s=resized.end_s)
     assert report["window"]["start"] == oracle.format_time(registered_s) + "Z"
@@ -338,3 +339,14 @@ def test_a_cluster_resized_during_the_capture(lab_run: LabRun) -> None:
     assert _close(report["installed_gpu_seconds"], oracle.registered_gpu_seconds(events, window))
     assert _close(_allocated(report), oracle.allocated_gpu_seconds(jobs, window))
     assert _close(sum(report["categories"].values()), Fraction(report["installed_gpu_seconds"]))
+    # n3's maintenance reservation is planned down time, on top of the node events'.
+    maintenance = oracle.parse_maint_reservations(
+        (resized.capture / "reservations.psv").read_text()
+    )
+    assert [e.node for e in maintenance] == ["n3"]
+    assert not [e for e in node_events if e.node == "n3"]
+    gpus = {f"n{i}": 8 for i in range(1, 7)}
+    down = oracle.down_gpu_seconds([*node_events, *maintenance], jobs, gpus, window)
+    subs = report["subcategories"]
+    assert _close(subs["down.planned"], down["planned"]) and down["planned"] >= 8 * 6
+    assert _close(subs["down.unplanned"], down["unplanned"])

@@ -50,10 +50,19 @@ def slurm_command(
     manifest: Annotated[
         Path | None, typer.Option(help="Release manifest (TOML, docs/manifest.md).")
     ] = None,
+    reservations: Annotated[
+        Path | None,
+        typer.Option(
+            help="`sacctmgr -P show reservation start=... format=Cluster,Name,TimeStart,TimeEnd,"
+            "Flags,NodeNames`: MAINT reservations are planned down time."
+        ),
+    ] = None,
     directory: Annotated[
         Path | None,
         typer.Option(
-            "--dir", help="Directory with sacct.psv, events.psv, nodes.txt, manifest.toml."
+            "--dir",
+            help="Directory with sacct.psv, events.psv, nodes.txt, manifest.toml "
+            "(and reservations.psv).",
         ),
     ] = None,
     db: DbOption = Path("gpuyield.duckdb"),
@@ -90,7 +99,9 @@ def slurm_command(
             raise InputError(
                 "--noheader needs --fields", hint="pass the --format list you gave sacct"
             )
-        inputs = SlurmInputs(sacct=sacct, events=events, nodes=nodes, manifest=manifest)
+        inputs = SlurmInputs(
+            sacct=sacct, events=events, nodes=nodes, manifest=manifest, reservations=reservations
+        )
         if directory is not None:
             inputs = inputs.merged(SlurmInputs.from_dir(directory))
         field_list = [f.strip() for f in fields.split(",")] if fields else None

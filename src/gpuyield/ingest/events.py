@@ -128,7 +128,7 @@ def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> 
     return EventsStage(
         rows_read=len(data_lines),
         rows_rejected=len(problems),
-        node_events=_table(node_rows, _NODE_COLUMNS),
+        node_events=_table(node_rows, NODE_COLUMNS),
         cluster_events=_table(cluster_rows, _CLUSTER_COLUMNS),
         as_of_s=latest,
         problems=tuple(problems),
@@ -178,7 +178,7 @@ def _typed_row(
     }
 
 
-_NODE_COLUMNS = {
+NODE_COLUMNS = {
     "cluster": pa.string(),
     "node": pa.string(),
     "state": pa.string(),
@@ -209,20 +209,24 @@ def load_events(
     """Replace events by natural key and store rejects; runs inside the ingest transaction."""
     if stage.problems:
         store_rejects(con, ingest_id, path, list(stage.problems))
-    node_columns = ("cluster", "node", "state", "reason", "user_name", "start_s", "end_s")
-    replace_rows(
-        con,
-        "node_events",
-        stage.node_events,
-        key=("cluster", "node", "start_s", "state"),
-        columns=(*node_columns, "planned"),
-        ingest_id=ingest_id,
-    )
+    replace_node_events(con, stage.node_events, ingest_id)
     replace_rows(
         con,
         "cluster_events",
         stage.cluster_events,
         key=("cluster", "start_s"),
         columns=("cluster", "start_s", "end_s", "num_gpus", "node_list"),
+        ingest_id=ingest_id,
+    )
+
+
+def replace_node_events(con: duckdb.DuckDBPyConnection, rows: pa.Table, ingest_id: int) -> None:
+    """Node events (``NODE_COLUMNS``) replace earlier ones of the same node, start and state."""
+    replace_rows(
+        con,
+        "node_events",
+        rows,
+        key=("cluster", "node", "start_s", "state"),
+        columns=tuple(c for c in NODE_COLUMNS if c != "line"),
         ingest_id=ingest_id,
     )

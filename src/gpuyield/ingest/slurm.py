@@ -20,6 +20,7 @@ from gpuyield.errors import InputError
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import manifest as manifest_mod
 from gpuyield.ingest import nodes as nodes_mod
+from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
@@ -32,6 +33,7 @@ DIR_FILES = {
     "events": "events.psv",
     "nodes": "nodes.txt",
     "manifest": "manifest.toml",
+    "reservations": "reservations.psv",
 }
 
 
@@ -94,6 +96,8 @@ class SlurmInputs:
     """Release manifest (TOML)."""
     telemetry: tuple[tuple[str, Path], ...] = ()
     """(run, file) pairs of run telemetry (a directory's ``telemetry/<run>.jsonl``)."""
+    reservations: Path | None = None
+    """sacctmgr/scontrol reservation listing (MAINT reservations are planned down time)."""
 
     @staticmethod
     def from_dir(directory: Path) -> SlurmInputs:
@@ -119,6 +123,7 @@ class SlurmInputs:
             nodes=self.nodes or other.nodes,
             manifest=self.manifest or other.manifest,
             telemetry=self.telemetry or other.telemetry,
+            reservations=self.reservations or other.reservations,
         )
 
 
@@ -137,7 +142,8 @@ def ingest_slurm(
     """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing."""
     tz = check_timezone(tz)
     progress = progress or NoProgress()
-    if not any((inputs.sacct, inputs.events, inputs.nodes, inputs.manifest, inputs.telemetry)):
+    given = (inputs.sacct, inputs.events, inputs.nodes, inputs.manifest, inputs.reservations)
+    if not any(given) and not inputs.telemetry:
         raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
     own = con is None
     con = con if con is not None else store.connect(db)
@@ -173,7 +179,7 @@ def ingest_slurm(
 
 def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
     scanned: dict[str, FileInfo] = {}
-    for kind in ("sacct", "events", "nodes", "manifest"):
+    for kind in ("sacct", "events", "nodes", "manifest", "reservations"):
         path = getattr(inputs, kind)
         if path is None:
             continue
@@ -293,6 +299,13 @@ def _ingest_scanned(
             read=nodes_stage.rows_read,
             rejected=len(nodes_stage.problems),
         )
+    if "reservations" in scanned and not _already(
+        con, reservations_mod.SOURCE, scanned["reservations"], results, options
+    ):
+        _ingest_reservations(
+            con, scanned["reservations"], results, as_of, options, tz=tz, lenient=lenient,
+            default_cluster=default_cluster,
+        )  # fmt: skip
     if "manifest" in scanned and not _already(
         con, manifest_mod.SOURCE, scanned["manifest"], results, options
     ):
@@ -450,6 +463,30 @@ def _record(
             rows_skipped=skipped,
         )
     )
+
+
+def _ingest_reservations(
+    con: duckdb.DuckDBPyConnection,
+    info: FileInfo,
+    results: list[FileResult],
+    as_of: int | None,
+    options: str,
+    *,
+    tz: str,
+    lenient: bool,
+    default_cluster: str,
+) -> None:
+    stage = reservations_mod.read_reservations(
+        info.path, tz=tz, lenient=lenient, default_cluster=default_cluster
+    )
+    ingest_id = store.next_ingest_id(con)
+    if stage.problems:
+        store_rejects(con, ingest_id, info.path, list(stage.problems))
+    events_mod.replace_node_events(con, stage.node_events, ingest_id)
+    _record(
+        con, results, reservations_mod.SOURCE, info, ingest_id, as_of, options,
+        read=stage.rows_read, rejected=len(stage.problems), skipped=stage.rows_skipped,
+    )  # fmt: skip
 
 
 def _load_nodes(
