@@ -42,7 +42,11 @@ def slurm_command(
         Path | None, typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output.")
     ] = None,
     events: Annotated[
-        Path | None, typer.Option(help="`sacctmgr -P show event All_Time [format=...]` output.")
+        Path | None,
+        typer.Option(
+            help="`sacctmgr -P show event All_Time` output; best in the long format of "
+            "docs/ledger.md, whose ClusterNodes give the installed nodes over time."
+        ),
     ] = None,
     nodes: Annotated[
         Path | None, typer.Option(help="Node inventory: `scontrol -o show nodes` or `sinfo -N -o`.")
