@@ -83,3 +83,14 @@ def test_maintenance_is_planned_down_where_no_job_holds_the_gpus(tmp_path: Path)
         assert (reason.state, reason.reason, reason.num_nodes) == ("MAINT", "reservation fw-n1", 1)
     finally:
         con.close()
+
+
+def test_an_infinite_maintenance_lasts_until_the_capture(tmp_path: Path) -> None:
+    path = tmp_path / "reservations.psv"
+    path.write_text(
+        f"Cluster|Name|TimeStart|TimeEnd|Flags|NodeName\nlab|forever|{ts(0)}|Unknown|MAINT|n[1-2]\n"
+    )
+    stage = read_reservations(path, tz="UTC", lenient=False, default_cluster="lab")
+    assert [(e["node"], e["end_s"]) for e in stage.node_events.to_pylist()] == [
+        ("n1", None), ("n2", None),
+    ]  # fmt: skip

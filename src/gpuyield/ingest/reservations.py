@@ -124,9 +124,10 @@ def _maintenance(
                 f"not a time: {fields.get(names[key])!r}", field=names[key], hint=TIME_HINT
             ) from None
     start, end = times["start"], times["end"]
-    if start is None or end is None:
-        raise ParseError("reservation without a start or an end", field=names["start"], hint=_HINT)
-    if end < start:
+    if start is None:
+        raise ParseError("reservation without a start", field=names["start"], hint=_HINT)
+    # No end (an infinite reservation): open, like an open node event it lasts until the capture.
+    if end is not None and end < start:
         raise ParseError("reservation ends before it starts", field=names["end"], hint=_HINT)
     try:
         nodes = expand_hostlist(fields.get(names["nodes"], ""))
