@@ -107,6 +107,19 @@ def _records_scontrol(text: str) -> list[tuple[int, str]]:
 _WANTED_KEYS = frozenset({"NodeName", "CfgTRES", "Gres", "Partitions"})
 
 
+def key_values(record: str, wanted: frozenset[str] | None = None) -> dict[str, str]:
+    """``Key=value`` pairs of one scontrol ``-o`` record (only the ``wanted`` keys when given).
+
+    A value runs to the next key, since values may hold spaces (``OS=Linux 5.15 ...``).
+    """
+    keys = list(_KEY.finditer(record))
+    return {
+        m.group(1): record[m.end() : keys[i + 1].start() if i + 1 < len(keys) else None].strip()
+        for i, m in enumerate(keys)
+        if wanted is None or m.group(1) in wanted
+    }
+
+
 def _read_scontrol(
     path: Path, text: str, lenient: bool
 ) -> tuple[list[dict[str, object]], list[Problem], int]:
@@ -114,14 +127,7 @@ def _read_scontrol(
     problems: list[Problem] = []
     records = _records_scontrol(text)
     for number, record in records:
-        keys = list(_KEY.finditer(record))
-        # A value runs to the next key (values may hold spaces: OS=Linux 5.15 ...); only the few
-        # keys read below are sliced out.
-        fields = {
-            m.group(1): record[m.end() : keys[i + 1].start() if i + 1 < len(keys) else None].strip()
-            for i, m in enumerate(keys)
-            if m.group(1) in _WANTED_KEYS
-        }
+        fields = key_values(record, _WANTED_KEYS)
         tres = _TRES_GPU.search(fields.get("CfgTRES", ""))
         gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
         if "CfgTRES" not in fields and "Gres" not in fields:

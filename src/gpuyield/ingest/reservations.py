@@ -15,7 +15,6 @@ Formats, detected from the content:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._sql import TIME_HINT, Problem
 from gpuyield.ingest.events import NODE_COLUMNS, parse_time
 from gpuyield.ingest.hostlist import expand_hostlist
+from gpuyield.ingest.nodes import key_values
 
 SOURCE = "slurm.reservations"
 
@@ -40,7 +40,6 @@ _SACCTMGR = {
 }
 _SCONTROL = {"name": "ReservationName", "start": "StartTime", "end": "EndTime", "flags": "Flags",
              "nodes": "Nodes"}  # fmt: skip
-_KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][A-Za-z0-9_]*)=")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -64,7 +63,7 @@ def read_reservations(
     lines = [(n, t) for n, t in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if t]
     first = lines[0][1] if lines else ""
     if first.startswith("ReservationName="):
-        records = [(n, _key_values(t)) for n, t in lines]
+        records = [(n, key_values(t)) for n, t in lines]
         names = _SCONTROL
     elif "|" in first:
         header = first.split("|")
@@ -102,14 +101,6 @@ def read_reservations(
         ),
         problems=tuple(problems),
     )
-
-
-def _key_values(record: str) -> dict[str, str]:
-    keys = list(_KEY.finditer(record))
-    return {
-        m.group(1): record[m.end() : keys[i + 1].start() if i + 1 < len(keys) else None].strip()
-        for i, m in enumerate(keys)
-    }
 
 
 def _maintenance(
