@@ -13,9 +13,8 @@ from typing import Any
 import ibis
 
 from gpuyield import store
-from gpuyield.categories import Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
-from gpuyield.report.breakdown import UNALLOCATED, breakdown, bucket_totals
+from gpuyield.report.breakdown import breakdown, bucket_totals
 from gpuyield.report.failures import Failures, failures_of
 from gpuyield.report.lineage import LineageFigure, lineages_of
 from gpuyield.report.summary import YieldReport, iso, report_from_ledger
@@ -192,20 +191,18 @@ def timeline_of(ledger: Ledger) -> Timeline:
 
 def who_of(ledger: Ledger, by: str, top_n: int = TOP_N) -> WhoBreakdown:
     """The ``top_n`` largest groups by allocated GPU-time, then one row for the rest."""
-    rows = breakdown(ledger, by).rows
-    unallocated = [r for r in rows if r.key == UNALLOCATED]
-    groups = [r for r in rows if r.key != UNALLOCATED]
+    assert top_n > 0, "a breakdown's top of 0 means every group"
+    cut = breakdown(ledger, by, top=top_n)
+    # Rows: the groups kept, the rest folded into one when cut, then the unallocated row.
+    *groups, unallocated = cut.rows
     shares = [GroupShare(key=r.key, categories=dict(r.categories), num_groups=1)
               for r in groups[:top_n]]  # fmt: skip
-    rest = groups[top_n:]
-    if rest:
-        folded = {c.value: sum(r.categories[c.value] for r in rest) for c in Category}
-        shares.append(GroupShare(key=f"({len(rest)} others)", categories=folded,
-                                 num_groups=len(rest)))  # fmt: skip
+    if cut.top is not None:
+        folded = cut.groups - cut.top
+        shares.append(GroupShare(key=f"({folded} others)", categories=dict(groups[-1].categories),
+                                 num_groups=folded))  # fmt: skip
     return WhoBreakdown(
-        by=by,
-        rows=tuple(shares),
-        unallocated_gpu_seconds=sum(r.total_gpu_seconds for r in unallocated),
+        by=by, rows=tuple(shares), unallocated_gpu_seconds=unallocated.total_gpu_seconds
     )
 
 
