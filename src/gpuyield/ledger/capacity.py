@@ -20,11 +20,11 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import lru_cache
 
 from gpuyield.errors import DataConsistencyError, EmptyDataError
 from gpuyield.ingest.hostlist import expand_hostlist
+from gpuyield.times import iso_utc as _iso
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -233,7 +233,3 @@ def _merged(intervals: list[NodeInterval]) -> list[NodeInterval]:
             ), "a node's capacity intervals overlap"
             out.append(item)
     return out
-
-
-def _iso(epoch_s: int) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

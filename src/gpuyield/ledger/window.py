@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import ibis
 import ibis.expr.types as ir
@@ -11,6 +10,7 @@ import pyarrow as pa
 
 from gpuyield.errors import EmptyDataError, InputError
 from gpuyield.ledger.capacity import Registration, capacity_intervals
+from gpuyield.times import iso_utc as _iso
 
 # A window starting this long before the first job is probably an old cluster registration, not
 # the start of the capture: the report warns and suggests --since.
@@ -97,10 +97,6 @@ def resolve_window(
                 "capacity counts from the registration"
             )
     return Window(start_s=since_s, end_s=end, as_of_s=as_of, warnings=tuple(warnings))
-
-
-def _iso(epoch_s: int) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node_capacity(backend: ibis.BaseBackend, window: Window) -> tuple[ir.Table, tuple[str, ...]]:

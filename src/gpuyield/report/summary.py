@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuyield import store
 from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
     from gpuyield.report.breakdown import Breakdown
@@ -107,11 +107,6 @@ class YieldReport:
             "sources": list(self.sources),
             "divergence_evidence": list(self.divergence_evidence),
         }
-
-
-def iso(epoch_s: float) -> str:
-    """ISO 8601 UTC with a Z."""
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _ratio(num: float, den: float) -> float | None:

@@ -7,7 +7,6 @@ here, vectorised. ``down`` is every node event's GPU-seconds minus GPUs allocate
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from gpuyield.simulate.research import (
     S_RUNNING,
     S_TIMEOUT,
 )
+from gpuyield.times import iso_utc
 
 # The ledger's closed vocabulary, in its own order: truth.json has the report's keys.
 CATEGORY_ORDER = tuple(c.value for c in Category)
@@ -61,7 +61,7 @@ def compute_truth(result: SimulationResult) -> dict[str, Any]:
         for cause, count in run.interruptions.items():
             by_cause[cause] = by_cause.get(cause, 0) + count
     return {
-        "window": {"start": _iso(sc.start_s), "end": _iso(sc.end_s)},
+        "window": {"start": iso_utc(sc.start_s), "end": iso_utc(sc.end_s)},
         "installed_gpu_seconds": installed,
         "categories": categories,
         "subcategories": subs,
@@ -81,10 +81,6 @@ def compute_truth(result: SimulationResult) -> dict[str, Any]:
 
 def _num(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
-
-
-def _iso(epoch_s: int) -> str:
-    return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _lineage_allocated(result: SimulationResult) -> list[int]:
