@@ -101,8 +101,8 @@ def capacity_intervals(
             found, said = _from_registrations(listed, own_inventory, start_s, end_s)
             intervals += found
             warnings += said
-            seen = {i.node for i in found} | _listed_nodes(listed)
-            missing = sorted(set(own_inventory) - seen)
+            # Every interval found is of a listed node: the listed names are the nodes seen.
+            missing = sorted(set(own_inventory) - _listed_nodes(listed))
         else:
             missing = sorted(own_inventory)
         # Inventory nodes no registration lists: from the cluster's first registration on, as a
