@@ -88,6 +88,8 @@ def store_rejects(
     con: duckdb.DuckDBPyConnection, ingest_id: int, path: Path, problems: list[Problem]
 ) -> None:
     """Lenient mode: keep every rejected row with why, so the report can count and show them."""
+    if not problems:
+        return
     con.executemany(
         "INSERT INTO rejects VALUES (?, ?, ?, ?, ?, ?)",
         [(ingest_id, str(path), p.line, p.field, p.message, p.raw) for p in problems],

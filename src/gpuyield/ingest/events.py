@@ -207,8 +207,7 @@ def load_events(
     con: duckdb.DuckDBPyConnection, stage: EventsStage, ingest_id: int, path: Path
 ) -> None:
     """Replace events by natural key and store rejects; runs inside the ingest transaction."""
-    if stage.problems:
-        store_rejects(con, ingest_id, path, list(stage.problems))
+    store_rejects(con, ingest_id, path, list(stage.problems))
     replace_node_events(con, stage.node_events, ingest_id)
     replace_rows(
         con,

@@ -623,8 +623,7 @@ def _finish(
         Problem(line=line, field="(record)", message=msg, raw=raw)
         for line, msg, raw in shape_problems
     ]
-    if all_problems:
-        store_rejects(con, ingest_id, info.path, all_problems)
+    store_rejects(con, ingest_id, info.path, all_problems)
     keep = "NOT is_step AND problems = ''"
     summary = con.execute(
         f"""SELECT count(*), count(*) FILTER (WHERE is_step AND problems = ''),

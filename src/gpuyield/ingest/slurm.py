@@ -480,8 +480,7 @@ def _ingest_reservations(
         info.path, tz=tz, lenient=lenient, default_cluster=default_cluster
     )
     ingest_id = store.next_ingest_id(con)
-    if stage.problems:
-        store_rejects(con, ingest_id, info.path, list(stage.problems))
+    store_rejects(con, ingest_id, info.path, list(stage.problems))
     events_mod.replace_node_events(con, stage.node_events, ingest_id)
     _record(
         con, results, reservations_mod.SOURCE, info, ingest_id, as_of, options,
@@ -492,8 +491,7 @@ def _ingest_reservations(
 def _load_nodes(
     con: duckdb.DuckDBPyConnection, stage: nodes_mod.NodesStage, ingest_id: int, path: Path
 ) -> None:
-    if stage.problems:
-        store_rejects(con, ingest_id, path, list(stage.problems))
+    store_rejects(con, ingest_id, path, list(stage.problems))
     replace_rows(
         con,
         "nodes",
