@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ibis
 import pytest
 
 from gpuyield.errors import DataConsistencyError, InputError
@@ -259,10 +260,17 @@ def test_down_and_busy_nodes_side_by_side(tmp_path: Path) -> None:
     assert ledger.categories["experiment"] == 8 * 1000 + 4 * 300
 
 
-def test_sweep_gives_the_same_rows_in_partitions(tmp_path: Path) -> None:
-    # Spark runs the sweep in node buckets, DuckDB in one pass: both must give the same rows.
-    from gpuyield.ledger.down import down_islands, job_node_allocations, node_sweep
+def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -> None:
+    # Spark runs the sweep as windows in node buckets, DuckDB as a streaming scan over batches:
+    # all must give the same rows, wherever the batches split the changes.
+    from gpuyield.ledger.down import (
+        down_islands,
+        job_node_allocations,
+        node_sweep,
+        sweep_changes,
+    )
     from gpuyield.ledger.jobs import clipped_jobs
+    from gpuyield.ledger.scan import scan_sweep
     from gpuyield.ledger.window import node_capacity, resolve_window
 
     cluster = Cluster(
@@ -291,13 +299,22 @@ def test_sweep_gives_the_same_rows_in_partitions(tmp_path: Path) -> None:
         islands = down_islands(backend, capacity, window)
         columns = ["cluster", "node", "start_s", "end_s", "in_use", "down", "planned"]
 
-        def rows(buckets: int | None) -> list[tuple]:
-            swept = node_sweep(allocations, islands, capacity, buckets=buckets)
+        def listed(swept: ibis.Table) -> list[tuple]:
             table = swept.select(*columns).to_pyarrow().to_pylist()
             return sorted(tuple(r[c] for c in columns) for r in table)
 
+        def rows(buckets: int | None) -> list[tuple]:
+            return listed(node_sweep(allocations, islands, capacity, buckets=buckets))
+
+        def scanned(batch_rows: int) -> list[tuple]:
+            changes = sweep_changes(allocations, islands, capacity)
+            return listed(scan_sweep(backend, changes, capacity, batch_rows=batch_rows))
+
         one_pass = rows(None)
         assert one_pass == rows(3) == rows(64)
+        num_changes = sweep_changes(allocations, islands, capacity).count().to_pyarrow().as_py()
+        for batch_rows in (1, 2, 3, 7, num_changes - 1, num_changes, 1 << 20):
+            assert scanned(batch_rows) == one_pass, batch_rows
         # n2 is down from 450 to the capture; job 1 held its 8 GPUs there until 500.
         n2 = [r[2:] for r in one_pass if r[1] == "n2"]
         assert n2 == [

@@ -16,7 +16,7 @@ from gpuyield.ledger.jobs import HW_SUSPECT_STATES
 from gpuyield.ledger.window import Window
 
 # GPU counts are float sums (a job's GPUs spread over its nodes); below this they are rounding.
-_GPU_EPSILON = 1e-9
+GPU_EPSILON = 1e-9
 
 
 def down_islands(backend: ibis.BaseBackend, capacity: ir.Table, window: Window) -> ir.Table:
@@ -86,22 +86,12 @@ def node_ids(capacity: ir.Table) -> ir.Table:
     return capacity.select("cluster", "node", "node_id").distinct()
 
 
-def node_sweep(
-    allocations: ir.Table, islands: ir.Table, capacity: ir.Table, *, buckets: int | None = None
-) -> ir.Table:
-    """The intervals between changes on each node that matter: down, or above capacity.
+def sweep_changes(allocations: ir.Table, islands: ir.Table, capacity: ir.Table) -> ir.Table:
+    """Every change on every node, as ``key`` (node, then time: ``_sweep_key``) and deltas.
 
-    Columns: ``cluster, node, start_s, end_s, in_use`` (GPUs held by jobs), ``node_gpus`` (GPUs
-    installed then), ``down`` (the node was in a down island), ``planned``. Every other interval is
-    a node in service within its capacity, which the ledger needs no row for (its idle time is what
-    is left). The installed GPUs are a running sum too: a node's capacity can change over time.
-
-    The changes are sorted on one integer, node then time (``_sweep_key``), and summed in that
-    order. Every node's changes add up to zero (each start has its end), so a running sum over
-    many nodes in a row restarts at zero on each node: the sum need not be partitioned by node.
-    ``buckets`` partitions it by ``node_id mod buckets`` anyway, for engines that need partitions
-    to spread the work (Spark); DuckDB sorts one unpartitioned window in parallel, twice as fast as
-    12,500 partitions (4.4 s vs 9-11 s for 22M changes), so the ledger passes None there.
+    ``d_gpus``: GPUs a job takes (+) or gives back (-); ``d_down``: a down island opens (+) or
+    closes (-); ``d_cap``: installed GPUs arrive (+) or leave (-). Running sums of the deltas in key
+    order give, between consecutive changes, the node's state (``node_sweep``, ``scan.scan_sweep``).
     """
     known = allocations.filter(allocations.node_id.notnull())
 
@@ -125,7 +115,7 @@ def node_sweep(
     island_code = ibis.cases((islands.planned, 3), else_=1).cast("int64")
     no_island = ibis.literal(0, "int64")
     zero = ibis.literal(0)
-    changes = ibis.union(
+    return ibis.union(
         points(known, known.start_s, 1, known.gpus, no_island),
         points(known, known.end_s, 0, -known.gpus, no_island),
         points(islands, islands.start_s, 0, zero, island_code),
@@ -133,7 +123,27 @@ def node_sweep(
         points(capacity, capacity.start_s, 0, zero, no_island, capacity.num_gpus),
         points(capacity, capacity.end_s, 0, zero, no_island, -capacity.num_gpus),
     )
-    group_by = None if buckets is None else (changes.key // _NODE_SHIFT) % buckets
+
+
+def node_sweep(
+    allocations: ir.Table, islands: ir.Table, capacity: ir.Table, *, buckets: int | None = None
+) -> ir.Table:
+    """The intervals between changes on each node that matter: down, or above capacity.
+
+    Columns: ``cluster, node, start_s, end_s, in_use`` (GPUs held by jobs), ``node_gpus`` (GPUs
+    installed then), ``down`` (the node was in a down island), ``planned``. Every other interval is
+    a node in service within its capacity, which the ledger needs no row for (its idle time is what
+    is left). The installed GPUs are a running sum too: a node's capacity can change over time.
+
+    The changes are sorted on one integer, node then time (``_sweep_key``), and summed in that
+    order. Every node's changes add up to zero (each start has its end), so a running sum over
+    many nodes in a row restarts at zero on each node: the sum need not be partitioned by node.
+    ``buckets`` partitions it by ``node_id mod buckets`` anyway, for engines that need partitions
+    to spread the work (Spark). On DuckDB the ledger runs the same sums as a streaming scan
+    (``scan.scan_sweep``): window functions there cost 5 s per running sum at 22M changes.
+    """
+    changes = sweep_changes(allocations, islands, capacity)
+    group_by = None if buckets is None else (changes.key // NODE_SHIFT) % buckets
     order = ibis.window(group_by=group_by, order_by="key", rows=(None, 0))
     swept = changes.select(
         "key",
@@ -142,37 +152,42 @@ def node_sweep(
         island=changes.d_down.sum().over(order),
         node_gpus=changes.d_cap.sum().over(order),
     )
-    node_id = swept.key // _NODE_SHIFT
-    same_node = (swept.next_key // _NODE_SHIFT) == node_id
+    node_id = swept.key // NODE_SHIFT
+    same_node = (swept.next_key // NODE_SHIFT) == node_id
     swept = swept.select(
         "in_use",
         "node_gpus",
         node_id=node_id,
-        start_s=((swept.key % _NODE_SHIFT) // 2).cast("float64"),
+        start_s=((swept.key % NODE_SHIFT) // 2).cast("float64"),
         # The node's last change closes everything on it: no interval after it.
         end_s=ibis.cases(
-            (same_node, ((swept.next_key % _NODE_SHIFT) // 2).cast("float64")),
+            (same_node, ((swept.next_key % NODE_SHIFT) // 2).cast("float64")),
             else_=ibis.null("float64"),
         ),
         down=swept.island > 0,
         planned=swept.island == 3,
     )
+    return named_sweep(swept, capacity)
+
+
+def named_sweep(swept: ir.Table, capacity: ir.Table) -> ir.Table:
+    """The sweep's intervals that matter (down or above capacity), with their nodes' names."""
     swept = swept.join(node_ids(capacity), "node_id").select(swept, "cluster", "node")
     return swept.filter((swept.end_s > swept.start_s) & (swept.down | _above_capacity(swept)))
 
 
 # Sweep keys: node_id * 2**33 + 2 * t (+1 for a job's start). One integer orders changes by node,
 # then time, and at the same second ends before starts: a job may start the second another ends.
-_NODE_SHIFT = 1 << 33
+NODE_SHIFT = 1 << 33
 # Times must stay below 2**32 s (2106), or they would spill into the next node's range.
 
 
 def _sweep_key(node_id: ir.IntegerValue, t: ir.Value, start: int) -> ir.IntegerValue:
-    return node_id.cast("int64") * _NODE_SHIFT + t.cast("int64") * 2 + start
+    return node_id.cast("int64") * NODE_SHIFT + t.cast("int64") * 2 + start
 
 
 def _above_capacity(swept: ir.Table) -> ir.BooleanValue:
-    return swept.in_use > swept.node_gpus + _GPU_EPSILON
+    return swept.in_use > swept.node_gpus + GPU_EPSILON
 
 
 def down_segments(swept: ir.Table) -> ir.Table:

@@ -24,8 +24,10 @@ from gpuyield.ledger.down import (
     job_node_allocations,
     node_sweep,
     over_capacity,
+    sweep_changes,
 )
 from gpuyield.ledger.jobs import clipped_jobs, job_segments
+from gpuyield.ledger.scan import scan_sweep
 from gpuyield.ledger.telemetry import (
     has_telemetry,
     measured_lost_progress,
@@ -126,11 +128,7 @@ def compute_ledger(
         overhead = materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
     segments_jobs = job_segments(backend, jobs, allocations, manifest, window, lost, overhead)
     islands = down_islands(backend, capacity, window)
-    # DuckDB sorts one unpartitioned window in parallel; other engines want partitions.
-    buckets = None if backend.name == "duckdb" else _SWEEP_BUCKETS
-    swept = materialize(
-        backend, "gy_sweep", node_sweep(allocations, islands, capacity, buckets=buckets)
-    )
+    swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)
     down = down_segments(swept)
     segments = segments_jobs.union(down.select(*_down_columns()))
@@ -181,6 +179,17 @@ def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Tab
         return backend.create_table(unique, table, temp=True)
     except NotImplementedError:
         return backend.create_view(unique, table).cache()
+
+
+def _swept(
+    backend: ibis.BaseBackend, allocations: ir.Table, islands: ir.Table, capacity: ir.Table
+) -> ir.Table:
+    """The per-node sweep: a streaming scan where results stream cheaply to this process
+    (embedded DuckDB), window functions over node buckets where the engine spreads them (Spark)."""
+    if backend.name == "duckdb":
+        return scan_sweep(backend, sweep_changes(allocations, islands, capacity), capacity)
+    sweep = node_sweep(allocations, islands, capacity, buckets=_SWEEP_BUCKETS)
+    return materialize(backend, "gy_sweep", sweep)
 
 
 def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
