@@ -107,8 +107,12 @@ def job_segments(
     window: Window,
     lost_progress: ir.Table | None = None,
     overhead: ir.Table | None = None,
+    *,
+    node_ids: ir.Table,
 ) -> ir.Table:
     """Categorised segments of every job with a known GPU count.
+
+    ``node_ids`` maps ``cluster, node`` to the ``node_id`` of the allocations (``down.node_ids``).
 
     ``lost_progress`` (from telemetry) has ``cluster, job_id_raw, submit_s, lost_s`` measured per job;
     jobs without it get the estimate ``elapsed mod checkpoint_interval_s``. ``overhead`` has
@@ -117,7 +121,7 @@ def job_segments(
     """
     jobs = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
     jobs = _with_lineage(jobs, manifest)
-    hardware = _hardware_blamed(backend, allocations)
+    hardware = _hardware_blamed(backend, allocations, node_ids)
     jobs = jobs.left_join(hardware, "job_key").select(
         jobs, hw_event=hardware.hw_event.fill_null(False)
     )
@@ -196,19 +200,22 @@ def _with_lineage(jobs: ir.Table, manifest: Manifest) -> ir.Table:
     )
 
 
-def _hardware_blamed(backend: ibis.BaseBackend, allocations: ir.Table) -> ir.Table:
+def _hardware_blamed(
+    backend: ibis.BaseBackend, allocations: ir.Table, node_ids: ir.Table
+) -> ir.Table:
     """Failed jobs with a node event on one of their nodes near their end: blame the hardware.
 
     From the per-node allocations the ledger has already joined (``failed``, ``full_end_s``),
-    rather than joining the jobs with their node lists a second time.
+    rather than joining the jobs with their node lists a second time; on the nodes' integer ids,
+    which joins the millions of allocations in half the time of the names.
     """
     events = backend.table("node_events")
+    events = events.join(node_ids, ["cluster", "node"]).select("node_id", "start_s")
     failed = allocations.filter(allocations.failed)
     near = failed.join(
         events,
         [
-            failed.cluster == events.cluster,
-            failed.node == events.node,
+            failed.node_id == events.node_id,
             events.start_s >= failed.full_end_s - HW_BEFORE_S,
             events.start_s <= failed.full_end_s + HW_AFTER_S,
         ],

@@ -22,6 +22,7 @@ from gpuyield.ledger.down import (
     down_islands,
     down_segments,
     job_node_allocations,
+    node_ids,
     node_sweep,
     over_capacity,
     sweep_changes,
@@ -126,7 +127,9 @@ def compute_ledger(
     if telemetry:
         lost = materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
         overhead = materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
-    segments_jobs = job_segments(backend, jobs, allocations, manifest, window, lost, overhead)
+    segments_jobs = job_segments(
+        backend, jobs, allocations, manifest, window, lost, overhead, node_ids=node_ids(capacity)
+    )
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)
