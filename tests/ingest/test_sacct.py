@@ -147,13 +147,16 @@ def test_typed_and_untyped_gpus_are_not_double_counted(fresh_db, tmp_path: Path)
             "4|4|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=2,cpu=1|n4",
             "5|5|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|"
             "gres/gpumem=80G,gres/gpu=6,gres/gpuutil=100|n5",
+            # A key that ends in "gres/gpu=" comes first: the count is the real key's.
+            "6|6|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|"
+            "license/gres/gpu=9,gres/gpu=5|n6",
         ],
     )
     ingest(fresh_db, path)
     gpus = dict(fresh_db.execute("SELECT job_id, num_gpus FROM jobs").fetchall())
-    assert gpus == {"1": 4, "2": 3, "3": 0, "4": 2, "5": 6}
+    assert gpus == {"1": 4, "2": 3, "3": 0, "4": 2, "5": 6, "6": 5}
     types = dict(fresh_db.execute("SELECT job_id, gpu_type FROM jobs").fetchall())
-    assert types == {"1": "a100", "2": "a100", "3": None, "4": None, "5": None}
+    assert types == {"1": "a100", "2": "a100", "3": None, "4": None, "5": None, "6": None}
 
 
 def test_timezone_shifts_times(fresh_db, tmp_path: Path) -> None:

@@ -505,9 +505,12 @@ def typed_select(
     gres_count = rf"regexp_extract({gres}, '(?:^|,)gpu(?::[^:,(]+)?:(\d+)', 1)"
     # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
     num_gpus = f"""CASE
-        WHEN contains({tres}, 'gres/gpu=') THEN
-             -- The value after ",gres/gpu=" (a comma put in front for the first key): string
-             -- functions, three times cheaper than the regular expression on every row.
+        -- The value after the first "gres/gpu=" when it starts a key (first, or after a comma):
+        -- string functions on its position, twice cheaper than splitting the whole list.
+        WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres}, gpu_at - 1, 1) = ',') THEN
+             TRY_CAST(split_part(substr({tres}, gpu_at + 9), ',', 1) AS BIGINT)
+        -- Not a key there (some other key ends in it): the value after ",gres/gpu=" anywhere.
+        WHEN gpu_at > 0 THEN
              TRY_CAST(split_part(split_part(',' || {tres}, ',gres/gpu=', 2), ',', 1) AS BIGINT)
         WHEN contains({tres}, 'gres/gpu:') THEN list_sum(list_transform(
              regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1),
@@ -542,7 +545,7 @@ def typed_select(
                      ELSE {f("nodelist")} END AS node_list,
                 {f("comment")} AS comment, {f("reason")} AS reason,
                 strpos({job_id}, '.') > 0 OR strpos({job_id_raw}, '.') > 0 AS is_step
-            FROM {source}
+            FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at FROM {source})
         )
     """
 
