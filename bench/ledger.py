@@ -5,7 +5,9 @@ For each size (100k jobs with ``--quick``; 1M and 10M otherwise) it generates (o
 own subprocess so that wall time and peak RSS are that command's alone:
 
 1. DuckDB merely reading ``sacct.psv``: ``count(*)`` over ``read_csv(..., all_varchar=true)``,
-   and the same read materialised (``CREATE TABLE t AS SELECT * ...``, in memory);
+   the largest value of every field, the same read materialised (``CREATE TABLE t AS SELECT *
+   ...``, in memory), and the same table created in a DuckDB file (what loading the file into a
+   store costs DuckDB itself, before any typing or checking);
 2. ``gpuyield ingest slurm --db DB --sacct ... --events ... --nodes ... --manifest ...
    --until ...``;
 3. ``gpuyield report --db DB --json``.
@@ -55,6 +57,16 @@ _BARE_READ = (
     "con.execute('SET enable_progress_bar = false')\n"
     "t0 = time.perf_counter()\n"
     "con.execute(sys.argv[1]).fetchall()\n"
+    "print(time.perf_counter() - t0)\n"
+)
+# The same, into a fresh DuckDB file (argv[2]), closed so that its checkpoint is counted.
+_INTO_FILE = (
+    "import sys, time, duckdb\n"
+    "con = duckdb.connect(sys.argv[2])\n"
+    "con.execute('SET enable_progress_bar = false')\n"
+    "t0 = time.perf_counter()\n"
+    "con.execute(sys.argv[1])\n"
+    "con.close()\n"
     "print(time.perf_counter() - t0)\n"
 )
 
@@ -135,12 +147,12 @@ def _memory_mb(pid: int) -> tuple[float, float]:
     return kib[0] / 1024, kib[1] / 1024
 
 
-def bare_reads(sacct: Path) -> dict[str, Any]:
-    """DuckDB merely reading the file, three ways.
+def bare_reads(sacct: Path, db: Path) -> dict[str, Any]:
+    """DuckDB merely reading the file, four ways.
 
     ``count``: ``count(*)``, which only finds the line ends; ``all_fields``: the largest value of
     every field, which splits every field but keeps none; ``materialise``: the whole file into an
-    in-memory table of text columns.
+    in-memory table of text columns; ``into_file``: the same table in a fresh DuckDB file ``db``.
     """
     path = str(sacct).replace("'", "''")
     with sacct.open(encoding="utf-8") as f:
@@ -151,12 +163,16 @@ def bare_reads(sacct: Path) -> dict[str, Any]:
         "all_fields": f"SELECT {every_field} FROM read_csv('{path}', {READ_OPTIONS})",
         "materialise": f"CREATE TABLE t AS SELECT * FROM read_csv('{path}', {READ_OPTIONS})",
     }
+    runs = {name: [sys.executable, "-c", _BARE_READ, query] for name, query in queries.items()}
+    runs["into_file"] = [sys.executable, "-c", _INTO_FILE, queries["materialise"], str(db)]
     figures: dict[str, Any] = {}
-    for name, query in queries.items():
-        run = measure([sys.executable, "-c", _BARE_READ, query])
+    for name, argv in runs.items():
+        _fresh(db)
+        run = measure(argv)
         if run.returncode:
             raise RuntimeError(f"bare read {name} failed: {run.stderr_tail}")
         figures[name] = {**run.figures(), "query_s": round(float(run.stdout.split()[-1]), 3)}
+    _fresh(db)
     return figures
 
 
@@ -259,9 +275,9 @@ def bench_size(params: GenParams, out_dir: Path = OUT, *, profile: bool = False)
         "window_days": params.window_s / 86_400,
         "sacct_mb": round(size_mb, 1),
         "generate_s": round(data.seconds, 2) if data.seconds else "cached",
-        "bare_read": bare_reads(data.sacct_path),
     }
     db = out_dir / f"ledger-{params.cache_key()}.duckdb"
+    figures["bare_read"] = bare_reads(data.sacct_path, db)
     figures |= ledger_runs(data, params, db)
     if profile:
         figures["profile"] = profile_runs(data, params, db)
@@ -283,6 +299,11 @@ def derived(figures: dict[str, Any], size_mb: float) -> dict[str, Any]:
         "mb_per_s": round(size_mb / total_s, 1),
         "ratio_to_count": round(ratio, 2),
         "ratio_to_materialise": round(total_s / bare["materialise"]["wall_s"], 2),
+        **(
+            {"ratio_to_into_file": round(total_s / bare["into_file"]["wall_s"], 2)}
+            if "into_file" in bare
+            else {}
+        ),
         **(
             {"ratio_to_all_fields": round(total_s / bare["all_fields"]["wall_s"], 2)}
             if "all_fields" in bare
@@ -314,7 +335,8 @@ def machine() -> dict[str, Any]:
 
 def print_table(sizes: list[dict[str, Any]]) -> None:
     head = (
-        f"{'jobs':>10} {'MB':>7} {'count s':>8} {'fields s':>8} {'CTAS s':>8} {'ingest s':>9} "
+        f"{'jobs':>10} {'MB':>7} {'count s':>8} {'fields s':>8} {'CTAS s':>8} {'file s':>8} "
+        f"{'ingest s':>9} "
         f"{'report s':>9} "
         f"{'ratio':>6} {'jobs/s':>9} {'MB/s':>6} {'RSS MB':>8}"
     )
@@ -323,13 +345,13 @@ def print_table(sizes: list[dict[str, Any]]) -> None:
         bare = f["bare_read"]
         if "ledger_wall_s" not in f:
             print(f"{f['jobs']:>10} {f['sacct_mb']:>7} {bare['count']['wall_s']:>8} "
-                  f"{bare['all_fields']['wall_s']:>8} {bare['materialise']['wall_s']:>8}  "
-                  f"ledger: {_failure(f)}")  # fmt: skip
+                  f"{bare['all_fields']['wall_s']:>8} {bare['materialise']['wall_s']:>8} "
+                  f"{bare['into_file']['wall_s']:>8}  ledger: {_failure(f)}")  # fmt: skip
             continue
         print(
             f"{f['jobs']:>10} {f['sacct_mb']:>7} {bare['count']['wall_s']:>8} "
             f"{bare['all_fields']['wall_s']:>8} {bare['materialise']['wall_s']:>8} "
-            f"{f['ingest']['wall_s']:>9} "
+            f"{bare['into_file']['wall_s']:>8} {f['ingest']['wall_s']:>9} "
             f"{f['report']['wall_s']:>9} {f['ratio_to_count']:>6} {f['jobs_per_s']:>9} "
             f"{f['mb_per_s']:>6} {f['peak_rss_mb']:>8}"
         )

@@ -69,6 +69,7 @@ def test_ratio_and_targets_from_the_wall_times() -> None:
             "count": {"wall_s": 2.0},
             "all_fields": {"wall_s": 2.4},
             "materialise": {"wall_s": 3.0},
+            "into_file": {"wall_s": 4.0},
         },
     }
     out = derived(figures, size_mb=12.0)
@@ -76,6 +77,7 @@ def test_ratio_and_targets_from_the_wall_times() -> None:
     assert out["ratio_to_count"] == 3.0
     assert out["ratio_to_materialise"] == 2.0
     assert out["ratio_to_all_fields"] == 2.5
+    assert out["ratio_to_into_file"] == 1.5
     assert out["jobs_per_s"] == 100
     assert out["mb_per_s"] == 2.0
     assert out["peak_rss_mb"] == 3000.0
@@ -93,9 +95,11 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_bare_reads_time_a_query_inside_the_subprocess(tmp_path: Path) -> None:
     sacct = tmp_path / "s.psv"
     sacct.write_text("JobID|State\n1|COMPLETED\n2|FAILED\n")
-    figures = bare_reads(sacct)
-    for name in ("count", "all_fields", "materialise"):
+    db = tmp_path / "bare.duckdb"
+    figures = bare_reads(sacct, db)
+    for name in ("count", "all_fields", "materialise", "into_file"):
         assert 0 < figures[name]["query_s"] <= figures[name]["wall_s"]
+    assert not db.exists()  # the file the last read wrote goes, as the ledger's store will
 
 
 def test_a_whole_small_bench_runs_the_cli_and_its_report_conserves(
