@@ -213,3 +213,25 @@ def test_only_the_irregular_lines_go_through_python(
         101,
         103,
     ]
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+@pytest.mark.parametrize("trailing", ["|", ""])
+def test_a_pipe_in_a_value_is_found_when_the_last_field_is_empty(
+    tmp_path: Path, lenient: bool, trailing: str
+) -> None:
+    # DuckDB's reader drops empty fields past the last column, so "...|run=a|b|" with one field
+    # too many read as a whole record with the comment cut at the pipe. In `sacct -p` output
+    # (a "|" ends every line) every record's last field is empty; with -P, one whose last
+    # column (here Reason) is empty. The pipe must stay inside the comment.
+    header = "JobID|JobIDRaw|State|Start|End|AllocTRES|NodeList|Comment|Reason" + trailing
+    times = "2026-01-01T00:00:00|2026-01-01T01:00:00"
+    rows = [
+        f"1|1|COMPLETED|{times}|gres/gpu=8|n1|run=a|b|" + trailing,
+        f"2|2|COMPLETED|{times}|gres/gpu=8|n2|run=c|" + trailing,
+    ]
+    path = tmp_path / "pipe.psv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    _, jobs, _ = _ingest(tmp_path, path, lenient=lenient)
+    comments = {row[1]: row[18] for row in jobs}  # job_id -> comment
+    assert comments == {"1": "run=a|b", "2": "run=c"}

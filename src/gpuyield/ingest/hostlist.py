@@ -48,7 +48,8 @@ def _expand_ranges(ranges: str, text: str) -> list[str]:
 
 
 # The same expansion in SQL, so millions of job node lists expand inside DuckDB.
-# Items with two bracket groups (rack[1-2]-n[1-4]) are rare; the SQL marks them and Python expands them.
+# Slurm prints one bracket group per name (n[01-04]-ib); a list with two (rack[1-2]-n[1-4]) is not
+# read, and the sacct check names its record (ingest/sacct.py, "cannot read node list").
 HOSTLIST_MACRO_SQL = r"""
 CREATE OR REPLACE TEMP MACRO hostlist_items(hl) AS
     regexp_extract_all(hl, '[^,\[\]]*(?:\[[^\]]*\])?[^,\[\]]*');

@@ -222,14 +222,20 @@ def stage_sacct(
 def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
     """DuckDB's CSV reader over an sacct file: one record per line, fields ``f0``...
 
-    A misshapen line is skipped, not an error (an error would abort the ingest's transaction):
-    callers compare the records read with the file's lines.
+    A misshapen line is left out, not an error (an error would abort the ingest's transaction):
+    callers compare the records read with the file's lines. DuckDB ignores empty fields past the
+    last column (``a|b|c|`` reads as three), which would hide a ``|`` inside a value whenever the
+    record's last field is empty (always, in ``sacct -p`` output): so the reader declares one
+    column more than the header, and a line that fills it has too many fields. No field reads as
+    NULL (``nullstr`` is a newline, which no field can hold), so a NULL last field is a short line.
     """
-    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields))
-    return f"""read_csv({sql_quote(str(path))}, columns={{{columns}}}, delim='|', quote='',
-                        escape='', header={"true" if header_lines else "false"},
-                        auto_detect=false, strict_mode=true, null_padding=false,
-                        ignore_errors=true)"""
+    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields + 1))
+    fields = ", ".join(f"f{i}" for i in range(n_fields))
+    return f"""(SELECT {fields} FROM read_csv({sql_quote(str(path))}, columns={{{columns}}},
+                        delim='|', quote='', escape='',
+                        header={"true" if header_lines else "false"}, auto_detect=false,
+                        strict_mode=true, null_padding=true, ignore_errors=true, nullstr='\n')
+                WHERE f{n_fields} IS NULL AND f{n_fields - 1} IS NOT NULL)"""
 
 
 def _stage_fast(
@@ -268,6 +274,8 @@ def file_order_kept(
 ) -> bool:
     """Whether the line numbers taken from row ids are right, on a sample of the file's lines.
 
+    ``rows_sql`` gives (line, value of field ``id_index``) for the records read.
+
     The reader keeps file order (DuckDB preserves insertion order); this checks it did, on lines
     spread through the file (one seek each), so a reader that did not fails safe: the caller falls
     back to the line-by-line path.
@@ -281,7 +289,8 @@ def file_order_kept(
         return True
     found = dict(
         con.execute(
-            f"SELECT line, job_id_raw FROM ({rows_sql}) WHERE line IN (SELECT unnest(?))",
+            f"""SELECT line, value FROM ({rows_sql}) AS sample(line, value)
+                WHERE line IN (SELECT unnest(?))""",
             [sorted(expected)],
         ).fetchall()
     )
