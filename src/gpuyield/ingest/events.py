@@ -18,7 +18,9 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import NO_TIME_VALUES, TIME_HINT, Problem, replace_rows, store_rejects
+from gpuyield.ingest.events_sql import read_events_sql
 
 SOURCE = "slurm.events"
 
@@ -82,16 +84,43 @@ def parse_time(text: str, tz: str) -> int | None:
     return int(value.timestamp())
 
 
-def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> EventsStage:
-    """Parse an sacctmgr event file into typed tables (strict: first bad row raises ParseError)."""
+def read_events(
+    path: Path, *, tz: str, lenient: bool, default_cluster: str, info: FileInfo | None = None
+) -> EventsStage:
+    """Parse an sacctmgr event file into typed tables (strict: first bad row raises ParseError).
+
+    With ``info`` (the file's scan) a strict read tries DuckDB's CSV reader first
+    (``events_sql``), which takes clean files in bulk; the rest are read here, line by line.
+    """
+    if info is not None and not lenient:
+        with path.open(encoding="utf-8") as handle:
+            header = handle.readline().rstrip("\r\n")
+        # A header Python would split or strip differently goes the line-by-line way.
+        fast = (
+            read_events_sql(
+                info,
+                _keys(path, header),
+                tz=tz,
+                default_cluster=default_cluster,
+                node_columns=NODE_COLUMNS,
+                cluster_columns=_CLUSTER_COLUMNS,
+            )
+            if header.isascii() and header.isprintable() and header.strip()
+            else None
+        )
+        if fast is not None:
+            return EventsStage(
+                rows_read=fast[0],
+                rows_rejected=0,
+                node_events=fast[1],
+                cluster_events=fast[2],
+                as_of_s=fast[3],
+                problems=(),
+            )
     lines = path.read_text(encoding="utf-8").splitlines()
     if not lines:
         raise UnknownFormat(f"{path}: empty event file", hint=_HINT)
-    header = [h.strip().lower() for h in lines[0].split("|")]
-    keys = [_HEADER_ALIASES.get(h) for h in header]
-    missing = [k for k in _REQUIRED if k not in keys]
-    if missing:
-        raise UnknownFormat(f"{path}: not an sacctmgr event listing (no {missing[0]})", hint=_HINT)
+    keys = _keys(path, lines[0])
     reason_at = keys.index("reason")
     node_rows: list[dict[str, object]] = []
     cluster_rows: list[dict[str, object]] = []
@@ -133,6 +162,15 @@ def read_events(path: Path, *, tz: str, lenient: bool, default_cluster: str) -> 
         as_of_s=latest,
         problems=tuple(problems),
     )
+
+
+def _keys(path: Path, header_line: str) -> list[str | None]:
+    """What each column of the header is (None: not read); UnknownFormat if one needed is not."""
+    keys = [_HEADER_ALIASES.get(h.strip().lower()) for h in header_line.split("|")]
+    missing = [k for k in _REQUIRED if k not in keys]
+    if missing:
+        raise UnknownFormat(f"{path}: not an sacctmgr event listing (no {missing[0]})", hint=_HINT)
+    return keys
 
 
 def _typed_row(

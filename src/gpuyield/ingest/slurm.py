@@ -215,7 +215,11 @@ def _ingest_scanned(
     ):
         progress.phase("parsing node events")
         events_stage = events_mod.read_events(
-            scanned["events"].path, tz=tz, lenient=lenient, default_cluster=cluster or "default"
+            scanned["events"].path,
+            tz=tz,
+            lenient=lenient,
+            default_cluster=cluster or "default",
+            info=scanned["events"],
         )
         if events_stage.as_of_s is not None:
             as_of_candidates.append(events_stage.as_of_s)
