@@ -331,3 +331,46 @@ def test_since_before_registration_is_said(tmp_path: Path) -> None:
     # Capacity counts from the registration at T0, and the report says why.
     assert ledger.installed_gpu_seconds == 2 * GPUS_PER_NODE * WINDOW_S
     assert any("before the cluster's registration" in w for w in ledger.window.warnings)
+
+
+def test_kept_segments_are_the_segments(tmp_path: Path) -> None:
+    # Kept segments are stored without their jobs' attributes, which a join brings back: the
+    # same rows and columns as the segments computed on the fly, down segments included.
+    cluster = Cluster(
+        num_nodes=3,
+        jobs=[
+            Job(1, 0, 500, run="pt", nodes="n[1-2]", gpus=16),
+            Job(2, 500, 900, state="FAILED", run="pt", account="research"),
+            Job(3, 0, 800, run="div", nodes="n3", user="bob", gpus=4),
+            Job(4, 100, None, state="RUNNING", gpus=4, nodes="n3", run=""),
+        ],
+        events=[Event("n1", 920, 990), Event("n2", 600, 700, state="DRAIN", reason="maint")],
+    )
+    manifest = LINEAGE + '[[diverged]]\nrun = "div"\nafter = "2026-01-01T00:10:00"\n'
+    files = cluster.write(tmp_path / "in")
+    (tmp_path / "in" / "manifest.toml").write_text(manifest)
+    db = tmp_path / "db.duckdb"
+    inputs = SlurmInputs(
+        sacct=files["sacct"], events=files["events"], nodes=files["nodes"],
+        manifest=tmp_path / "in" / "manifest.toml",
+    )  # fmt: skip
+    ingest_slurm(db, inputs, until_s=T0_S + WINDOW_S)
+    con = connect(db, read_only=True)
+    try:
+        backend = backend_for(con)
+
+        def rows(keep: bool) -> tuple[list[str], list[tuple]]:
+            segments = compute_ledger(backend, keep_segments=keep).segments
+            table = segments.to_pyarrow()
+            listed = [tuple(r.values()) for r in table.to_pylist()]
+            return table.column_names, sorted(listed, key=repr)
+
+        kept, computed = rows(True), rows(False)
+        assert kept == computed
+        columns, listed = kept
+        categories = {r[columns.index("category")] for r in listed}
+        assert {"released", "failed", "diverged", "experiment", "down"} <= categories
+        accounts = {r[columns.index("account")] for r in listed}
+        assert accounts == {"acct", "research", None}  # None: the down segments
+    finally:
+        con.close()

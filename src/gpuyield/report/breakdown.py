@@ -127,6 +127,8 @@ def _by_job(ledger: Ledger, backend: ibis.BaseBackend, top: int | None) -> Break
     per_job = segments.group_by(["job_key", "category"]).aggregate(
         gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
     )
+    # Read four times below (count, top, cut, rest): summed once.
+    per_job = materialize(backend, "gy_per_job", per_job)
     totals = per_job.group_by("job_key").aggregate(total=per_job.gpu_s.sum())
     groups = int(totals.count().to_pyarrow().as_py())
     # Largest first; equal totals in input order (job_key is the ingest and line).
