@@ -58,7 +58,8 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
 
     Slurm reports one ``gres/gpu`` total per job; the ledger spreads it evenly over the job's nodes
     (what the scheduler does for ``--gres=gpu:N`` per node; uneven spreads are not in sacct). A left
-    join with the inventory: a node missing from it has a null ``node_id`` (see the ledger's check).
+    join with the inventory: a node missing from it has a null ``node_id`` (see the ledger's check)
+    and is the only one whose ``cluster, node`` are kept.
     """
     job_nodes = backend.table("job_nodes")
     known = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
@@ -78,7 +79,15 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
         failed=joined.state.isin(HW_SUSPECT_STATES),
     )
     with_nodes = alloc.left_join(node_ids(capacity), ["cluster", "node"])
-    return with_nodes.select(alloc, with_nodes.node_id)
+    unknown = with_nodes.node_id.isnull()
+    # Names only where the inventory lacks the node (for the ledger's error): the ledger stores
+    # the allocations (11M rows at 10M jobs), and two strings a row were most of their size.
+    return with_nodes.select(
+        *[c for c in alloc.columns if c not in ("cluster", "node")],
+        with_nodes.node_id,
+        cluster=ibis.cases((unknown, alloc.cluster), else_=ibis.null(str)),
+        node=ibis.cases((unknown, alloc.node), else_=ibis.null(str)),
+    )
 
 
 def node_ids(capacity: ir.Table) -> ir.Table:
