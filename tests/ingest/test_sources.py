@@ -157,24 +157,42 @@ def test_gres_counts(gres: str, expected: tuple[int, str | None]) -> None:
     assert gpus_from_gres(gres) == expected
 
 
+_RANGES = st.lists(st.tuples(st.integers(0, 120), st.integers(0, 5)), min_size=1, max_size=3)
+
+
 @given(
     st.lists(
-        st.tuples(
-            st.sampled_from(["n", "gpu-", "rack1-n"]),
-            st.integers(0, 120),
-            st.integers(0, 5),
-            st.integers(1, 3),
+        st.one_of(
+            # A bracketed item: prefix, ranges (a single number when the span is 0), padding, suffix.
+            st.tuples(
+                st.sampled_from(["n", "gpu-", "rack1-n", ""]),
+                _RANGES,
+                st.integers(1, 3),
+                st.sampled_from(["", "-ib", ".ib0"]),
+            ),
+            st.sampled_from(["login1", "gpu-a01-ib", "n7"]),  # a plain name
         ),
         min_size=1,
         max_size=4,
     )
 )
-def test_hostlist_sql_agrees_with_python(groups: list[tuple[str, int, int, int]]) -> None:
+def test_hostlist_sql_agrees_with_python(
+    items: list[tuple[str, list[tuple[int, int]], int, str] | str],
+) -> None:
     parts, expected = [], []
-    for prefix, low, span, width in groups:
-        high = low + span
-        parts.append(f"{prefix}[{str(low).zfill(width)}-{str(high).zfill(width)}]")
-        expected += [f"{prefix}{str(i).zfill(width)}" for i in range(low, high + 1)]
+    for item in items:
+        if isinstance(item, str):
+            parts.append(item)
+            expected.append(item)
+            continue
+        prefix, ranges, width, suffix = item
+        texts = []
+        for low, span in ranges:
+            high = low + span
+            first, last = str(low).zfill(width), str(high).zfill(width)
+            texts.append(first if not span else f"{first}-{last}")
+            expected += [f"{prefix}{str(i).zfill(width)}{suffix}" for i in range(low, high + 1)]
+        parts.append(f"{prefix}[{','.join(texts)}]{suffix}")
     text = ",".join(parts)
     assert expand_hostlist(text) == expected
     con = duckdb.connect()

@@ -56,19 +56,22 @@ CREATE OR REPLACE TEMP MACRO hostlist_items(hl) AS
 CREATE OR REPLACE TEMP MACRO hostlist_expand_item(item) AS
     CASE WHEN strpos(item, '[') = 0 THEN [item]
     ELSE flatten(list_transform(
-        string_split(regexp_extract(item, '\[([^\]]*)\]', 1), ','),
-        lambda r: list_transform(
-            range(
-                CAST(split_part(r, '-', 1) AS BIGINT),
-                CAST(coalesce(nullif(split_part(r, '-', 2), ''), split_part(r, '-', 1)) AS BIGINT) + 1
-            ),
-            lambda i: regexp_extract(item, '^([^\[]*)\[', 1)
+        -- Each range with the name's prefix and suffix, taken once per range, not once per name.
+        list_transform(
+            string_split(regexp_extract(item, '\[([^\]]*)\]', 1), ','),
+            lambda r: {'prefix': split_part(item, '[', 1), 'suffix': split_part(item, ']', 2),
+                       'low': split_part(r, '-', 1),
+                       'high': coalesce(nullif(split_part(r, '-', 2), ''), split_part(r, '-', 1))}
+        ),
+        lambda g: list_transform(
+            range(CAST(g.low AS BIGINT), CAST(g.high AS BIGINT) + 1),
+            lambda i: g.prefix
                  -- lpad would cut numbers longer than the padding width (n[95-100] -> n10)
-                 || CASE WHEN length(CAST(i AS VARCHAR)) >= length(split_part(r, '-', 1))
+                 || CASE WHEN length(CAST(i AS VARCHAR)) >= length(g.low)
                          THEN CAST(i AS VARCHAR)
-                         ELSE lpad(CAST(i AS VARCHAR), CAST(length(split_part(r, '-', 1)) AS INTEGER), '0')
+                         ELSE lpad(CAST(i AS VARCHAR), CAST(length(g.low) AS INTEGER), '0')
                     END
-                 || regexp_extract(item, '\]([^\[\]]*)$', 1)
+                 || g.suffix
         )
     ))
     END;
