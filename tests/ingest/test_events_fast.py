@@ -179,3 +179,27 @@ def test_fast_and_python_readers_agree_on_random_files(
         assert got[1].to_pylist() == want.node_events.to_pylist()
         assert got[2].to_pylist() == want.cluster_events.to_pylist()
         assert got[3] == want.as_of_s
+
+
+@pytest.mark.parametrize("tz", ["Europe/Berlin", "America/New_York", "UTC"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-03-29T02:30:00",  # Berlin: an hour that does not exist (clocks go forward)
+        "2026-10-25T02:30:00",  # Berlin: an hour that happens twice (clocks go back)
+        "2026-03-08T02:30:00",  # New York: forward
+        "2026-11-01T01:30:00",  # New York: back
+        "2026-07-01T12:00:00",
+    ],
+)
+def test_python_and_duckdb_read_local_times_alike(tz: str, text: str) -> None:
+    # Node events (Python) and jobs (DuckDB) must put the same local time at the same instant,
+    # or a job and the node event that ended it land an hour apart.
+    import duckdb
+
+    from gpuyield.ingest._sql import epoch_sql, sql_quote
+    from gpuyield.ingest.events import parse_time
+
+    con = duckdb.connect()
+    duck = con.execute(f"SELECT {epoch_sql(sql_quote(text), tz)}").fetchall()[0][0]
+    assert parse_time(text, tz) == duck

@@ -235,3 +235,38 @@ def test_a_pipe_in_a_value_is_found_when_the_last_field_is_empty(
     _, jobs, _ = _ingest(tmp_path, path, lenient=lenient)
     comments = {row[1]: row[18] for row in jobs}  # job_id -> comment
     assert comments == {"1": "run=a|b", "2": "run=c"}
+
+
+def test_a_byte_order_mark_changes_nothing(tmp_path: Path) -> None:
+    # Files passed through some editors start with a UTF-8 byte-order mark: before, the sacct
+    # header was refused and the events' Cluster column silently not found.
+    from tests.conftest import SAMPLE
+
+    names = {
+        "sacct": "sacct-X-D-wide.psv",
+        "events": "sacctmgr-event-format.psv",
+        "nodes": "scontrol-show-nodes-oneliner.txt",
+        "manifest": "manifest.toml",
+    }
+    marked = tmp_path / "bom"
+    marked.mkdir()
+    for name in names.values():
+        (marked / name).write_bytes(b"\xef\xbb\xbf" + (SAMPLE / name).read_bytes())
+
+    def stored(directory: Path, db: Path) -> dict[str, list[tuple]]:
+        inputs = SlurmInputs(**{k: directory / v for k, v in names.items()})
+        ingest_slurm(db, inputs)
+        con = connect(db, read_only=True)
+        try:
+            return {
+                table: sorted(
+                    con.execute(f"SELECT * EXCLUDE (ingest_id) FROM {table}").fetchall(), key=repr
+                )
+                for table in ("jobs", "node_events", "cluster_events", "nodes")
+            }
+        finally:
+            con.close()
+
+    plain, with_mark = stored(SAMPLE, tmp_path / "a.duckdb"), stored(marked, tmp_path / "b.duckdb")
+    assert with_mark == plain
+    assert {row[0] for row in with_mark["node_events"]} == {"lab"}  # the Cluster column, read

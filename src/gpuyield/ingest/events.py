@@ -78,10 +78,13 @@ def parse_time(text: str, tz: str) -> int | None:
     if text.isascii() and text.isdigit():
         return int(text)  # SLURM_TIME_FORMAT=%s: epoch seconds, no zone applies
     value = datetime.fromisoformat(text.replace(" ", "T"))
-    if value.tzinfo is None:
-        # A repeated local hour reads as its later occurrence, as sacct times do (_sql.epoch_sql).
-        value = value.replace(tzinfo=ZoneInfo(tz), fold=1)
-    return int(value.timestamp())
+    if value.tzinfo is not None:
+        return int(value.timestamp())
+    # As DuckDB reads sacct times (_sql.epoch_sql): a repeated local hour (clocks go back) as its
+    # later occurrence, an hour that does not exist (clocks go forward) with the offset before
+    # the change. Both are the later of the two instants the folds give.
+    local = value.replace(tzinfo=ZoneInfo(tz))
+    return int(max(local.replace(fold=0).timestamp(), local.replace(fold=1).timestamp()))
 
 
 def read_events(
@@ -93,7 +96,7 @@ def read_events(
     (``events_sql``), which takes clean files in bulk; the rest are read here, line by line.
     """
     if info is not None and not lenient:
-        with path.open(encoding="utf-8") as handle:
+        with path.open(encoding="utf-8-sig") as handle:  # without a byte-order mark
             header = handle.readline().rstrip("\r\n")
         # A header Python would split or strip differently goes the line-by-line way.
         fast = (
@@ -117,7 +120,7 @@ def read_events(
                 as_of_s=fast[3],
                 problems=(),
             )
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
     if not lines:
         raise UnknownFormat(f"{path}: empty event file", hint=_HINT)
     keys = _keys(path, lines[0])

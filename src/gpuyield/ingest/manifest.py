@@ -130,7 +130,7 @@ def empty_manifest() -> Manifest:
 def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
     """Read and validate a manifest file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ManifestError(f"{path}: no such manifest file") from None
     except tomllib.TOMLDecodeError as error:

@@ -51,7 +51,7 @@ def gpus_from_gres(gres: str) -> tuple[int, str | None]:
 
 def read_nodes(path: Path, *, lenient: bool, cluster: str) -> NodesStage:
     """Parse an inventory file, detecting its format from the content."""
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")  # without a byte-order mark
     first = next((line for line in text.splitlines() if line.strip()), "")
     if first.lstrip().startswith("NodeName="):
         rows, problems, count = _read_scontrol(path, text, lenient)

@@ -60,7 +60,9 @@ def read_reservations(
     path: Path, *, tz: str, lenient: bool, default_cluster: str
 ) -> ReservationsStage:
     """Parse a reservation listing, detecting its format from the first line."""
-    lines = [(n, t) for n, t in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if t]
+    lines = [
+        (n, t) for n, t in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1) if t
+    ]
     first = lines[0][1] if lines else ""
     if first.startswith("ReservationName="):
         records = [(n, key_values(t)) for n, t in lines]

@@ -131,7 +131,8 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
     ``sacct -p`` (``--parsable``) ends every line, the header too, with a ``|``: its names end
     with ``TRAILING``, a field that is always empty and that nothing reads.
     """
-    with path.open(encoding="utf-8") as handle:
+    # utf-8-sig: a byte-order mark some editors put first is not part of the first name.
+    with path.open(encoding="utf-8-sig") as handle:
         first = handle.readline().rstrip("\r\n")
     if fields:
         # -p without a header: the first record has one (empty) field more than --fields names.
