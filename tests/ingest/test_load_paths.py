@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 from bench.gen_slurm import ClusterSpec, GenParams, generate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuyield.errors import ParseError
 from gpuyield.ingest import sacct as sacct_mod
@@ -270,3 +273,55 @@ def test_a_byte_order_mark_changes_nothing(tmp_path: Path) -> None:
     plain, with_mark = stored(SAMPLE, tmp_path / "a.duckdb"), stored(marked, tmp_path / "b.duckdb")
     assert with_mark == plain
     assert {row[0] for row in with_mark["node_events"]} == {"lab"}  # the Cluster column, read
+
+
+# Free text as users write it. Pipes only in the comment: with two free-text fields holding pipes
+# no reader could tell which owns them (the reader gives them to the first of SubmitLine, Comment).
+_NAME = st.lists(st.sampled_from(["a", " ", "=", ",", "run=x", "é", ""]), max_size=5).map("".join)
+_COMMENT = st.lists(st.sampled_from(["a", " ", "=", ",", "run=x", "|", "é"]), max_size=5).map(
+    "".join
+)
+
+
+@st.composite
+def plausible_sacct(draw: st.DrawFn) -> tuple[str, dict[str, tuple[str | None, str | None]]]:
+    """A small sacct file as -P or -p prints it, and each job's JobName and Comment in it."""
+    trailing = draw(st.sampled_from(["", "|"]))
+    header = "JobID|JobIDRaw|JobName|State|Start|End|AllocTRES|NodeList|Comment|Reason"
+    lines = [header + trailing]
+    expected: dict[str, tuple[str | None, str | None]] = {}
+    for job in range(1, draw(st.integers(1, 6)) + 1):
+        end = draw(st.sampled_from([f"2026-01-01T0{job}:30:00", "Unknown"]))
+        name, comment = draw(_NAME), draw(_COMMENT)
+        fields = [
+            str(job),
+            str(job),
+            name,
+            "COMPLETED" if end != "Unknown" else "RUNNING",
+            f"2026-01-01T0{job}:00:00",
+            end,
+            draw(st.sampled_from(["gres/gpu=8", "cpu=1,gres/gpu=2", "cpu=1", ""])),
+            draw(st.sampled_from(["n1", "n[1-2]", "None assigned"])),
+            comment,
+            draw(st.sampled_from(["", "None", "Priority"])),  # often empty: the pipe bug's case
+        ]
+        lines.append("|".join(fields) + trailing)
+        expected[str(job)] = (name or None, comment or None)
+    return "\n".join(lines) + "\n", expected
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(case=plausible_sacct())
+def test_random_files_keep_every_value_in_its_field(
+    case: tuple[str, dict[str, tuple[str | None, str | None]]], lenient: bool
+) -> None:
+    # Whichever path the file takes (DuckDB's reader, or line by line), each job's free text is
+    # stored as written: no pipe cuts a comment, no value moves to the next field.
+    text, expected = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sacct.psv"
+        path.write_text(text)
+        file, jobs, _ = _ingest(Path(tmp), path, lenient=lenient)
+    assert file.rows_rejected == 0
+    assert {row[1]: (row[4], row[18]) for row in jobs} == expected  # job_id: (name, comment)
