@@ -263,6 +263,19 @@ def _state_category(jobs: ir.Table) -> tuple[ir.StringValue, ir.StringValue]:
     return category, sub
 
 
+# What each job segment carries of its job, beside ``job_key`` and ``cluster``.
+SEGMENT_JOB_ATTRIBUTES = (
+    "job_id",
+    "job_id_raw",
+    "submit_s",
+    "run",
+    "user_name",
+    "account",
+    "partition",
+    "state",
+)
+
+
 def _segment(
     jobs: ir.Table,
     category: ir.StringValue,
@@ -273,14 +286,7 @@ def _segment(
     return jobs.select(
         "job_key",
         "cluster",
-        "job_id",
-        "job_id_raw",
-        "submit_s",
-        "run",
-        "user_name",
-        "account",
-        "partition",
-        "state",
+        *SEGMENT_JOB_ATTRIBUTES,
         category=category,
         subcategory=subcategory,
         start_s=start.cast("float64"),

@@ -27,7 +27,7 @@ from gpuyield.ledger.down import (
     over_capacity,
     sweep_changes,
 )
-from gpuyield.ledger.jobs import clipped_jobs, job_segments
+from gpuyield.ledger.jobs import SEGMENT_JOB_ATTRIBUTES, clipped_jobs, job_segments
 from gpuyield.ledger.scan import scan_sweep
 from gpuyield.ledger.telemetry import (
     has_telemetry,
@@ -170,19 +170,6 @@ def compute_ledger(
     )
 
 
-# What a job segment repeats of its job: stored once in the jobs, joined back to kept segments.
-_JOB_ATTRIBUTES = (
-    "job_id",
-    "job_id_raw",
-    "submit_s",
-    "run",
-    "user_name",
-    "account",
-    "partition",
-    "state",
-)
-
-
 def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table) -> ir.Table:
     """The segments computed once for the queries that follow (breakdowns, figures).
 
@@ -190,11 +177,14 @@ def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table
     stored) jobs: at 10M jobs the wide rows took 18 s to write, the narrow ones a fraction of it.
     Same columns, same rows (down segments have no job: their attributes stay null).
     """
-    narrow = materialize(backend, "gy_segments", segments.drop(*_JOB_ATTRIBUTES))
-    attributes = jobs.select("job_key", *_JOB_ATTRIBUTES)
+    narrow = materialize(backend, "gy_segments", segments.drop(*SEGMENT_JOB_ATTRIBUTES))
+    attributes = jobs.select("job_key", *SEGMENT_JOB_ATTRIBUTES)
     joined = narrow.left_join(attributes, narrow.job_key == attributes.job_key)
     return joined.select(
-        *[(attributes[c] if c in _JOB_ATTRIBUTES else narrow[c]).name(c) for c in segments.columns]
+        *[
+            (attributes[c] if c in SEGMENT_JOB_ATTRIBUTES else narrow[c]).name(c)
+            for c in segments.columns
+        ]
     )
 
 
