@@ -100,6 +100,14 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     return con
 
 
+def connection_of(backend: object, *, needed_for: str) -> duckdb.DuckDBPyConnection:
+    """The DuckDB connection under an Ibis backend over the store; ``needed_for`` says what
+    cannot run on another engine."""
+    con = getattr(backend, "con", None)
+    assert isinstance(con, duckdb.DuckDBPyConnection), f"{needed_for} needs a DuckDB backend"
+    return con
+
+
 def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
     """A store written by another schema version would fail deep inside a query: say so first."""
     try:

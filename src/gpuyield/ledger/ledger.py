@@ -36,6 +36,7 @@ from gpuyield.ledger.telemetry import (
     with_detected_divergence,
 )
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
+from gpuyield.store import connection_of
 
 # Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).
 _SWEEP_BUCKETS = 64
@@ -108,7 +109,8 @@ def compute_ledger(
     """
     window = resolve_window(backend, since_s=since_s, until_s=until_s)
     if manifest is None:
-        manifest = stored_manifest(_duckdb_of(backend))
+        needed_for = "the stored manifest (on other engines, pass the manifest)"
+        manifest = stored_manifest(connection_of(backend, needed_for=needed_for))
     evidence: list[dict[str, object]] = []
     telemetry = has_telemetry(backend)
     if telemetry:
@@ -211,14 +213,6 @@ def _swept(
         return scan_sweep(backend, sweep_changes(allocations, islands, capacity), capacity)
     sweep = node_sweep(allocations, islands, capacity, buckets=_SWEEP_BUCKETS)
     return materialize(backend, "gy_sweep", sweep)
-
-
-def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
-    con = getattr(backend, "con", None)
-    assert isinstance(con, duckdb.DuckDBPyConnection), (
-        "manifest must be given for non-DuckDB backends"
-    )
-    return con
 
 
 def _down_columns() -> list[ir.Value | str]:

@@ -22,22 +22,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from gpuyield.ledger.down import GPU_EPSILON, NODE_SHIFT, named_sweep
+from gpuyield.store import connection_of
 
 # Rows per batch of the sorted stream: 32 MB of changes, enough to amortise the per-batch work.
 _BATCH_ROWS = 1 << 20
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Change:
-    """The last change of a batch: its interval ends at the next batch's first key."""
-
-    key: int
-    in_use: float
-    island: int
-    node_gpus: float
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,22 +40,13 @@ class _Sums:
     island: Ints
     node_gpus: Floats
 
-    def with_first(self, first: _Change | None) -> _Sums:
-        if first is None:
-            return self
+    def __getitem__(self, rows: slice) -> _Sums:
+        """The same changes' rows ``rows`` (views, not copies)."""
         return _Sums(
-            key=np.concatenate(([first.key], self.key)),
-            in_use=np.concatenate(([first.in_use], self.in_use)),
-            island=np.concatenate(([first.island], self.island)),
-            node_gpus=np.concatenate(([first.node_gpus], self.node_gpus)),
-        )
-
-    def last(self) -> _Change:
-        return _Change(
-            key=int(self.key[-1]),
-            in_use=float(self.in_use[-1]),
-            island=int(self.island[-1]),
-            node_gpus=float(self.node_gpus[-1]),
+            key=self.key[rows],
+            in_use=self.in_use[rows],
+            island=self.island[rows],
+            node_gpus=self.node_gpus[rows],
         )
 
 
@@ -80,7 +62,7 @@ def scan_sweep(
     The kept rows become a temporary table; the result is that table with the nodes' names.
     """
     empty = _table(_EMPTY_INTS, _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY_INTS)
-    con = _duckdb_of(backend)
+    con = connection_of(backend, needed_for="the streaming sweep")
     kept = pa.concat_tables(
         [empty, *_kept_rows(_running_sums(con, backend.compile(changes), batch_rows))]
     )
@@ -92,12 +74,6 @@ def scan_sweep(
     finally:
         con.unregister(f"{name}_arrow")
     return named_sweep(backend.table(name), capacity)
-
-
-def _duckdb_of(backend: ibis.BaseBackend) -> duckdb.DuckDBPyConnection:
-    con = getattr(backend, "con", None)
-    assert isinstance(con, duckdb.DuckDBPyConnection), "the streaming sweep runs on DuckDB"
-    return con
 
 
 def _running_sums(
@@ -130,20 +106,20 @@ def _kept_rows(batches: Iterator[_Sums]) -> Iterator[pa.Table]:
     A batch's last change waits for the next batch's first key; the very last change of all
     closes nothing (a node's last change ends everything on it).
     """
-    pending: _Change | None = None
+    pending: _Sums | None = None
     for sums in batches:
-        both = sums.with_first(pending)
-        yield _rows(both, both.key[1:])
-        pending = sums.last()
+        if pending is not None:
+            yield _rows(pending, sums.key[:1])
+        yield _rows(sums[:-1], sums.key[1:])
+        pending = sums[-1:]
 
 
 def _rows(sums: _Sums, next_key: Ints) -> pa.Table:
-    """The kept intervals among ``sums``: each change but the last, up to its ``next_key``."""
-    key = sums.key[:-1]
+    """The kept intervals among ``sums``: each change up to its ``next_key`` (same length)."""
+    key, in_use, island, node_gpus = sums.key, sums.in_use, sums.island, sums.node_gpus
     node_id = key // NODE_SHIFT
     start_s = ((key % NODE_SHIFT) // 2).astype(np.float64)
     end_s = ((next_key % NODE_SHIFT) // 2).astype(np.float64)
-    in_use, island, node_gpus = sums.in_use[:-1], sums.island[:-1], sums.node_gpus[:-1]
     keep = (next_key // NODE_SHIFT == node_id) & (end_s > start_s)
     keep &= (island > 0) | (in_use > node_gpus + GPU_EPSILON)
     return _table(
