@@ -1,6 +1,6 @@
 """The event file's fast path (DuckDB's CSV reader) gives what the line-by-line reader gives.
 
-Strict ingests read event files with ``events_sql`` first; it must either return exactly the
+Strict ingests read event files with ``read_events_fast`` first; it must either return exactly the
 Python reader's tables or decline (None), never a different answer, and a file it declines must
 still be read, or rejected, as before.
 """
@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from gpuyield.errors import ParseError
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest.events import _CLUSTER_COLUMNS, NODE_COLUMNS, _keys, read_events
-from gpuyield.ingest.events_sql import read_events_sql
+from gpuyield.ingest.events import EventsStage, _keys, read_events, read_events_fast
 from tests.conftest import SAMPLE
 
 LONG_HEADER = (
@@ -25,17 +24,10 @@ LONG_HEADER = (
 )
 
 
-def fast(path: Path, tz: str = "UTC") -> tuple | None:
+def fast(path: Path, tz: str = "UTC") -> EventsStage | None:
     info = scan_file(path)
     keys = _keys(path, path.read_text().splitlines()[0])
-    return read_events_sql(
-        info,
-        keys,
-        tz=tz,
-        default_cluster="x",
-        node_columns=NODE_COLUMNS,
-        cluster_columns=_CLUSTER_COLUMNS,
-    )
+    return read_events_fast(info, keys, tz=tz, default_cluster="x")
 
 
 def same_as_python(path: Path, tz: str = "UTC") -> bool:
@@ -44,12 +36,11 @@ def same_as_python(path: Path, tz: str = "UTC") -> bool:
     want = read_events(path, tz=tz, lenient=False, default_cluster="x")
     if got is None:
         return False
-    rows, nodes, clusters, latest = got
-    assert rows == want.rows_read
-    assert nodes.to_pylist() == want.node_events.to_pylist()
-    assert clusters.to_pylist() == want.cluster_events.to_pylist()
-    assert nodes.schema == want.node_events.schema
-    assert latest == want.as_of_s
+    assert got.rows_read == want.rows_read
+    assert got.node_events.to_pylist() == want.node_events.to_pylist()
+    assert got.cluster_events.to_pylist() == want.cluster_events.to_pylist()
+    assert got.node_events.schema == want.node_events.schema
+    assert got.as_of_s == want.as_of_s
     return True
 
 
@@ -175,10 +166,10 @@ def test_fast_and_python_readers_agree_on_random_files(
         assert got is None  # the Python reader stops there: the fast path must not answer
         return
     if got is not None:
-        assert got[0] == want.rows_read
-        assert got[1].to_pylist() == want.node_events.to_pylist()
-        assert got[2].to_pylist() == want.cluster_events.to_pylist()
-        assert got[3] == want.as_of_s
+        assert got.rows_read == want.rows_read
+        assert got.node_events.to_pylist() == want.node_events.to_pylist()
+        assert got.cluster_events.to_pylist() == want.cluster_events.to_pylist()
+        assert got.as_of_s == want.as_of_s
 
 
 @pytest.mark.parametrize("tz", ["Europe/Berlin", "America/New_York", "UTC"])

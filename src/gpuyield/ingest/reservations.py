@@ -21,8 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.ingest._sql import TIME_HINT, Problem
-from gpuyield.ingest.events import NODE_COLUMNS, parse_time
+from gpuyield.ingest._sql import Problem
+from gpuyield.ingest.events import NODE_COLUMNS, rows_table, time_field
 from gpuyield.ingest.hostlist import expand_hostlist
 from gpuyield.ingest.nodes import key_values
 
@@ -98,9 +98,7 @@ def read_reservations(
     return ReservationsStage(
         rows_read=len(records),
         rows_skipped=skipped,
-        node_events=pa.table(
-            {c: pa.array([r[c] for r in rows], t) for c, t in NODE_COLUMNS.items()}
-        ),
+        node_events=rows_table(rows, NODE_COLUMNS),
         problems=tuple(problems),
     )
 
@@ -108,15 +106,9 @@ def read_reservations(
 def _maintenance(
     fields: dict[str, str], names: dict[str, str], tz: str, number: int, default_cluster: str
 ) -> list[dict[str, object]]:
-    times: dict[str, int | None] = {}
-    for key in ("start", "end"):
-        try:
-            times[key] = parse_time(fields.get(names[key], ""), tz)
-        except ValueError:
-            raise ParseError(
-                f"not a time: {fields.get(names[key])!r}", field=names[key], hint=TIME_HINT
-            ) from None
-    start, end = times["start"], times["end"]
+    start, end = (
+        time_field(fields.get(names[key], ""), tz, field=names[key]) for key in ("start", "end")
+    )
     if start is None:
         raise ParseError("reservation without a start", field=names["start"], hint=_HINT)
     # No end (an infinite reservation): open, like an open node event it lasts until the capture.
