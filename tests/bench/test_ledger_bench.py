@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from bench.gen_slurm import ClusterSpec, GenParams
-from bench.ledger import bare_reads, bench_size, derived, measure
+from bench.ledger import FLOOR_FIELDS, bare_reads, bench_size, derived, floor_store_sql, measure
 
 _MIB = 2**20
 _ALLOC_MB = 256
@@ -70,6 +71,7 @@ def test_ratio_and_targets_from_the_wall_times() -> None:
             "all_fields": {"wall_s": 2.4},
             "materialise": {"wall_s": 3.0},
             "into_file": {"wall_s": 4.0},
+            "floor_store": {"wall_s": 7.5},
         },
     }
     out = derived(figures, size_mb=12.0)
@@ -78,6 +80,8 @@ def test_ratio_and_targets_from_the_wall_times() -> None:
     assert out["ratio_to_materialise"] == 2.0
     assert out["ratio_to_all_fields"] == 2.5
     assert out["ratio_to_into_file"] == 1.5
+    assert out["ratio_to_floor_store"] == 0.8
+    assert out["floor_store_to_count"] == 3.75
     assert out["jobs_per_s"] == 100
     assert out["mb_per_s"] == 2.0
     assert out["peak_rss_mb"] == 3000.0
@@ -99,7 +103,31 @@ def test_bare_reads_time_a_query_inside_the_subprocess(tmp_path: Path) -> None:
     figures = bare_reads(sacct, db)
     for name in ("count", "all_fields", "materialise", "into_file"):
         assert 0 < figures[name]["query_s"] <= figures[name]["wall_s"]
+    assert "floor_store" not in figures  # the file lacks the ledger's fields
     assert not db.exists()  # the file the last read wrote goes, as the ledger's store will
+
+
+def test_the_floor_store_types_the_ledgers_fields(tmp_path: Path) -> None:
+    fields = ("JobID", *FLOOR_FIELDS, "Cluster")
+    rows = [
+        ("7", "7", "2026-01-01T00:00:00", "2026-01-01T00:01:00", "2026-01-01T02:00:00",
+         "CANCELLED by 0", "billing=8,cpu=8,gres/gpu=4,mem=1G,node=1", "n01", "u1", "a1",
+         "gpu", "run=x", "train", "lab"),
+        ("8", "8", "2026-01-01T00:00:00", "Unknown", "Unknown", "PENDING", "", "None assigned",
+         "u2", "a2", "gpu", "", "wait", "lab"),
+    ]  # fmt: skip
+    sacct = tmp_path / "s.psv"
+    sacct.write_text("|".join(fields) + "\n" + "".join("|".join(r) + "\n" for r in rows))
+    sql = floor_store_sql(str(sacct), list(fields))
+    assert sql is not None and floor_store_sql(str(sacct), ["JobID", "State"]) is None
+    con = duckdb.connect()
+    con.execute(sql)
+    got = con.execute(
+        "SELECT JobIDRaw, state, gpus, epoch(end_at) - epoch(start_at), Comment FROM jobs"
+    ).fetchall()
+    assert got == [("7", "CANCELLED", 4, 7140.0, "run=x"), ("8", "PENDING", None, None, None)]
+    figures = bare_reads(sacct, tmp_path / "bare.duckdb")
+    assert 0 < figures["floor_store"]["query_s"] <= figures["floor_store"]["wall_s"]
 
 
 def test_a_whole_small_bench_runs_the_cli_and_its_report_conserves(
