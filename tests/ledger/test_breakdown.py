@@ -132,3 +132,34 @@ def test_cli_json_of_a_job_breakdown(sample_db: Path) -> None:
     assert first["key"] == "32" and first["run"] == "long-a" and first["state"] == "COMPLETED"
     assert first["source"].endswith("sacct-X-D-wide.psv:45")
     assert [r["key"] for r in cut["rows"][2:]] == [OTHERS, UNALLOCATED]
+
+
+def test_runs_are_cut_at_twenty_unless_told(tmp_path: Path) -> None:
+    from tests.ledger.timeline import T0_S, Cluster, Job
+
+    # 25 runs, one job each, of distinct lengths: run r00 is the longest.
+    jobs = [
+        Job(i + 1, 0, 1000 - 10 * i, run=f"r{i:02d}", gpus=1, nodes=f"n{i % 4 + 1}")
+        for i in range(25)
+    ]
+    jobs.append(Job(26, 0, 50, gpus=1, nodes="n1"))  # no run: its own "(none)" group
+    files = Cluster(num_nodes=4, jobs=jobs).write(tmp_path / "in")
+    db = tmp_path / "db.duckdb"
+    inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
+    ingest_slurm(db, inputs, until_s=T0_S + 3600)
+    report, default = build_report_with_breakdown(db, by="run")
+    _, everything = build_report_with_breakdown(db, by="run", top=0)
+    assert default is not None and everything is not None
+    assert (default.groups, default.top, everything.top) == (26, 20, None)
+    assert [r.key for r in everything.rows[:3]] == ["r00", "r01", "r02"]
+    assert everything.rows[-2].key == "(none)" and len(everything.rows) == 27
+    assert [r.key for r in default.rows] == [f"r{i:02d}" for i in range(20)] + [
+        OTHERS,
+        UNALLOCATED,
+    ]
+    others = default.rows[-2].categories
+    for category in Category:
+        rest = sum(r.categories[category.value] for r in everything.rows[20:-1])
+        assert others[category.value] == pytest.approx(rest, abs=1e-6)
+        total = sum(r.categories[category.value] for r in default.rows)
+        assert total == pytest.approx(report.categories[category.value], abs=1e-6)

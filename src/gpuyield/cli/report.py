@@ -13,7 +13,9 @@ from gpuyield.cli.ingest import parse_instant
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day or hour."
 )
-_TOP_HELP = "With --by: the N largest groups, the rest as one row (job: 20 unless told; 0: all)."
+_TOP_HELP = (
+    "With --by: the N largest groups, the rest as one row (job, run: 20 unless told; 0: all)."
+)
 
 
 def report_command(

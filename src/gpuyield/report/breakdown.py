@@ -22,8 +22,10 @@ _BUCKET_S = {"day": 86400, "hour": 3600}
 UNALLOCATED = "(not allocated)"
 NO_VALUE = "(none)"
 OTHERS = "(others)"
-# Rows of a job breakdown unless asked for more: a cluster runs millions of jobs.
+# Rows of a job or run breakdown unless asked for more: a cluster runs millions of jobs, and
+# experiments often name a run per job.
 DEFAULT_TOP_JOBS = 20
+DEFAULT_TOP_RUNS = 20
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,8 +64,8 @@ def breakdown(
 ) -> Breakdown:
     """Group the ledger by a job attribute or by job, or bucket it in time.
 
-    ``top`` keeps the largest groups (a job breakdown keeps DEFAULT_TOP_JOBS unless told; 0 means
-    all); the rest become one ``(others)`` row, so the rows still add up to the report's totals.
+    ``top`` keeps the largest groups (job and run breakdowns keep 20 unless told; 0 means all);
+    the rest become one ``(others)`` row, so the rows still add up to the report's totals.
     ``backend`` is needed for ``job`` (the store's lines and files).
     """
     if by not in DIMENSIONS:
@@ -76,41 +78,50 @@ def breakdown(
         top = DEFAULT_TOP_JOBS if top is None else top
         assert backend is not None, "a job breakdown reads the store"
         return _by_job(ledger, backend, top or None)
-    top = top or None
     if by in _BUCKET_S:
         rows = _by_time(ledger, _BUCKET_S[by])
         return Breakdown(by=by, rows=rows, groups=len(rows), top=None)
-    rows = _by_attribute(ledger, _COLUMN[by])
-    groups = rows[:-1]
-    if top is None or len(groups) <= top:
-        return Breakdown(by=by, rows=rows, groups=len(groups), top=None)
-    rest = {c.value: sum(r.categories[c.value] for r in groups[top:]) for c in Category}
-    return Breakdown(
-        by=by,
-        rows=[*groups[:top], BreakdownRow(key=OTHERS, categories=rest), rows[-1]],
-        groups=len(groups),
-        top=top,
-    )
+    if by == "run":
+        top = DEFAULT_TOP_RUNS if top is None else top
+    return _by_attribute(ledger, by, top or None)
 
 
-def _rows(table: ir.Table, key: str) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for row in table.to_pyarrow().to_pylist():
-        label = NO_VALUE if row[key] is None else str(row[key])
-        out.setdefault(label, {c.value: 0.0 for c in Category})[row["category"]] += float(
-            row["gpu_s"]
-        )
-    return out
-
-
-def _by_attribute(ledger: Ledger, column: str) -> list[BreakdownRow]:
+def _by_attribute(ledger: Ledger, by: str, top: int | None) -> Breakdown:
+    """Groups of a job attribute; with ``top``, the cut is made by the engine, so only the rows
+    shown reach Python (a cluster can have millions of runs)."""
     segments = ledger.segments.filter(ledger.segments.category != Category.DOWN.value)
     gpu_s = (segments.end_s - segments.start_s) * segments.gpus
-    grouped = segments.group_by([column, "category"]).aggregate(gpu_s=gpu_s.sum())
-    rows = _rows(grouped, column)
+    # A missing value is one group, labelled as printed.
+    label = segments[_COLUMN[by]].fill_null(NO_VALUE).name("label")
+    grouped = segments.group_by([label, "category"]).aggregate(gpu_s=gpu_s.sum())
+    totals = grouped.group_by("label").aggregate(total=grouped.gpu_s.sum())
     # Largest first; equal totals by name, so the same store always prints the same order.
-    ordered = sorted(rows.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
-    return [BreakdownRow(key=k, categories=v) for k, v in ordered] + [_unallocated(ledger)]
+    ranked = totals.mutate(
+        rank=ibis.row_number().over(order_by=[ibis.desc("total"), "label"]),
+        groups=totals.count().over(),
+    )
+    shown = ranked.rank < top if top is not None else ibis.literal(True)
+    cut = grouped.join(ranked, "label").mutate(
+        key=ibis.ifelse(shown, grouped.label, ibis.literal(OTHERS)),
+        order=ibis.ifelse(shown, ranked.rank, ibis.literal(-1, "int64")),
+    )
+    folded = cut.group_by(["key", "order", "category"]).aggregate(
+        gpu_s=cut.gpu_s.sum(), groups=cut.groups.max()
+    )
+    rows: dict[tuple[int, str], dict[str, float]] = {}
+    groups = 0
+    for r in folded.to_pyarrow().to_pylist():
+        groups = int(r["groups"])
+        order = int(r["order"]) if r["order"] >= 0 else groups  # the rest after the groups kept
+        cats = rows.setdefault((order, r["key"]), {c.value: 0.0 for c in Category})
+        cats[r["category"]] += float(r["gpu_s"])
+    out = [BreakdownRow(key=key, categories=cats) for (_, key), cats in sorted(rows.items())]
+    return Breakdown(
+        by=by,
+        rows=[*out, _unallocated(ledger)],
+        groups=groups,
+        top=top if top is not None and groups > top else None,
+    )
 
 
 def _unallocated(ledger: Ledger) -> BreakdownRow:
