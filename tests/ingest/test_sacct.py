@@ -110,6 +110,23 @@ def test_noheader_with_fields(fresh_db, slurm_local: Path, tmp_path: Path) -> No
     assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
 
 
+def test_fields_as_given_to_sacct_format(fresh_db, slurm_local: Path, tmp_path: Path) -> None:
+    # The --format list with output widths (State%20) names the same fields.
+    lines = (slurm_local / "sacct-X-D-wide.psv").read_text().splitlines()
+    body = tmp_path / "noheader.psv"
+    body.write_text("\n".join(lines[1:]) + "\n")
+    widths = [
+        f"{name}%{12 + i}" if i % 2 else f" {name}%-9 "
+        for i, name in enumerate(lines[0].split("|"))
+    ]
+    ingest(fresh_db, body, fields=widths, until_s=1796036400)
+    assert gpu_seconds(fresh_db, "2026-11-30 10:00:00", "2026-11-30 11:00:00") == 11750
+    for bad in ("", "Job Name", "State%x"):
+        with pytest.raises(UnknownFormat, match="not an sacct field") as caught:
+            ingest(connect(None), body, fields=[*lines[0].split("|")[:-1], bad])
+        assert "JobName%30" in (caught.value.hint or "")
+
+
 def test_every_capture_parses(fresh_db, slurm_local: Path) -> None:
     for name in (
         "sacct-X-ALL.psv",

@@ -13,6 +13,7 @@ What real Slurm prints and this module handles (see ``shared/data/slurm-local/RE
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,7 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
     with path.open(encoding="utf-8-sig") as handle:
         first = handle.readline().rstrip("\r\n")
     if fields:
+        fields = _format_names(path, fields)
         # -p without a header: the first record has one (empty) field more than --fields names.
         parts = first.split("|")
         trailing = len(parts) == len(fields) + 1 and parts[-1] == ""
@@ -152,6 +154,21 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
 
 # The name of the empty field after the last ``|`` of ``sacct -p`` lines (never a sacct field).
 TRAILING = "(end of line)"
+# sacct --format takes an output width after a name (JobName%30, State%-12): the name is the field.
+_WIDTH = re.compile(r"%-?\d+$")
+
+
+def _format_names(path: Path, fields: list[str]) -> list[str]:
+    """The field names of a ``--format`` list as given to sacct, widths dropped."""
+    names = [_WIDTH.sub("", f.strip()) for f in fields]
+    for given, name in zip(fields, names, strict=True):
+        if not _is_field_name(name) or name == TRAILING:
+            raise UnknownFormat(
+                f"{path}: --fields names {given!r}, which is not an sacct field",
+                hint="pass the --format list you gave sacct, e.g. JobID,JobIDRaw,State,Start,End,"
+                "AllocTRES,NodeList (widths such as JobName%30 are fine)",
+            )
+    return names
 
 
 def _is_field_name(name: str) -> bool:
