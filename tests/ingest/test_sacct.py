@@ -127,6 +127,18 @@ def test_fields_as_given_to_sacct_format(fresh_db, slurm_local: Path, tmp_path: 
         assert "JobName%30" in (caught.value.hint or "")
 
 
+def test_another_delimiter_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "semicolon.psv"
+    path.write_text("JobID;JobIDRaw;State;Start;End;AllocTRES;NodeList;\n1;1;COMPLETED;;;;\n")
+    with pytest.raises(UnknownFormat, match="not an sacct -P header") as caught:
+        ingest(connect(None), path)
+    assert "--delimiter=';'" in (caught.value.hint or "")
+    path.write_text("this is not sacct output\n")
+    with pytest.raises(UnknownFormat) as caught:
+        ingest(connect(None), path)
+    assert "-P (--parsable2)" in (caught.value.hint or "")
+
+
 def test_every_capture_parses(fresh_db, slurm_local: Path) -> None:
     for name in (
         "sacct-X-ALL.psv",

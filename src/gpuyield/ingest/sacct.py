@@ -147,9 +147,24 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
     if len(names) < 2 or any(not _is_field_name(n) for n in names):
         raise UnknownFormat(
             f"{path}: line 1 is not an sacct -P header: {first[:80]!r}",
-            hint="run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
+            hint=_other_delimiter_hint(first)
+            or "run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
         )
     return names, 1
+
+
+def _other_delimiter_hint(first: str) -> str | None:
+    """A hint when line 1 is a header written with ``sacct --delimiter`` (names split by
+    another character): gpuyield reads sacct's own ``|``."""
+    other = next((c for c in first if not (c.isalnum() or c in "_|")), None)
+    if other is None or "|" in first or other.isspace():
+        return None
+    names = first.rstrip(other).split(other)
+    if len(names) < 2 or not all(_is_field_name(n) for n in names):
+        return None
+    return (
+        f"this looks like sacct --delimiter={other!r} output; re-run sacct -P without --delimiter"
+    )
 
 
 # The name of the empty field after the last ``|`` of ``sacct -p`` lines (never a sacct field).
