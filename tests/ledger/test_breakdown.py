@@ -9,7 +9,7 @@ import pytest
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
-from gpuyield.report.breakdown import DEFAULT_TOP_JOBS, OTHERS, UNALLOCATED
+from gpuyield.report.breakdown import DEFAULT_TOP, OTHERS, UNALLOCATED
 from gpuyield.report.summary import build_report_with_breakdown
 from tests.conftest import SAMPLE
 
@@ -95,8 +95,8 @@ def test_top_keeps_the_largest_and_sums_the_rest(sample_db: Path) -> None:
         OTHERS,
         UNALLOCATED,
     ]
-    assert (cut.groups, cut.top, default.top) == (38, 3, DEFAULT_TOP_JOBS)
-    assert len(default.rows) == DEFAULT_TOP_JOBS + 2
+    assert (cut.groups, cut.top, default.top) == (38, 3, DEFAULT_TOP["job"])
+    assert len(default.rows) == DEFAULT_TOP["job"] + 2
     others = next(r for r in cut.rows if r.key == OTHERS)
     rest = everything.rows[3:-1]
     for category in Category:

@@ -7,6 +7,7 @@ report can be traced back to the records behind it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import ibis
 import ibis.expr.types as ir
@@ -24,8 +25,7 @@ NO_VALUE = "(none)"
 OTHERS = "(others)"
 # Rows of a job or run breakdown unless asked for more: a cluster runs millions of jobs, and
 # experiments often name a run per job.
-DEFAULT_TOP_JOBS = 20
-DEFAULT_TOP_RUNS = 20
+DEFAULT_TOP = {"job": 20, "run": 20}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,54 +74,66 @@ def breakdown(
         )
     if top is not None and top < 0:
         raise InputError(f"--top must be 0 or more, not {top}", hint="0 shows every group")
+    top = DEFAULT_TOP.get(by) if top is None else top
     if by == "job":
-        top = DEFAULT_TOP_JOBS if top is None else top
         assert backend is not None, "a job breakdown reads the store"
         return _by_job(ledger, backend, top or None)
     if by in _BUCKET_S:
         rows = _by_time(ledger, _BUCKET_S[by])
         return Breakdown(by=by, rows=rows, groups=len(rows), top=None)
-    if by == "run":
-        top = DEFAULT_TOP_RUNS if top is None else top
     return _by_attribute(ledger, by, top or None)
 
 
 def _by_attribute(ledger: Ledger, by: str, top: int | None) -> Breakdown:
-    """Groups of a job attribute; with ``top``, the cut is made by the engine, so only the rows
-    shown reach Python (a cluster can have millions of runs)."""
+    """Groups of a job attribute (a missing value is one group, labelled as printed)."""
     segments = ledger.segments.filter(ledger.segments.category != Category.DOWN.value)
     gpu_s = (segments.end_s - segments.start_s) * segments.gpus
-    # A missing value is one group, labelled as printed.
     label = segments[_COLUMN[by]].fill_null(NO_VALUE).name("label")
     grouped = segments.group_by([label, "category"]).aggregate(gpu_s=gpu_s.sum())
-    totals = grouped.group_by("label").aggregate(total=grouped.gpu_s.sum())
-    # Largest first; equal totals by name, so the same store always prints the same order.
-    ranked = totals.mutate(
-        rank=ibis.row_number().over(order_by=[ibis.desc("total"), "label"]),
-        groups=totals.count().over(),
-    )
-    shown = ranked.rank < top if top is not None else ibis.literal(True)
-    cut = grouped.join(ranked, "label").mutate(
-        key=ibis.ifelse(shown, grouped.label, ibis.literal(OTHERS)),
-        order=ibis.ifelse(shown, ranked.rank, ibis.literal(-1, "int64")),
-    )
-    folded = cut.group_by(["key", "order", "category"]).aggregate(
-        gpu_s=cut.gpu_s.sum(), groups=cut.groups.max()
-    )
-    rows: dict[tuple[int, str], dict[str, float]] = {}
-    groups = 0
-    for r in folded.to_pyarrow().to_pylist():
-        groups = int(r["groups"])
-        order = int(r["order"]) if r["order"] >= 0 else groups  # the rest after the groups kept
-        cats = rows.setdefault((order, r["key"]), {c.value: 0.0 for c in Category})
-        cats[r["category"]] += float(r["gpu_s"])
-    out = [BreakdownRow(key=key, categories=cats) for (_, key), cats in sorted(rows.items())]
+    ordered, groups = _ordered(_largest_first(grouped, "label", top))
+    rows = [BreakdownRow(key=OTHERS if k is None else k, categories=c) for k, c in ordered]
     return Breakdown(
         by=by,
-        rows=[*out, _unallocated(ledger)],
+        rows=[*rows, _unallocated(ledger)],
         groups=groups,
         top=top if top is not None and groups > top else None,
     )
+
+
+def _largest_first(grouped: ir.Table, key: str, top: int | None) -> ir.Table:
+    """``grouped`` (``key, category, gpu_s``) cut by the engine, so only the rows shown reach
+    Python (a cluster has millions of jobs, and can have as many runs).
+
+    Columns ``key, order, category, gpu_s, groups``: each group's place (largest total first,
+    equal totals by key, so the same store always prints the same order); past ``top``, the
+    groups folded into one with a null key and order -1; ``groups`` counts them all.
+    """
+    totals = grouped.group_by(key).aggregate(total=grouped.gpu_s.sum())
+    order = [ibis.desc("total"), key]
+    # A top-N pick, not a sort of every group: the rest is told by the join finding no place.
+    chosen = totals if top is None else totals.order_by(order).limit(top)
+    chosen = chosen.mutate(place=ibis.row_number().over(order_by=order)).drop("total")
+    cut = grouped.left_join(chosen, grouped[key] == chosen[key])
+    shown = cut.place.notnull()
+    return cut.group_by(
+        ibis.ifelse(shown, cut[key], ibis.null(cut[key].type())).name(key),
+        cut.place.fill_null(-1).name("order"),
+        "category",
+    ).aggregate(gpu_s=cut.gpu_s.sum(), groups=totals.count().as_scalar())
+
+
+def _ordered(cut: ir.Table) -> tuple[list[tuple[Any, dict[str, float]]], int]:
+    """``_largest_first``'s groups as (key, GPU-seconds per category), in order, the folded rest
+    (key None) last; and how many groups there are."""
+    key = cut.columns[0]
+    by_place: dict[int, tuple[Any, dict[str, float]]] = {}
+    groups = 0
+    for r in cut.to_pyarrow().to_pylist():
+        groups = int(r["groups"])
+        place = int(r["order"]) if r["order"] >= 0 else groups  # the rest after the groups kept
+        _, cats = by_place.setdefault(place, (r[key], {c.value: 0.0 for c in Category}))
+        cats[r["category"]] += float(r["gpu_s"])
+    return [by_place[place] for place in sorted(by_place)], groups
 
 
 def _unallocated(ledger: Ledger) -> BreakdownRow:
@@ -138,28 +150,22 @@ def _by_job(ledger: Ledger, backend: ibis.BaseBackend, top: int | None) -> Break
     per_job = segments.group_by(["job_key", "category"]).aggregate(
         gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
     )
-    # Read four times below (count, top, cut, rest): summed once.
+    # Read three times by the cut (its rows, the top, the count): summed once.
     per_job = materialize(backend, "gy_per_job", per_job)
-    totals = per_job.group_by("job_key").aggregate(total=per_job.gpu_s.sum())
-    groups = int(totals.count().to_pyarrow().as_py())
-    # Largest first; equal totals in input order (job_key is the ingest and line).
-    chosen = totals.order_by([ibis.desc("total"), "job_key"])
-    if top is not None:
-        chosen = chosen.limit(top)
-    # Read three times below: computed once (a sort of every job's total).
-    chosen = materialize(backend, "gy_top_jobs", chosen.select("job_key"))
+    # Read twice below (the rows, the kept jobs' attributes): cut once. Equal totals in input
+    # order (job_key is the ingest and line).
+    cut = materialize(backend, "gy_job_cut", _largest_first(per_job, "job_key", top))
+    ordered, groups = _ordered(cut)
+    kept = cut.filter(cut.order >= 0).select("job_key").distinct()
     jobs = backend.table("jobs").select("job_key", "job_id", "state", "line", "ingest_id")
     files = backend.table("ingests").select("ingest_id", "path")
     runs = ledger.jobs.select("job_key", "run")
-    info = chosen.join(jobs, "job_key").join(files, "ingest_id").left_join(runs, "job_key")
+    info = kept.join(jobs, "job_key").join(files, "ingest_id").left_join(runs, "job_key")
     about = {r["job_key"]: r for r in info.to_pyarrow().to_pylist()}
-    cut = per_job.join(chosen, "job_key")
-    by_job: dict[int, dict[str, float]] = {}
-    for r in cut.to_pyarrow().to_pylist():
-        cats = by_job.setdefault(r["job_key"], {c.value: 0.0 for c in Category})
-        cats[r["category"]] += float(r["gpu_s"])
     rows = [
-        BreakdownRow(
+        BreakdownRow(key=OTHERS, categories=cats)
+        if key is None
+        else BreakdownRow(
             key=str(about[key]["job_id"]),
             categories=cats,
             attributes={
@@ -168,15 +174,8 @@ def _by_job(ledger: Ledger, backend: ibis.BaseBackend, top: int | None) -> Break
                 "source": f"{about[key]['path']}:{about[key]['line']}",
             },
         )
-        for key, cats in sorted(by_job.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        for key, cats in ordered
     ]
-    if top is not None and groups > top:
-        rest = per_job.anti_join(chosen, "job_key")
-        rest = rest.group_by("category").aggregate(gpu_s=rest.gpu_s.sum())
-        others = {c.value: 0.0 for c in Category}
-        for r in rest.to_pyarrow().to_pylist():
-            others[r["category"]] = float(r["gpu_s"])
-        rows.append(BreakdownRow(key=OTHERS, categories=others))
     rows.append(_unallocated(ledger))
     return Breakdown(by="job", rows=rows, groups=groups, top=top)
 
