@@ -16,6 +16,7 @@ from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ledger import Ledger
 from gpuyield.ledger.ledger import materialize
+from gpuyield.times import iso_utc
 
 DIMENSIONS = ("account", "user", "partition", "run", "job", "day", "hour")
 _COLUMN = {"account": "account", "user": "user_name", "partition": "partition", "run": "run"}
@@ -182,14 +183,14 @@ def _by_job(ledger: Ledger, backend: ibis.BaseBackend, top: int | None) -> Break
 
 def _by_time(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
     """Per bucket: categories of segments clipped to the bucket; idle is what capacity has left."""
-    from gpuyield.report.summary import iso
-
     window = ledger.window
     first = window.start_s - window.start_s % bucket_s
     starts = list(range(first, window.end_s, bucket_s)) or [first]
     totals = bucket_totals(ledger, bucket_s, starts)
     return [
-        BreakdownRow(key=iso(start)[: 10 if bucket_s == 86400 else 16], categories=totals[start])
+        BreakdownRow(
+            key=iso_utc(start)[: 10 if bucket_s == 86400 else 16], categories=totals[start]
+        )
         for start in starts
     ]
 
