@@ -42,13 +42,13 @@ _LAZY = {
     "run_scenario": "gpuyield.simulate",
     "run_sweep": "gpuyield.simulate",
     "Ledger": "gpuyield.ledger",
-    "Manifest": "gpuyield.ingest.manifest",
+    "Manifest": "gpuyield.manifest",
     "SlurmInputs": "gpuyield.ingest.slurm",
     "YieldReport": "gpuyield.report",
     "build_report": "gpuyield.report",
     "compute_ledger": "gpuyield.ledger",
     "ingest_slurm": "gpuyield.ingest.slurm",
-    "load_manifest": "gpuyield.ingest.manifest",
+    "load_manifest": "gpuyield.manifest",
 }
 
 __all__ = [

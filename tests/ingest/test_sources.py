@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuyield.errors import ManifestError, ParseError, UnknownFormat, UnknownIdError
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, expand_hostlist
 from gpuyield.ingest.events import read_events
-from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL, expand_hostlist
-from gpuyield.ingest.manifest import load_manifest
 from gpuyield.ingest.nodes import gpus_from_gres, read_nodes
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.manifest import load_manifest
 from tests.conftest import SAMPLE
 
 EPOCH_10_40_47 = 1796035247

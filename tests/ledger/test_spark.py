@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuyield.ingest.manifest import stored_manifest
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.ledger import compute_ledger
 from gpuyield.ledger.ledger import backend_for
+from gpuyield.manifest import stored_manifest
 from gpuyield.store import connect
 from tests.conftest import SAMPLE
 

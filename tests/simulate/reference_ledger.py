@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuyield.ingest.hostlist import expand_hostlist
+from gpuyield.hostlist import expand_hostlist
 
 FAILED_STATES = {"FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY"}
 CANCEL_STATES = {"PREEMPTED", "CANCELLED", "REQUEUED"}

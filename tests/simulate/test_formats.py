@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from gpuyield.ingest.hostlist import expand_hostlist
+from gpuyield.hostlist import expand_hostlist
 from gpuyield.simulate.api import RunSummary
 from gpuyield.simulate.slurm_text import duration, hostlist
 from tests.simulate.conftest import window_end

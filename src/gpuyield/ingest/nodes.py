@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.hostlist import expand_hostlist
 from gpuyield.ingest._sql import Problem
-from gpuyield.ingest.hostlist import expand_hostlist
 
 SOURCE = "slurm.nodes"
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.hostlist import expand_hostlist
 from gpuyield.ingest._sql import Problem
 from gpuyield.ingest.events import NODE_COLUMNS, rows_table, time_field
-from gpuyield.ingest.hostlist import expand_hostlist
 from gpuyield.ingest.nodes import key_values
 
 SOURCE = "slurm.reservations"

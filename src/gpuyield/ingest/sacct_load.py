@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import duckdb
 
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import statement_progress
-from gpuyield.ingest.hostlist import HOSTLIST_MACRO_SQL
 from gpuyield.ingest.sacct import (
     LATEST_TIME_SQL,
     SacctStage,

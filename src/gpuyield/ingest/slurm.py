@@ -15,10 +15,10 @@ from pathlib import Path
 
 import duckdb
 
+from gpuyield import manifest as manifest_mod
 from gpuyield import store
 from gpuyield.errors import InputError
 from gpuyield.ingest import events as events_mod
-from gpuyield.ingest import manifest as manifest_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import runlog, sacct_load

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gpuyield.errors import DataConsistencyError, EmptyDataError
-from gpuyield.ingest.hostlist import expand_hostlist
+from gpuyield.hostlist import expand_hostlist
 from gpuyield.times import iso_utc as _iso
 
 

@@ -13,8 +13,8 @@ import ibis
 import ibis.expr.types as ir
 
 from gpuyield.categories import CancelCause, Category, FailedCause
-from gpuyield.ingest.manifest import Manifest
 from gpuyield.ledger.window import Window
+from gpuyield.manifest import Manifest
 
 # Node health events from 10 min before to 5 min after a failure blame the hardware (Meta's rule,
 # facts.md section 5: "a node health check that fires between 10 min before and 5 min after").

@@ -17,7 +17,6 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import Category
 from gpuyield.errors import ConservationError, DataConsistencyError
-from gpuyield.ingest.manifest import Manifest, stored_manifest
 from gpuyield.ledger.down import (
     down_islands,
     down_segments,
@@ -36,6 +35,7 @@ from gpuyield.ledger.telemetry import (
     with_detected_divergence,
 )
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
+from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.store import connection_of
 
 # Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).

@@ -15,7 +15,7 @@ import dataclasses
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.ingest.manifest import DivergedRun, Manifest
+from gpuyield.manifest import DivergedRun, Manifest
 
 # Watch findings that mean the run's later GPU time is lost, not a spike it recovered from.
 DIVERGED_KINDS = ("divergence", "nonfinite")

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuyield.categories import Category
-from gpuyield.ingest.manifest import Release
 from gpuyield.ledger import Ledger
 
 # The ledger's own rule for which lineage job ends lose progress (FAILED, NODE_FAIL, PREEMPTED...).
 from gpuyield.ledger.jobs import LINEAGE_LOSS_STATES
+from gpuyield.manifest import Release
 
 _LOST = (Category.FAILED.value, Category.CANCELLED.value)
 _JOB_COLUMNS = ["cluster", "job_id", "job_id_raw", "submit_s", "run", "state", "num_gpus",
