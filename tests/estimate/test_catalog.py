@@ -18,11 +18,17 @@ FACTS_ACCELERATORS = {
     "a100-sxm": (312, None, 80, 2.039),
     "h100-sxm": (989.4, 1978.9, 80, 3.35),
     "h200-sxm": (989.4, 1978.9, 141, 4.8),
-    "b200": (2250, 4500, 180, 7.7),
+    # Issue 18: B200 bandwidth is 8 TB/s per NVIDIA (DGX B200: 64 TB/s over 8 GPUs), not 7.7.
+    "b200": (2250, 4500, 180, 8),
     "gb200": (2500, 5000, 186, 8),
     "mi300x": (1307.4, 2614.9, 192, 5.3),
     "mi325x": (1307.4, 2614.9, 256, 6.0),
     "tpu-v4": (275, None, 34.36, 1.2),  # 32 GiB
+    # Added in issue 18, from the sources each entry cites.
+    "a100-40gb": (312, None, 40, 1.555),
+    "v100-sxm": (125, None, 32, 0.9),
+    "tpu-v3": (123, None, 34.36, 0.9),
+    "mi250x": (383, None, 128, 3.2768),
     "tpu-v5e": (197, None, 16, 0.819),
     "tpu-v5p": (459, None, 95, 2.765),
     "tpu-v6e": (918, None, 32, 1.638),

@@ -61,10 +61,23 @@ def train(
         str | None,
         typer.Option(help="Catalog model id: fills params, tokens, hardware; adds implied MFU."),
     ] = None,
+    reported_gpu_hours: Annotated[
+        str | None,
+        typer.Option(help="GPU-hours a run reported: adds the MFU they imply (both kinds)."),
+    ] = None,
+    peak_tflops: Annotated[
+        str | None,
+        typer.Option(help="Dense peak TFLOP/s per chip, for hardware not in the catalog."),
+    ] = None,
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
 ) -> None:
-    """FLOPs (6ND), GPU-hours, wall days, seconds per batch, batches and cost of a training run."""
+    """FLOPs (6ND), GPU-hours, wall days, seconds per batch, batches and cost of a training run.
+
+    GPU-hours come twice: at the training-step MFU (--mfu, the essay's 40%) and as a range at the
+    effective, all-in MFU of published runs on the same accelerator generation (what reported
+    GPU-hours, with restarts and evaluation, look like).
+    """
     from gpuyield.estimate import estimate_train
 
     result = call(
@@ -78,8 +91,59 @@ def train(
         batch_tokens=batch_tokens,
         price_per_gpu_hour=price_per_gpu_hour,
         model=model,
+        reported_gpu_hours=reported_gpu_hours,
+        peak_tflops=peak_tflops,
     )
     _emit(result.worksheet, result.to_json(), json_out, markdown)
+    if not (json_out or markdown):
+        from gpuyield.estimate.numbers import format_percent, format_range
+
+        console.print(
+            f"GPU-hours {format_range(result.gpu_hours)} at training-step MFU "
+            f"{mfu}; {format_range(result.gpu_hours_range)} at the effective, all-in MFU "
+            f"{format_percent(result.effective_mfu)} of {result.effective_basis}.",
+            markup=False,
+            highlight=False,
+        )
+
+
+@app.command()
+def validate(json_out: JsonOpt = False, markdown: MarkdownOpt = False) -> None:
+    """Run the estimator over every published run in the catalog: predicted vs reported hours."""
+    from gpuyield.estimate.validate import validate_catalog, validation_markdown
+
+    report = call(validate_catalog)
+    if json_out:
+        print_json(report.to_json())
+        return
+    if markdown:
+        typer.echo(validation_markdown(report), nl=False)
+        return
+    from gpuyield.estimate.numbers import format_number
+
+    columns = ("run", "on", "reported GPU-h", "predicted", "range", "ratio", "eff. MFU", "in")
+    rows = [
+        (
+            r.id,
+            r.accelerator,
+            format_number(r.reported_gpu_hours),
+            format_number(r.predicted_gpu_hours.central),
+            f"{format_number(r.predicted_gpu_hours.low)} - "
+            f"{format_number(r.predicted_gpu_hours.high)}",
+            f"{r.ratio:.2f}",
+            f"{r.effective_mfu:.1%}",
+            "yes" if r.in_range else "no",
+        )
+        for r in report.rows
+    ]
+    console.print(_table("Published runs: reported vs predicted GPU-hours", columns, rows))
+    inside = sum(r.in_range for r in report.rows)
+    console.print(
+        f"in range: {inside} of {len(report.rows)} ({report.share_in_range:.0%}); ranges are the "
+        "lowest-highest effective MFU of the other runs on the same accelerator generation",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.command("params-from-speed")

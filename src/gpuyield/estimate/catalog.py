@@ -67,6 +67,9 @@ class Accelerator:
     source: str
     #: How far they have been checked.
     status: SourceStatus
+    #: Chip family (``ampere``, ``hopper``, ``tpu``); runs on the same family set the effective
+    #: MFU range of an estimate.
+    generation: str = ""
     #: Dense INT8 peak, TOP/s, where the vendor gives one (TPUs).
     peak_tops_int8: float | None = None
     #: Other ids that find this entry.
@@ -124,6 +127,18 @@ class Model:
     achieved_tflops_per_gpu: Range | None = None
     #: False for announced but unreleased models.
     released: bool = True
+    #: Year the run (or its report) was published; groups runs by era.
+    year: int | None = None
+    #: Address of the source, for a reader to check.
+    url: str = ""
+    #: What the source states, in its words where short.
+    states: str = ""
+    #: Wall days of the run, where a source gives GPUs x days instead of GPU-hours.
+    reported_days: Range | None = None
+    #: Training-step MFU the authors report, where given.
+    reported_mfu: Range | None = None
+    #: False keeps the run out of ``estimate validate`` (a duplicate figure; notes say why).
+    validate: bool = True
     #: Sources of single fields that differ from ``source``.
     field_sources: Mapping[str, FieldSource] = field(default_factory=dict)
     #: Caveats.
@@ -134,9 +149,29 @@ class Model:
             raise ValueError(f"model.active_params must be > 0 for {self.id}")
         if self.active_params.high > self.total_params.high:
             raise ValueError(f"model.active_params exceeds model.total_params for {self.id}")
+        if self.reported_days is not None and self.num_gpus is None:
+            raise ValueError(f"model.reported_days needs model.num_gpus for {self.id}")
         for name in self.field_sources:
             if name not in _MODEL_FIELDS:
                 raise ValueError(f"model.field_sources names unknown field {name!r} for {self.id}")
+
+    @property
+    def is_moe(self) -> bool:
+        """A mixture of experts: fewer parameters active per token than in total."""
+        return self.active_params.central < self.total_params.central
+
+    def reported_hours(self) -> Range | None:
+        """Reported GPU-hours, or GPUs x days x 24 where the source gives only those."""
+        if self.reported_gpu_hours is not None:
+            return self.reported_gpu_hours
+        if self.reported_days is None or self.num_gpus is None:
+            return None
+        days, gpus = self.reported_days, self.num_gpus
+        return Range(
+            low=days.low * gpus.low * 24,
+            central=days.central * gpus.central * 24,
+            high=days.high * gpus.high * 24,
+        )
 
 
 _ACCELERATOR_KEYS = frozenset(Accelerator.__dataclass_fields__)
@@ -148,6 +183,8 @@ _MODEL_RANGES = (
     "reported_gpu_hours",
     "num_gpus",
     "achieved_tflops_per_gpu",
+    "reported_days",
+    "reported_mfu",
 )
 
 
@@ -237,6 +274,8 @@ def _build_model(entry: dict[str, Any], where: str) -> Model:
             values[name] = parse_range(str(values[name]), arg=f"{where}.{name}")
     values.setdefault("tokens", None)
     values.setdefault("reported_gpu_hours", None)
+    values.setdefault("reported_days", None)
+    values.setdefault("reported_mfu", None)
     values["precision"] = Precision(values["precision"])
     values["status"] = SourceStatus(values["status"])
     values["field_sources"] = {

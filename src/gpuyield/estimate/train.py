@@ -14,6 +14,7 @@ from gpuyield.estimate.catalog import (
     get_model,
     parse_precision,
 )
+from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for, step_to_effective_ratio
 from gpuyield.estimate.numbers import (
     NumberLike,
     Range,
@@ -47,6 +48,17 @@ class TrainEstimate:
     implied_mfu: Range | None
     #: Wall days implied by a catalog model's reported GPU-hours on ``num_gpus`` GPUs.
     reported_wall_days: Range | None
+    #: GPU-hours at the effective (all-in) MFU of published runs: what reported hours look like.
+    gpu_hours_range: Range
+    #: Wall days at the effective MFU, on ``num_gpus`` GPUs.
+    wall_days_range: Range | None
+    #: The effective MFU (lowest, median, highest of the runs in ``effective_basis``).
+    effective_mfu: Range
+    #: Which published runs set ``effective_mfu`` (``hopper runs (19)``).
+    effective_basis: str
+    #: Training-step MFU implied by reported hours (implied effective MFU over the
+    #: effective/step ratio of runs that report both); None without reported hours.
+    implied_step_mfu: Range | None
     #: The shown work.
     worksheet: Worksheet
 
@@ -55,7 +67,19 @@ class TrainEstimate:
         keys = ("flops", "gpu_hours", "wall_days", "seconds_per_batch", "num_batches", "cost_usd")
         data: dict[str, Any] = {key: _json(getattr(self, key)) for key in keys}
         data["implied_mfu"] = _json(self.implied_mfu)
+        data["implied_step_mfu"] = _json(self.implied_step_mfu)
         data["reported_wall_days"] = _json(self.reported_wall_days)
+        data["gpu_hours_range"] = [self.gpu_hours_range.low, self.gpu_hours_range.high]
+        data["wall_days_range"] = (
+            None
+            if self.wall_days_range is None
+            else [self.wall_days_range.low, self.wall_days_range.high]
+        )
+        data["effective_mfu_range"] = [self.effective_mfu.low, self.effective_mfu.high]
+        data["mfu_used"] = {
+            "gpu_hours": "training-step MFU (--mfu)",
+            "gpu_hours_range": f"effective, all-in MFU of {self.effective_basis}",
+        }
         data["worksheet"] = self.worksheet.to_json()
         return data
 
@@ -74,6 +98,14 @@ class _Inputs:
     precision: str
     num_gpus: Range | None
     model: Model | None
+    #: Peak the user gave (--peak-tflops) for hardware not in the catalog.
+    peak_tflops: Range | None = None
+    #: Reported GPU-hours that belong to exactly this configuration (given, or the catalog's).
+    reported: Range | None = None
+    #: Where ``reported`` comes from.
+    reported_source: str = ""
+    #: Why the catalog's reported hours were not used, if they were not.
+    reported_dropped: str = ""
 
 
 def estimate_train(
@@ -87,35 +119,64 @@ def estimate_train(
     batch_tokens: NumberLike | None = None,
     price_per_gpu_hour: NumberLike | None = None,
     model: str | None = None,
+    reported_gpu_hours: NumberLike | None = None,
+    peak_tflops: NumberLike | None = None,
 ) -> TrainEstimate:
     """Training compute, GPU-hours, wall days, batches and cost of a run.
 
     ``model`` fills N and D from the catalog (and the accelerator, precision and GPU count where it
     records them).
 
-    Explicit arguments override the catalog's. With a catalog model that reports GPU-hours,
-    the result also carries the MFU those hours imply.
+    Explicit arguments override the catalog's; the catalog's reported GPU-hours are used only
+    while the run is the catalog's (same N, D and accelerator). ``reported_gpu_hours`` gives
+    reported hours for any run; ``peak_tflops`` stands in for an accelerator not in the catalog.
+    Besides GPU-hours at the training-step ``mfu``, the result carries a range at the effective
+    (all-in) MFU of published runs on the same accelerator generation.
     """
-    inputs = _merge_inputs(params, tokens, gpus, accelerator, precision, model)
-    chip = get_accelerator(inputs.accelerator_id)
-    peak = Range.point(chip.peak_tflops(inputs.precision))
+    inputs = _merge_inputs(
+        _Given(params=params, tokens=tokens, gpus=gpus, accelerator=accelerator),
+        precision,
+        model,
+        reported_gpu_hours,
+        peak_tflops,
+    )
+    chip = get_accelerator(inputs.accelerator_id) if inputs.peak_tflops is None else None
+    peak = inputs.peak_tflops or Range.point(_chip(chip).peak_tflops(inputs.precision))
     mfu_r = require_fraction(as_range(mfu, arg="--mfu"), arg="--mfu")
     steps = _input_steps(inputs, chip, peak, mfu_r)
     flops, hours = _compute_steps(inputs, peak, mfu_r)
-    steps += [flops, hours, *_gpu_steps(inputs, hours.value)]
+    effective = effective_mfu_for(chip.generation if chip else None)
+    # The training-step result comes last: the essay's claims read a worksheet's final step.
+    steps += [flops]
+    steps += _effective_steps(inputs, flops.value, inputs.peak_tflops or _bf16(chip), effective)
+    steps += [hours, *_gpu_steps(inputs, hours.value)]
     if batch_tokens is not None:
         b = require_positive(as_range(batch_tokens, arg="--batch-tokens"), arg="--batch-tokens")
         steps += _batch_steps(inputs, b, peak, mfu_r)
     if price_per_gpu_hour is not None:
         steps += _cost_steps(hours.value, price_per_gpu_hour)
-    if inputs.model is not None and inputs.model.reported_gpu_hours is not None:
-        steps += _reported_steps(inputs, inputs.model.reported_gpu_hours, flops.value, peak)
-    return _result(inputs, steps)
+    if inputs.reported is not None:
+        steps += _reported_steps(inputs, inputs.reported, flops.value, peak)
+    return _result(inputs, steps, effective)
 
 
-def _result(inputs: _Inputs, steps: list[Step]) -> TrainEstimate:
+def _chip(chip: Accelerator | None) -> Accelerator:
+    assert chip is not None  # set whenever --peak-tflops is not
+    return chip
+
+
+def _bf16(chip: Accelerator | None) -> Range:
+    return Range.point(_chip(chip).peak_tflops_bf16)
+
+
+def _result(inputs: _Inputs, steps: list[Step], effective: EffectiveMfu) -> TrainEstimate:
     results = {step.name: step.value for step in steps}
     return TrainEstimate(
+        gpu_hours_range=results["gpu_hours_effective"],
+        wall_days_range=results.get("wall_days_effective"),
+        effective_mfu=effective.value,
+        effective_basis=f"{effective.basis} ({effective.count})",
+        implied_step_mfu=results.get("implied_step_mfu"),
         flops=results["flops"],
         gpu_hours=results["gpu_hours"],
         wall_days=results.get("wall_days"),
@@ -128,8 +189,18 @@ def _result(inputs: _Inputs, steps: list[Step]) -> TrainEstimate:
     )
 
 
-def _input_steps(inputs: _Inputs, chip: Accelerator, peak: Range, mfu: Range) -> list[Step]:
+def _input_steps(inputs: _Inputs, chip: Accelerator | None, peak: Range, mfu: Range) -> list[Step]:
     model = inputs.model
+    if chip is None:
+        peak_step = given("peak_tflops", "dense peak (--peak-tflops)", peak, "TFLOP/s", "given")
+    else:
+        peak_step = given(
+            "peak_tflops",
+            f"{chip.id} dense {inputs.precision} peak",
+            peak,
+            "TFLOP/s",
+            f"{chip.source} ({chip.status})",
+        )
     return [
         given(
             "active_params",
@@ -138,15 +209,51 @@ def _input_steps(inputs: _Inputs, chip: Accelerator, peak: Range, mfu: Range) ->
             source=_src(model, "active_params"),
         ),
         given("tokens", "training tokens D", inputs.tokens, source=_src(model, "tokens")),
-        given(
-            "peak_tflops",
-            f"{chip.id} dense {inputs.precision} peak",
-            peak,
-            "TFLOP/s",
-            f"{chip.source} ({chip.status})",
-        ),
-        given("mfu", "model FLOPs utilization", mfu, "%"),
+        peak_step,
+        given("mfu", "training-step MFU (the essay's 40%)", mfu, "%"),
     ]
+
+
+def _effective_steps(
+    inputs: _Inputs, flops: Range, peak_bf16: Range, effective: EffectiveMfu
+) -> list[Step]:
+    """GPU-hours and days at the effective (all-in) MFU of published runs."""
+    mfu = given(
+        "effective_mfu",
+        "effective MFU, all-in (lowest:median:highest)",
+        effective.value,
+        "%",
+        f"6ND / (reported hours x BF16 peak) of {effective.basis} ({effective.count}) in the "
+        "catalog; see gpuyield estimate validate",
+    )
+    hours = compute(
+        "gpu_hours_effective",
+        "GPU-hours at effective MFU (what reported hours look like)",
+        "H_eff = C / (peak_bf16 * MFU_eff) / 3600",
+        "{flops} / ({peak_tflops}e12 * {mfu}) / 3600",
+        f.gpu_hours_for,
+        {"flops": UP, "peak_tflops": DOWN, "mfu": DOWN},
+        "GPU-h",
+        flops=flops,
+        peak_tflops=peak_bf16,
+        mfu=effective.value,
+    )
+    steps = [mfu, hours]
+    if inputs.num_gpus is not None:
+        steps.append(
+            compute(
+                "wall_days_effective",
+                "wall-clock days at effective MFU",
+                "T_eff = H_eff / G / 24",
+                "{gpu_hours} / {num_gpus} / 24",
+                f.wall_days,
+                {"gpu_hours": UP, "num_gpus": DOWN},
+                "days",
+                gpu_hours=hours.value,
+                num_gpus=inputs.num_gpus,
+            )
+        )
+    return steps
 
 
 def flops_step(active_params: Range, tokens: Range) -> Step:
@@ -181,38 +288,104 @@ def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step
     return flops, hours
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Given:
+    """The run's shape as the caller gave it (None: take the catalog model's)."""
+
+    params: NumberLike | None
+    tokens: NumberLike | None
+    gpus: NumberLike | None
+    accelerator: str | None
+
+
 def _merge_inputs(
-    params: NumberLike | None,
-    tokens: NumberLike | None,
-    gpus: NumberLike | None,
-    accelerator: str | None,
+    given_: _Given,
     precision: str | None,
     model_id: str | None,
+    reported_gpu_hours: NumberLike | None,
+    peak_tflops: NumberLike | None,
 ) -> _Inputs:
     model = get_model(model_id) if model_id else None
-    n = as_range(params, arg="--params") if params is not None else (model and model.active_params)
-    d = as_range(tokens, arg="--tokens") if tokens is not None else (model and model.tokens)
-    g = as_range(gpus, arg="--gpus") if gpus is not None else (model and model.num_gpus)
-    chip = accelerator or (model.accelerator if model else None)
-    missing = [
-        name
-        for name, value in (("--params", n), ("--tokens", d), ("--accelerator", chip))
-        if not value
-    ]
+    n = _pick(given_.params, "--params", model.active_params if model else None)
+    d = _pick(given_.tokens, "--tokens", model.tokens if model else None)
+    g = _pick(given_.gpus, "--gpus", model.num_gpus if model else None)
+    chip = given_.accelerator or (model.accelerator if model else None)
+    peak = _peak(peak_tflops)
+    missing = [name for name, value in (("--params", n), ("--tokens", d)) if not value]
+    if not chip and peak is None:
+        missing.append("--accelerator (or --peak-tflops)")
     if missing:
         raise InputError(
             f"missing {', '.join(missing)}",
             hint="give them, or --model ID to fill them in (see gpuyield estimate models)",
         )
-    assert n and d and chip  # narrowed by the check above
+    assert n and d  # narrowed by the check above
+    reported, source, dropped = _reported(model, given_, peak, reported_gpu_hours)
     return _Inputs(
         active_params=require_positive(n, arg="--params"),
         tokens=require_positive(d, arg="--tokens"),
-        accelerator_id=chip,
+        accelerator_id=chip or "custom",
         precision=parse_precision(precision or (model.precision if model else "bf16")),
         num_gpus=require_positive(g, arg="--gpus") if g else None,
         model=model,
+        peak_tflops=peak,
+        reported=reported,
+        reported_source=source,
+        reported_dropped=dropped,
     )
+
+
+def _pick(value: NumberLike | None, arg: str, fallback: Range | None) -> Range | None:
+    return as_range(value, arg=arg) if value is not None else fallback
+
+
+def _peak(peak_tflops: NumberLike | None) -> Range | None:
+    if peak_tflops is None:
+        return None
+    return require_positive(as_range(peak_tflops, arg="--peak-tflops"), arg="--peak-tflops")
+
+
+def _reported(
+    model: Model | None,
+    given_: _Given,
+    peak: Range | None,
+    reported_gpu_hours: NumberLike | None,
+) -> tuple[Range | None, str, str]:
+    """Reported hours that belong to this configuration, their source, and why any were dropped.
+
+    The catalog's hours describe the run as trained; applied to other parameters, tokens or
+    hardware they would imply a meaningless MFU (bloom-176b on an H100 is not BLOOM's run).
+    """
+    if reported_gpu_hours is not None:
+        arg = "--reported-gpu-hours"
+        return require_positive(as_range(reported_gpu_hours, arg=arg), arg=arg), "given", ""
+    if model is None or model.reported_hours() is None:
+        return None, "", ""
+    changed = [
+        flag
+        for flag, differs in (
+            ("--params", _differs(given_.params, "--params", model.active_params)),
+            ("--tokens", _differs(given_.tokens, "--tokens", model.tokens)),
+            ("--accelerator", _other_chip(given_.accelerator, model.accelerator)),
+            ("--peak-tflops", peak is not None),
+        )
+        if differs
+    ]
+    if changed:
+        why = (
+            f"{model.id}'s reported GPU-hours are for its own run; not used here because "
+            f"{', '.join(changed)} changed the run (give --reported-gpu-hours for this one)"
+        )
+        return None, "", why
+    return model.reported_hours(), _src(model, "reported_gpu_hours"), ""
+
+
+def _differs(value: NumberLike | None, arg: str, catalog: Range | None) -> bool:
+    return value is not None and as_range(value, arg=arg) != catalog
+
+
+def _other_chip(accelerator: str | None, catalog_id: str) -> bool:
+    return accelerator is not None and get_accelerator(accelerator).id != catalog_id
 
 
 def _gpu_steps(inputs: _Inputs, gpu_hours: Range) -> list[Step]:
@@ -302,11 +475,11 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
             "reported GPU-hours H_r",
             reported,
             "GPU-h",
-            _src(inputs.model, "reported_gpu_hours"),
+            inputs.reported_source,
         ),
         compute(
             "implied_mfu",
-            "MFU implied by reported hours",
+            "effective (all-in) MFU implied by reported hours",
             "MFU = C / (H_r * 3600 * peak)",
             "{flops} / ({gpu_hours} * 3600 * {peak_tflops}e12)",
             f.implied_mfu,
@@ -317,6 +490,7 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
             peak_tflops=peak,
         ),
     ]
+    steps.append(_step_mfu_step(steps[-1].value))
     if inputs.num_gpus is not None:
         steps.append(
             compute(
@@ -332,6 +506,21 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
             )
         )
     return steps
+
+
+def _step_mfu_step(implied: Range) -> Step:
+    ratio = step_to_effective_ratio()
+    return compute(
+        "implied_step_mfu",
+        "training-step MFU implied (effective / ratio of runs reporting both)",
+        "MFU_step = MFU_eff / r",
+        "{mfu} / {ratio}",
+        lambda mfu, ratio: mfu / ratio,
+        {"mfu": UP, "ratio": DOWN},
+        "%",
+        mfu=implied,
+        ratio=ratio,
+    )
 
 
 def _src(model: Model | None, field_name: str) -> str:
@@ -353,11 +542,18 @@ def _notes(inputs: _Inputs) -> tuple[str, ...]:
         "6 * N * D ignores attention FLOPs; it uses active parameters, so MoE models count "
         "only the experts each token visits."
     ]
-    if inputs.model is not None and inputs.model.reported_gpu_hours is not None:
+    notes.append(
+        "Two MFUs: the training-step MFU (--mfu, the essay's 40%) is what a step achieves while "
+        "the job runs; the effective, all-in MFU of published runs also pays for restarts, "
+        "evaluation, stragglers and idle inside the run, and sets the GPU-hours range."
+    )
+    if inputs.reported is not None:
         notes.append(
             "Reported hours include annealing, long-context stages and restarts, so the "
             "implied MFU sits below the per-step MFU a paper reports."
         )
+    if inputs.reported_dropped:
+        notes.append(inputs.reported_dropped)
     if inputs.model is not None and inputs.model.notes:
         notes.append(inputs.model.notes)
     return tuple(notes)
