@@ -16,6 +16,9 @@ Format (TOML; documented in ``docs/manifest.md``)::
 
     [run_settings.pt-main]
     checkpoint_interval_s = 1800
+    checkpoint_save_s = 30                     # stall per checkpoint write (estimated overhead)
+    restart_s = 300                            # job start to first step (estimated overhead)
+    failure_detection_s = 120                  # fault to FAILED/NODE_FAIL end (lost progress)
 """
 
 from __future__ import annotations
@@ -84,6 +87,12 @@ class Manifest:
     """Per run: seconds between checkpoints (estimates lost progress without telemetry)."""
     default_checkpoint_interval_s: float | None = None
     """For runs without their own setting."""
+    checkpoint_save_s: dict[str, float] = field(default_factory=dict)
+    """Per run: seconds training stalls while a checkpoint is written (estimated overhead)."""
+    restart_s: dict[str, float] = field(default_factory=dict)
+    """Per run: seconds from job start to the first step (estimated start-up overhead)."""
+    failure_detection_s: dict[str, float] = field(default_factory=dict)
+    """Per run: seconds from a fault to the job's FAILED/NODE_FAIL end (no checkpoint between)."""
 
     @property
     def lineage_runs(self) -> frozenset[str]:
@@ -97,6 +106,9 @@ class Manifest:
             self.lineage_runs
             | {d.run for d in self.diverged}
             | frozenset(self.checkpoint_interval_s)
+            | frozenset(self.checkpoint_save_s)
+            | frozenset(self.restart_s)
+            | frozenset(self.failure_detection_s)
         )
 
     def interval_s(self, run: str) -> float | None:
@@ -119,6 +131,9 @@ class Manifest:
             diverged=tuple(DivergedRun(**d) for d in data["diverged"]),
             checkpoint_interval_s=data["checkpoint_interval_s"],
             default_checkpoint_interval_s=data["default_checkpoint_interval_s"],
+            checkpoint_save_s=data.get("checkpoint_save_s", {}),
+            restart_s=data.get("restart_s", {}),
+            failure_detection_s=data.get("failure_detection_s", {}),
         )
 
 
@@ -154,28 +169,53 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
     diverged = tuple(
         _parse_diverged(d, path, i, tz) for i, d in enumerate(data.get("diverged", []))
     )
-    intervals: dict[str, float] = {}
-    for run, settings in data.get("run_settings", {}).items():
-        unknown_keys = set(settings) - {"checkpoint_interval_s"}
-        if unknown_keys:
-            raise ManifestError(
-                f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
-                hint="known: checkpoint_interval_s",
-            )
-        if "checkpoint_interval_s" in settings:
-            intervals[run] = _positive(
-                settings["checkpoint_interval_s"], path, f"run_settings.{run}.checkpoint_interval_s"
-            )
+    settings_by_key = _parse_run_settings(data.get("run_settings", {}), path)
     default = runs.get("checkpoint_interval_s")
     return Manifest(
         match=match,
         releases=releases,
         diverged=diverged,
-        checkpoint_interval_s=intervals,
+        checkpoint_interval_s=settings_by_key["checkpoint_interval_s"],
         default_checkpoint_interval_s=(
             None if default is None else _positive(default, path, "runs.checkpoint_interval_s")
         ),
+        checkpoint_save_s=settings_by_key["checkpoint_save_s"],
+        restart_s=settings_by_key["restart_s"],
+        failure_detection_s=settings_by_key["failure_detection_s"],
     )
+
+
+#: run_settings keys; every one is a duration in seconds. The interval must be > 0, the others
+#: >= 0 (an instant start-up or an asynchronous save stalls for 0 s).
+_RUN_SETTINGS = {
+    "checkpoint_interval_s": True,
+    "checkpoint_save_s": False,
+    "restart_s": False,
+    "failure_detection_s": False,
+}
+
+
+def _parse_run_settings(table: Any, path: Path) -> dict[str, dict[str, float]]:
+    """``run_settings.<run>.<key>`` as one dict per key."""
+    out: dict[str, dict[str, float]] = {key: {} for key in _RUN_SETTINGS}
+    for run, settings in table.items():
+        unknown_keys = set(settings) - set(_RUN_SETTINGS)
+        if unknown_keys:
+            raise ManifestError(
+                f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
+                hint=f"known: {', '.join(_RUN_SETTINGS)}",
+            )
+        for key, strictly_positive in _RUN_SETTINGS.items():
+            if key not in settings:
+                continue
+            where = f"run_settings.{run}.{key}"
+            value = settings[key]
+            out[key][run] = (
+                _positive(value, path, where)
+                if strictly_positive
+                else _non_negative(value, path, where)
+            )
+    return out
 
 
 def _parse_match(text: str, path: Path) -> RunMatch:
@@ -229,6 +269,15 @@ def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
 def _positive(value: Any, path: Path, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ManifestError(f"{path}: {name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _non_negative(value: Any, path: Path, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ManifestError(
+            f"{path}: {name} must be a number of seconds >= 0, got {value!r}",
+            hint="write e.g. checkpoint_save_s = 30",
+        )
     return float(value)
 
 

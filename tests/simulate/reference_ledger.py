@@ -36,7 +36,7 @@ def classify(out_dir: Path, window_end: int) -> dict[str, dict[str, int]]:
     manifest = tomllib.loads((out_dir / "manifest.toml").read_text(encoding="utf-8"))
     lineage = {r for rel in manifest.get("releases", []) for r in rel["runs"]}
     diverged = {d["run"] for d in manifest.get("diverged", [])}
-    interval = {k: v["checkpoint_interval_s"] for k, v in manifest.get("run_settings", {}).items()}
+    interval = manifest.get("run_settings", {})
     match = re.compile(manifest["runs"]["match"].removeprefix("comment:"))
     gpus_per_node = {
         m.group(1): int(m.group(2))
@@ -129,8 +129,16 @@ def _book_lineage(cats, subs, row, state, elapsed, gpus, interval, lines, s, e, 
         "failed" if state in FAILED_STATES else "cancelled" if state in CANCEL_STATES else None
     )
     if not lines:
-        lost = elapsed % interval if lost_to else 0
-        overhead = 0
+        # No telemetry: the run's settings give its timeline (docs/manifest.md run_settings).
+        tau, save = interval["checkpoint_interval_s"], interval.get("checkpoint_save_s", 0)
+        startup = interval.get("restart_s", 0)
+        detected = state in ("FAILED", "NODE_FAIL")
+        progress = max(elapsed - interval.get("failure_detection_s", 0), 0) if detected else elapsed
+        k = progress // tau
+        has_step = progress >= startup
+        resumed = s + k * tau if k else s + startup if has_step else s
+        lost = e - resumed if lost_to else 0
+        overhead = (startup if has_step else 0) + k * save
     else:
         saves = [x for x in lines if x["event"] == "checkpoint_saved" and s <= x["t"] <= e]
         steps = [x["t"] for x in lines if x["event"] == "step" and s <= x["t"] <= e]

@@ -37,11 +37,10 @@ def test_truth_matches_reference_reading_of_files(fixture: str, request: pytest.
 def test_truth_is_conserved_and_every_category_appears(ledger_check: RunSummary):
     truth = ledger_check.truth
     assert sum(truth["categories"].values()) == truth["installed_gpu_seconds"]
-    # The scenario is built to exercise every category except overhead (telemetry off).
+    # The scenario is built to exercise every category. Overhead is what happened even with
+    # telemetry off (start-up and checkpoint stalls); the ledger estimates it from run_settings.
     for cat in CATEGORIES:
-        if cat != "overhead":
-            assert truth["categories"][cat] > 0, cat
-    assert truth["categories"]["overhead"] == 0
+        assert truth["categories"][cat] > 0, cat
 
 
 def test_telemetry_moves_startup_and_writes_into_overhead(

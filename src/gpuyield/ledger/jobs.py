@@ -13,6 +13,7 @@ import ibis
 import ibis.expr.types as ir
 
 from gpuyield.categories import CancelCause, Category, FailedCause
+from gpuyield.ledger.estimated import progress_elapsed
 from gpuyield.ledger.window import Window
 from gpuyield.manifest import Manifest
 
@@ -197,6 +198,18 @@ def _with_lineage(jobs: ir.Table, manifest: Manifest) -> ir.Table:
     return jobs.mutate(
         lineage=jobs.run.isin(lineage).fill_null(False) if lineage else ibis.literal(False),
         interval_s=interval,
+        restart_s=_per_run(jobs, manifest.restart_s),
+        detection_s=_per_run(jobs, manifest.failure_detection_s),
+    )
+
+
+def _per_run(jobs: ir.Table, values: dict[str, float]) -> ir.FloatingValue:
+    """A run's setting as a column (null for runs without it)."""
+    if not values:
+        return ibis.null("float64")
+    return ibis.cases(
+        *[(jobs.run == run, ibis.literal(v, "float64")) for run, v in sorted(values.items())],
+        else_=ibis.null("float64"),
     )
 
 
@@ -232,9 +245,20 @@ def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
     else:
         jobs = jobs.mutate(measured_lost_s=ibis.null("float64"))
     elapsed = (jobs.full_end_s - jobs.start_s).cast("float64")
-    # Checkpoints every interval from the job's start: the last one was (elapsed mod interval) ago.
+    # Checkpoints every interval from the job's start until its progress stopped (a detected
+    # failure stops failure_detection_s before its end): lost is everything after the last one.
+    # Before the first one, progress counts from the first step (restart_s after the start: that
+    # start-up is overhead, not lost progress, as telemetry measures it).
     # Without a known interval nothing shows a checkpoint was written, so the whole job is lost.
-    estimate = ibis.cases((jobs.interval_s.notnull(), elapsed % jobs.interval_s), else_=elapsed)
+    progress = progress_elapsed(jobs, jobs.detection_s)
+    saved = (progress / jobs.interval_s).floor() * jobs.interval_s
+    startup = jobs.restart_s.fill_null(0.0)
+    before_first = ibis.cases((progress >= startup, elapsed - startup), else_=elapsed)
+    estimate = ibis.cases(
+        (jobs.interval_s.isnull(), elapsed),
+        (progress >= jobs.interval_s, elapsed - saved),
+        else_=before_first,
+    )
     loses = jobs.lineage & jobs.state.isin(list(LINEAGE_LOSS_STATES))
     return jobs.mutate(
         lost_s=ibis.cases((loses, jobs.measured_lost_s.fill_null(estimate)), else_=0.0),

@@ -26,6 +26,7 @@ from gpuyield.ledger.down import (
     over_capacity,
     sweep_changes,
 )
+from gpuyield.ledger.estimated import estimated_overhead_intervals, estimated_runs
 from gpuyield.ledger.jobs import SEGMENT_JOB_ATTRIBUTES, clipped_jobs, job_segments
 from gpuyield.ledger.scan import scan_sweep
 from gpuyield.ledger.telemetry import (
@@ -69,6 +70,8 @@ class Ledger:
     """Lineage jobs whose lost progress was estimated from the checkpoint interval."""
     overhead_measured: bool
     """True when run telemetry was available to measure overhead."""
+    overhead_estimated_runs: tuple[str, ...]
+    """Lineage runs whose jobs without telemetry had overhead estimated from run_settings."""
     divergence_evidence: tuple[dict[str, object], ...]
     """What the divergence watch found in telemetry: run, step, t_s, kind, metric, value, threshold."""
     segments: ir.Table = field(repr=False)
@@ -129,6 +132,13 @@ def compute_ledger(
     if telemetry:
         lost = materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
         overhead = materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
+    estimated = estimated_overhead_intervals(jobs, manifest, lost)
+    if estimated is not None:
+        estimated = materialize(backend, "gy_overhead_estimated", estimated)
+        if not estimated.count().to_pyarrow().as_py():
+            estimated = None  # every lineage job had telemetry: nothing was estimated
+    if estimated is not None:
+        overhead = estimated if overhead is None else overhead.union(estimated)
     segments_jobs = job_segments(
         backend, jobs, allocations, manifest, window, lost, overhead, node_ids=node_ids(capacity)
     )
@@ -164,6 +174,7 @@ def compute_ledger(
         measured_lost_jobs=lost_jobs.get(True, 0),
         estimated_lost_jobs=lost_jobs.get(False, 0),
         overhead_measured=telemetry,
+        overhead_estimated_runs=tuple(estimated_runs(manifest)) if estimated is not None else (),
         divergence_evidence=tuple(evidence),
         segments=segments,
         capacity=capacity,

@@ -118,6 +118,15 @@ def _number(value: float) -> float | int:
     return round(value) if abs(value - round(value)) < 1e-6 else value
 
 
+def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
+    """How overhead was found: measured from telemetry, estimated from run_settings, or neither."""
+    if estimated_runs:
+        runs = ", ".join(estimated_runs)
+        how = "measured where run telemetry exists; " if measured else ""
+        return f"{how}estimated from run_settings (restart_s, checkpoint_save_s) for {runs}"
+    return "measured" if measured else "not measured (no run telemetry)"
+
+
 def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
     """Wrap a computed ledger with the store's data-quality and provenance facts."""
     rejected: int = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
@@ -128,13 +137,13 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
     measured_overhead = ledger.overhead_measured
     lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
     figures = {
-        "overhead": "measured" if measured_overhead else "not measured (no run telemetry)",
+        "overhead": _overhead_figure(measured_overhead, ledger.overhead_estimated_runs),
         "lost_progress": (
             "none lost"
             if not any(lost)
             else "measured"
             if not lost[1]
-            else "estimated from checkpoint_interval_s"
+            else "estimated from run_settings (checkpoint_interval_s, restart_s)"
             if not lost[0]
             else f"measured for {lost[0]} jobs, estimated for {lost[1]}"
         ),

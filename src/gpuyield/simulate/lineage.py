@@ -8,7 +8,8 @@ detection, FAILED after the software detection time), is requeued (NODE_FAIL, sa
 resubmitted (FAILED, planned stop: new job id), and starts again after the policy's wait.
 
 Truth is booked here with the ledger's rules (docs/contracts.md), because only this module knows
-where the checkpoints are.
+where the checkpoints are. It is what happened, telemetry or not: without telemetry the ledger
+estimates the same quantities from the manifest's run_settings.
 """
 
 from __future__ import annotations
@@ -396,21 +397,15 @@ class _RunSim:
     def _book_truth(self, line: _Timeline, stop: _Stop, k: int, elapsed: int, gpus: int) -> None:
         lost_cat = {NODE_FAIL: "failed", FAILED: "failed", CANCELLED_BY_ADMIN: "cancelled"}
         category = lost_cat.get(stop.state)
-        if not self.run.telemetry:
-            # The ledger's estimate without telemetry: checkpoints every interval from job start.
-            lost = elapsed % line.tau if category else 0
-            overhead = 0
-        else:
-            # Measured from telemetry as the ledger does: lost since the last save (else since the
-            # first step, else since job start); start-up and every saved checkpoint's write stall
-            # are overhead.
-            has_step = line.s + line.startup <= stop.at_s
-            overhead = (line.startup if has_step else 0) + k * line.delta
-            if k > 0:
-                resumed = line.s + k * line.tau
-            else:
-                resumed = line.s + line.startup if has_step else line.s
-            lost = stop.end_s - resumed if category else 0
+        # What happened, whether or not the run writes telemetry (the ledger measures it from
+        # telemetry, or estimates it from run_settings without): lost since the last save (else
+        # since the first step, else since job start); start-up and every saved checkpoint's
+        # write stall are overhead.
+        has_step = line.s + line.startup <= stop.at_s
+        overhead = (line.startup if has_step else 0) + k * line.delta
+        first_step = line.s + line.startup if has_step else line.s
+        resumed = line.s + k * line.tau if k > 0 else first_step
+        lost = stop.end_s - resumed if category else 0
         if category == "failed":
             self.tally.add(category, lost * gpus, self._failed_cause(stop))
         elif category:

@@ -293,12 +293,10 @@ def _nodes_text(result: SimulationResult) -> str:
 
 
 def _manifest_text(result: SimulationResult) -> str:
-    lines = [
-        "# Release manifest written by `gpuyield simulate` (format: docs/contracts.md).",
-        "[runs]",
-        'match = "comment:run=(?P<run>[^,\\\\s]+)"',
-        "",
-    ]
+    """The release manifest, written with a TOML library (run and release names may hold quotes,
+    backslashes or newlines; hand-built TOML broke on a release named ``pt "check"``)."""
+    import tomli_w
+
     # Only runs with a job in the window: a manifest naming a run the logs never show is an error
     # for the ledger (a run submitted after a shortened --days window simply is not there yet).
     present = [
@@ -307,22 +305,27 @@ def _manifest_text(result: SimulationResult) -> str:
     releases: dict[str, list[str]] = {}
     for run in present:
         releases.setdefault(run.release, []).append(run.name)
-    for model, runs in releases.items():
-        lines += [
-            "[[releases]]",
-            f'model = "{model}"',
-            "runs = [" + ", ".join(f'"{r}"' for r in runs) + "]",
-            "",
-        ]
+    data: dict[str, Any] = {
+        "runs": {"match": "comment:run=(?P<run>[^,\\s]+)"},
+        "releases": [{"model": model, "runs": runs} for model, runs in releases.items()],
+    }
     if result.jobs is not None and result.rows is not None:
         seen = np.unique(result.rows.job)
         diverged = result.jobs.job_id[seen[result.jobs.diverged[seen]]]
-        for job_id in diverged.tolist():
-            lines += ["[[diverged]]", f'run = "r{job_id}"', ""]
-    for run in present:
-        lines += [
-            f"[run_settings.{run.name}]",
-            f"checkpoint_interval_s = {run.checkpoint_interval_s}",
-            "",
-        ]
-    return "\n".join(lines)
+        if diverged.size:
+            data["diverged"] = [{"run": f"r{job_id}"} for job_id in diverged.tolist()]
+    # What the run's own configuration says, so the ledger can estimate overhead and lost
+    # progress without telemetry (docs/manifest.md).
+    data["run_settings"] = {
+        run.name: {
+            "checkpoint_interval_s": run.checkpoint_interval_s,
+            "checkpoint_save_s": run.checkpoint_write_s,
+            "restart_s": run.startup_s,
+            "failure_detection_s": result.scenario.failures.detection_s,
+        }
+        for run in present
+    }
+    for empty in [key for key in ("releases", "run_settings") if not data[key]]:
+        del data[empty]
+    header = "# Release manifest written by `gpuyield simulate` (format: docs/contracts.md).\n"
+    return header + tomli_w.dumps(data)
