@@ -85,6 +85,45 @@ def list_command() -> None:
         console.print(f"{name}: {call(load_scenario, name).description}", highlight=False)
 
 
+@app.command("validate")
+def validate_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the cases as JSON.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
+) -> None:
+    """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
+    from gpuyield.simulate.validate import validate_cases
+
+    results = call(validate_cases, seed=seed)
+    if as_json:
+        print_json({"cases": [r.to_json() for r in results]})
+        return
+    from rich.table import Table
+
+    table = Table(title="Published reliability cases: predicted vs published")
+    for col in ("case", "table", "predicted", "simulated", "published", "band / ETTR", "ok"):
+        table.add_column(col)
+    for r in results:
+        c = r.case
+        published = (
+            str(c.published_interruptions)
+            if c.published_interruptions is not None
+            else f"ETTR {c.published_ettr or c.published_min_ettr}"
+        )
+        table.add_row(
+            c.id + (" (in-sample)" if c.in_sample else ""),
+            c.table,
+            f"{r.predicted_interruptions:.1f}",
+            str(r.simulated_interruptions),
+            published,
+            f"{r.band[0]:.0f}-{r.band[1]:.0f}; ETTR {r.simulated_ettr:.3f}",
+            "yes" if r.within else "no (documented)" if c.expect_outside else "NO",
+        )
+    console.print(table)
+    for r in results:
+        if not r.within and r.case.expect_outside:
+            console.print(f"{r.case.id}: {r.case.expect_outside}", markup=False, highlight=False)
+
+
 @app.command("sweep")
 def sweep_command(
     out: Annotated[Path, typer.Option("--out", help="Directory for sweep.csv/json/png/html.")],
@@ -94,17 +133,34 @@ def sweep_command(
     values: Annotated[
         str | None, typer.Option(help="Comma-separated values (default depends on --param).")
     ] = None,
-    policy: Annotated[str, typer.Option(help="Comma-separated policies.")] = "restart,drop,spares",
+    policy: Annotated[
+        str, typer.Option(help="Comma-separated policies: restart, drop, spares, in-memory.")
+    ] = "restart,drop,spares",
     seeds: Annotated[int, typer.Option(help="Seeds per point.")] = 3,
     days: Annotated[float, typer.Option(help="Length of the simulated run.")] = 30.0,
     gpus: Annotated[int, typer.Option(help="Cluster size for interval sweeps.")] = 16384,
-    interval_s: Annotated[int, typer.Option(help="Checkpoint interval for size sweeps.")] = 1800,
-    write_s: Annotated[int, typer.Option(help="Checkpoint write stall (s).")] = 30,
+    interval_s: Annotated[
+        int | None,
+        typer.Option(help="Checkpoint interval for size sweeps (default: the scenario run's)."),
+    ] = None,
+    write_s: Annotated[
+        int | None, typer.Option(help="Checkpoint write stall, s (default: the scenario run's).")
+    ] = None,
+    scenario: Annotated[
+        str,
+        typer.Option(
+            help="Bundled scenario or TOML path whose failure model and restart costs to use."
+        ),
+    ] = "llama3-405b",
     jobs: Annotated[int, typer.Option("--jobs", help="Parallel processes.")] = 1,
     plots: Annotated[bool, typer.Option(help="Write sweep.png and sweep.html.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots."""
+    """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots.
+
+    Failure rates and restart costs come from --scenario; every policy of one seed sees the same
+    failures (common random numbers), so policy differences are not sampling noise.
+    """
     from gpuyield.simulate.sweep import sweep_from_options, sweep_summary
 
     result = call(
@@ -120,6 +176,7 @@ def sweep_command(
         write_s=write_s,
         jobs=jobs,
         plots=plots,
+        scenario=scenario,
     )
     if as_json:
         print_json(sweep_summary(result))

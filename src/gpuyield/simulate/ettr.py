@@ -10,6 +10,14 @@ between failures are exponential and the whole run-year is a handful of numpy op
 * ``spares``: the same, but a hot spare swaps in: ``spare_restart_s`` instead of ``restart_s``.
 * ``drop``: the job stalls ``detection_s``, then runs without the failed node's data-parallel replica
   until it rejoins after ``rejoin_s``; nothing since the last checkpoint is lost.
+* ``in-memory``: like restart, but from a peer's in-memory copy (every ``memory_interval_s``) after
+  ``memory_restart_s`` (Gemini, SOSP'23: goodput 85% to 97%).
+
+Besides node failures, a share of failures needs a person (``manual_delay_s`` more), faults that
+a reboot does not clear need a replacement node (``replacement_s`` more, unless a hot spare
+stands by), divergence rollbacks go back ``rollback_s`` of progress, and lemon nodes raise the
+rate. Every random draw happens before the policy is looked at (``draw``), so the policies of one
+sweep point see the same failures (common random numbers).
 """
 
 from __future__ import annotations
@@ -47,6 +55,24 @@ class JobModel:
     #: Hot spare nodes held (installed, idle) for policy spares.
     spare_nodes: int = 0
     policy: Policy = Policy.RESTART
+    #: Share of failures a person must restart by hand, and the extra delay they take.
+    manual_share: float = 0.0
+    manual_delay_s: float = 0.0
+    #: Share of faults a reboot or reset clears; the rest need a replacement node, which costs
+    #: ``replacement_s`` more before a restart (0 with a hot spare, policy spares).
+    recoverable_share: float = 1.0
+    replacement_s: float = 0.0
+    #: Divergence rollbacks per day: restart from a checkpoint ``rollback_s`` of progress earlier
+    #: (the repeated steps are lost) after ``restart_s``.
+    rollbacks_per_day: float = 0.0
+    rollback_s: float = 0.0
+    #: Policy in-memory: a peer's in-memory copy every ``memory_interval_s``, restart in
+    #: ``memory_restart_s`` (Gemini, SOSP'23); disk checkpoints still stall ``write_s``.
+    memory_interval_s: float = 60.0
+    memory_restart_s: float = 60.0
+    #: Lemon nodes: this share of nodes fails ``lemon_factor`` times as often as the rest.
+    lemon_share: float = 0.0
+    lemon_factor: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("num_nodes", "duration_s", "interval_s", "replica_nodes"):
@@ -60,16 +86,29 @@ class JobModel:
             "detection_s",
             "rejoin_s",
             "spare_nodes",
+            "manual_delay_s",
+            "replacement_s",
+            "rollbacks_per_day",
+            "rollback_s",
+            "memory_restart_s",
         ):
             if not getattr(self, name) >= 0:
                 raise InputError(f"model.{name} must be >= 0", hint="fix the sweep parameters")
         if self.write_s >= self.interval_s:
             raise InputError("model.write_s must be < interval_s", hint="checkpoint less often")
+        for name in ("manual_share", "recoverable_share", "lemon_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise InputError(f"model.{name} must be in [0, 1]", hint="a share, e.g. 0.1")
+        if not self.lemon_factor >= 1:
+            raise InputError("model.lemon_factor must be >= 1", hint="e.g. 5 (lemons fail 5x)")
+        if not self.memory_interval_s > 0:
+            raise InputError("model.memory_interval_s must be > 0", hint="e.g. 60")
 
     @property
     def failure_rate_per_s(self) -> float:
-        """Job failure rate (N * r), per second."""
-        return self.num_nodes * self.node_failures_per_day / SECONDS_PER_DAY
+        """Job failure rate (N * r, lemons included), per second."""
+        lemons = 1.0 + self.lemon_share * (self.lemon_factor - 1.0)
+        return self.num_nodes * self.node_failures_per_day * lemons / SECONDS_PER_DAY
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,36 +139,99 @@ class ModelResult:
         return self.interruptions + self.checkpoints
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Draws:
+    """Every random draw of one run, made before the policy is looked at, so that all policies
+    of a sweep see the same failures (common random numbers)."""
+
+    #: Failure times (s from the start), sorted.
+    fails: np.ndarray
+    #: Per failure: a person restarts it by hand.
+    manual: np.ndarray
+    #: Per failure: a reboot or reset clears it (else a node is replaced).
+    recoverable: np.ndarray
+    #: Divergence rollback times, sorted.
+    rollbacks: np.ndarray
+
+
+def draw(model: JobModel, rng: np.random.Generator) -> Draws:
+    """The draws of one run; the same ``rng`` state gives the same draws for every policy."""
+    count = int(rng.poisson(model.failure_rate_per_s * model.duration_s))
+    fails = np.sort(rng.uniform(0.0, model.duration_s, size=count))
+    manual = rng.random(count) < model.manual_share
+    recoverable = rng.random(count) < model.recoverable_share
+    rate = model.rollbacks_per_day / SECONDS_PER_DAY
+    rollbacks = np.sort(
+        rng.uniform(0.0, model.duration_s, size=int(rng.poisson(rate * model.duration_s)))
+    )
+    return Draws(fails=fails, manual=manual, recoverable=recoverable, rollbacks=rollbacks)
+
+
 def run_model(model: JobModel, rng: np.random.Generator) -> ModelResult:
     """Simulate ``model`` once (vectorised over failures)."""
-    fails = _failure_times(model, rng)
+    return run_drawn(model, draw(model, rng))
+
+
+def run_drawn(model: JobModel, draws: Draws) -> ModelResult:
+    """Simulate ``model`` on given draws (a sweep passes every policy the same ones)."""
     if model.policy is Policy.DROP:
-        return _drop(model, fails)
-    restart = model.spare_restart_s if model.policy is Policy.SPARES else model.restart_s
-    return _restart(model, fails, restart)
+        return _drop(model, draws.fails)
+    return _restart(model, draws)
 
 
-def _failure_times(model: JobModel, rng: np.random.Generator) -> np.ndarray:
-    rate = model.failure_rate_per_s
-    count = int(rng.poisson(rate * model.duration_s))
-    return np.sort(rng.uniform(0.0, model.duration_s, size=count))
+def _restart_costs(model: JobModel, draws: Draws) -> np.ndarray:
+    """Seconds from each failure to computing again, by policy and fault kind."""
+    if model.policy is Policy.IN_MEMORY:
+        base = model.memory_restart_s
+    elif model.policy is Policy.SPARES:
+        base = model.spare_restart_s
+    else:
+        base = model.restart_s
+    cost = np.full(draws.fails.size, float(base))
+    if model.policy is not Policy.SPARES:  # a hot spare replaces the node at once
+        cost += np.where(draws.recoverable, 0.0, model.replacement_s)
+    return cost + np.where(draws.manual, model.manual_delay_s, 0.0)
 
 
-def _restart(model: JobModel, fails: np.ndarray, restart_s: float) -> ModelResult:
-    # Segment i runs from the previous failure (or 0) to failure i; the last one is cut by the end.
-    starts = np.concatenate(([0.0], fails))
-    ends = np.concatenate((fails, [model.duration_s]))
-    offset = np.full(starts.size, restart_s)
-    offset[0] = 0.0  # the run starts computing at once; start-up is charged to failures only
+def _restart(model: JobModel, draws: Draws) -> ModelResult:
+    # Events stop the job: failures, and rollbacks (which also throw away rollback_s of progress).
+    times = np.concatenate((draws.fails, draws.rollbacks))
+    costs = np.concatenate(
+        (_restart_costs(model, draws), np.full(draws.rollbacks.size, float(model.restart_s)))
+    )
+    order = np.argsort(times, kind="stable")
+    times, costs = times[order], costs[order]
+    # Segment i runs from the previous event (or 0) to event i; the last one is cut by the end.
+    starts = np.concatenate(([0.0], times))
+    ends = np.concatenate((times, [model.duration_s]))
+    offset = np.concatenate(([0.0], costs))  # the run starts computing at once
     compute = ends - starts - offset
     running = compute > 0
-    full = np.where(running, np.floor(compute / model.interval_s), 0.0)
-    kept = full * (model.interval_s - model.write_s)
-    # The last segment is not lost: it is cut by the end of the window, not by a failure.
-    tail = compute[-1] - full[-1] * model.interval_s if running[-1] else 0.0
-    kept[-1] += min(tail, model.interval_s - model.write_s)
-    productive = float(kept.sum())
-    return _result(model, int(fails.size), int(full.sum()), productive)
+    if model.policy is Policy.IN_MEMORY:
+        kept, saves = _in_memory_kept(model, compute, running)
+    else:
+        full = np.where(running, np.floor(compute / model.interval_s), 0.0)
+        kept = full * (model.interval_s - model.write_s)
+        # The last segment is not lost: it is cut by the end of the window, not by a failure.
+        tail = compute[-1] - full[-1] * model.interval_s if running[-1] else 0.0
+        kept[-1] += min(tail, model.interval_s - model.write_s)
+        saves = int(full.sum())
+    # Progress cannot fall below what the run started with, however far rollbacks go back.
+    productive = max(float(kept.sum()) - draws.rollbacks.size * model.rollback_s, 0.0)
+    return _result(model, int(draws.fails.size), saves, productive)
+
+
+def _in_memory_kept(
+    model: JobModel, compute: np.ndarray, running: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """Kept progress per segment when a failure loses only what followed the last peer copy."""
+    stall = 1.0 - model.write_s / model.interval_s  # disk checkpoints still stall the job
+    snaps = np.where(running, np.floor(compute / model.memory_interval_s), 0.0)
+    kept = snaps * model.memory_interval_s * stall
+    if running[-1]:
+        kept[-1] = compute[-1] * stall  # the end of the window loses nothing
+    saves = int(np.floor(np.where(running, compute, 0.0) / model.interval_s).sum())
+    return kept, saves
 
 
 def _drop(model: JobModel, fails: np.ndarray) -> ModelResult:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuyield.simulate.calibration import CAUSES_BY_ID, CauseKind
-from gpuyield.simulate.scenario import Scenario
+from gpuyield.simulate.scenario import FailureConfig, Scenario
 
 #: Hardware cause ids in a fixed order; ``Outages.cause`` indexes into it.
 HARDWARE_CAUSES: tuple[str, ...] = tuple(
@@ -55,15 +55,17 @@ def draw_outages(scenario: Scenario, rng: np.random.Generator) -> Outages:
     start, end = scenario.start_s, scenario.end_s
     exposure = scenario.fleet.num_nodes * float(end - start)
     nodes, times, causes = [], [], []
+    lemons = _lemon_weights(scenario, rng)
+    exposure *= 1.0 if lemons is None else float(lemons.mean())
     for index, cause_id in enumerate(HARDWARE_CAUSES):
         count = int(rng.poisson(rates[cause_id] * exposure))
         times.append(rng.integers(start, end, size=count, dtype=np.int64))
-        nodes.append(rng.integers(0, scenario.fleet.num_nodes, size=count, dtype=np.int64))
+        nodes.append(_pick_nodes(scenario.fleet.num_nodes, count, lemons, rng))
         causes.append(np.full(count, index, dtype=np.int64))
     node = np.concatenate(nodes)
     fail = np.concatenate(times)
     cause = np.concatenate(causes)
-    repair = np.rint(rng.exponential(cfg.repair_mean_s, size=node.size)).astype(np.int64)
+    repair = _repair_times(cfg, node.size, rng)
     order = np.lexsort((cause, fail, node))
     node, fail, cause, repair = node[order], fail[order], cause[order], repair[order]
     keep = _drop_during_repair(node, fail, repair, cfg.detection_s + cfg.down_s)
@@ -81,6 +83,42 @@ def draw_outages(scenario: Scenario, rng: np.random.Generator) -> Outages:
         planned=np.zeros(node.size, dtype=bool),
     )
     return _with_maintenance(drawn, scenario)
+
+
+def _lemon_weights(scenario: Scenario, rng: np.random.Generator) -> np.ndarray | None:
+    """Relative failure rate per node: lemons fail ``lemon_factor`` times as often (None: none).
+
+    Drawn only when the scenario has lemons, so scenarios without them keep their random stream.
+    """
+    cfg = scenario.failures
+    if cfg.lemon_share <= 0 or cfg.lemon_factor == 1:
+        return None
+    count = round(cfg.lemon_share * scenario.fleet.num_nodes)
+    weights = np.ones(scenario.fleet.num_nodes)
+    weights[rng.choice(scenario.fleet.num_nodes, size=count, replace=False)] = cfg.lemon_factor
+    return weights
+
+
+def _pick_nodes(
+    num_nodes: int, count: int, weights: np.ndarray | None, rng: np.random.Generator
+) -> np.ndarray:
+    if weights is None:
+        return rng.integers(0, num_nodes, size=count, dtype=np.int64)
+    return rng.choice(num_nodes, size=count, p=weights / weights.sum()).astype(np.int64)
+
+
+def _repair_times(cfg: FailureConfig, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Exponential repair times: short for faults a reboot or reset clears, long for replacements.
+
+    The recoverable draw happens only when the scenario has recoverable faults, so scenarios
+    without them keep their random stream (and their outputs) unchanged.
+    """
+    replace = np.rint(rng.exponential(cfg.repair_mean_s, size=size)).astype(np.int64)
+    if cfg.recoverable_share <= 0:
+        return replace
+    clears = rng.random(size) < cfg.recoverable_share
+    reboot = np.rint(rng.exponential(cfg.recoverable_repair_mean_s, size=size)).astype(np.int64)
+    return np.where(clears, reboot, replace)
 
 
 def _with_maintenance(drawn: Outages, scenario: Scenario) -> Outages:

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
+from gpuyield.simulate.scenario_types import check_table
 
 
 class Policy(StrEnum):
@@ -29,6 +30,8 @@ class Policy(StrEnum):
     DROP = "drop"
     # A hot spare node swaps in: a restart from the last checkpoint without the queue wait.
     SPARES = "spares"
+    # Recover from a peer's in-memory copy (Gemini): little lost, fast restart. Sweeps only.
+    IN_MEMORY = "in-memory"
 
 
 def _positive(value: float, name: str) -> None:
@@ -78,8 +81,24 @@ class FailureConfig:
     software_detection_s: int = 60
     #: Seconds a failed node shows DOWN/DOWN* before it is set to DRAIN for repair.
     down_s: int = 600
-    #: Mean repair time (exponential), detection to return to service.
+    #: Mean repair time (exponential), detection to return to service, of a fault that needs a
+    #: replacement part.
     repair_mean_s: int = 3 * 86400
+    #: Failure table id (``gpuyield/data/failures/tables.toml``): its rate scales the Table 5 mix;
+    #: empty keeps Table 5's own rates (Llama 3, H100).
+    table: str = ""
+    #: Share of hardware faults a reboot or GPU reset clears, and their mean repair time.
+    recoverable_share: float = 0.0
+    recoverable_repair_mean_s: int = 1800
+    #: Share of failures a person restarts by hand, and the extra delay (sweeps).
+    manual_share: float = 0.0
+    manual_delay_s: int = 3600
+    #: Lemon nodes: this share of nodes fails ``lemon_factor`` times as often as the rest.
+    lemon_share: float = 0.0
+    lemon_factor: float = 1.0
+    #: Divergence rollbacks per day and the progress each throws away (sweeps).
+    rollbacks_per_day: float = 0.0
+    rollback_s: int = 0
 
     def __post_init__(self) -> None:
         for cause_id, rate in self.rates_per_1000_node_days.items():
@@ -91,6 +110,22 @@ class FailureConfig:
         _non_negative(self.software_detection_s, "failures.software_detection_s")
         _non_negative(self.down_s, "failures.down_s")
         _positive(self.repair_mean_s, "failures.repair_mean_s")
+        if self.table:
+            from gpuyield.simulate.failure_tables import get_failure_table
+
+            get_failure_table(self.table)
+        for name in ("recoverable_share", "manual_share", "lemon_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise InputError(
+                    f"failures.{name} must be in [0, 1], got {getattr(self, name)!r}",
+                    hint="a share, e.g. 0.3",
+                )
+        _positive(self.recoverable_repair_mean_s, "failures.recoverable_repair_mean_s")
+        _non_negative(self.manual_delay_s, "failures.manual_delay_s")
+        if not self.lemon_factor >= 1:
+            raise InputError("failures.lemon_factor must be >= 1", hint="e.g. 5")
+        _non_negative(self.rollbacks_per_day, "failures.rollbacks_per_day")
+        _non_negative(self.rollback_s, "failures.rollback_s")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -167,6 +202,12 @@ class LineageConfig:
         _non_negative(self.spare_swap_s, f"{where}.spare_swap_s")
         _non_negative(self.spare_nodes, f"{where}.spare_nodes")
         _positive(self.replica_nodes, f"{where}.replica_nodes")
+        if self.policy is Policy.IN_MEMORY:
+            raise InputError(
+                f"{where}.policy in-memory is modelled only by sweeps",
+                hint="lineage runs take restart, drop or spares; compare in-memory with "
+                "gpuyield simulate sweep --policy restart,in-memory",
+            )
         _non_negative(self.planned_stops_per_day, f"{where}.planned_stops_per_day")
         _non_negative(self.planned_pause_s, f"{where}.planned_pause_s")
 
@@ -337,6 +378,13 @@ class Scenario:
         from gpuyield.simulate.calibration import llama3_rate_per_1000_node_days
 
         rates = {c.id: llama3_rate_per_1000_node_days(c) for c in CAUSES_BY_ID.values()}
+        if self.failures.table:
+            from gpuyield.simulate.failure_tables import get_failure_table
+
+            # The table sets the total; Table 5 (the only per-cause table published) the mix.
+            total = get_failure_table(self.failures.table).rate_per_1000_node_days
+            share = total / sum(rates.values())
+            rates = {cause: rate * share for cause, rate in rates.items()}
         rates.update(self.failures.rates_per_1000_node_days)
         scale = self.failures.rate_scale / 1000.0 / 86400.0
         return {cause: rate * scale for cause, rate in rates.items()}
@@ -413,14 +461,24 @@ def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scena
                 hint=f"known tables: {', '.join(sorted(known))}",
             )
     try:
-        head = dict(data.get("scenario", {}))
+        head = dict(check_table(Scenario, data.get("scenario", {}), "scenario", origin))
         if "start" in head:
             head["start"] = _parse_start(head["start"])
-        fleet = FleetConfig(**data["fleet"])
-        failures = FailureConfig(**data.get("failures", {}))
-        lineage = tuple(_lineage(d) for d in data.get("lineage", []))
-        research = _research(data.get("research", {}))
-        maintenance = tuple(MaintenanceWindow(**m) for m in data.get("maintenance", []))
+        fleet = FleetConfig(**check_table(FleetConfig, data["fleet"], "fleet", origin))
+        failures = FailureConfig(
+            **check_table(FailureConfig, data.get("failures", {}), "failures", origin)
+        )
+        lineage = tuple(
+            _lineage(check_table(LineageConfig, d, f"lineage[{i}]", origin))
+            for i, d in enumerate(_array(data.get("lineage", []), "lineage", origin))
+        )
+        research = _research(
+            check_table(ResearchConfig, data.get("research", {}), "research", origin), origin
+        )
+        maintenance = tuple(
+            MaintenanceWindow(**check_table(MaintenanceWindow, m, f"maintenance[{i}]", origin))
+            for i, m in enumerate(_array(data.get("maintenance", []), "maintenance", origin))
+        )
         return Scenario(
             **head,
             fleet=fleet,
@@ -466,8 +524,22 @@ def _lineage(data: dict[str, Any]) -> LineageConfig:
     return LineageConfig(**data)
 
 
-def _research(data: dict[str, Any]) -> ResearchConfig:
+def _research(data: dict[str, Any], origin: str) -> ResearchConfig:
     data = dict(data)
     if "classes" in data:
-        data["classes"] = tuple(JobClass(**c) for c in data["classes"])
+        data["classes"] = tuple(
+            JobClass(**check_table(JobClass, c, f"research.classes[{i}]", origin))
+            for i, c in enumerate(_array(data["classes"], "research.classes", origin))
+        )
     return ResearchConfig(**data)
+
+
+def _array(value: Any, where: str, origin: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ParseError(
+            f"{where} must be an array of tables ([[{where}]]), got {type(value).__name__}",
+            path=origin,
+            field=where,
+            hint="see docs/simulate.md for the scenario format",
+        )
+    return value

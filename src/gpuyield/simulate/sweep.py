@@ -24,10 +24,23 @@ from gpuyield.errors import InputError
 from gpuyield.simulate.ettr import (
     JobModel,
     daly_interval_s,
-    run_model,
+    draw,
+    run_drawn,
     young_interval_s,
 )
 from gpuyield.simulate.scenario import Policy
+
+#: Where a sweep takes its failure model and restart costs unless told otherwise.
+DEFAULT_SCENARIO = "llama3-405b"
+
+
+def _scenario_base(name: str, *, gpus: int = 16384, days: float = 30.0) -> JobModel:
+    from gpuyield.simulate.from_scenario import job_model
+    from gpuyield.simulate.scenario import load_scenario
+
+    scenario = load_scenario(name)
+    nodes = max(gpus // scenario.fleet.gpus_per_node, 1)
+    return job_model(scenario, num_nodes=nodes, duration_s=days * 86400.0)
 
 
 class SweepParam(StrEnum):
@@ -46,16 +59,7 @@ class SweepSpec:
     policies: tuple[Policy, ...] = (Policy.RESTART, Policy.DROP, Policy.SPARES)
     seeds: int = 3
     #: The model every point starts from; the swept field replaces one of its values.
-    base: JobModel = dataclasses.field(
-        default_factory=lambda: JobModel(
-            num_nodes=2048,
-            node_failures_per_day=3.79e-3,
-            duration_s=30 * 86400.0,
-            interval_s=1800.0,
-            write_s=30.0,
-            spare_nodes=32,
-        )
-    )
+    base: JobModel = dataclasses.field(default_factory=lambda: _scenario_base(DEFAULT_SCENARIO))
     gpus_per_node: int = 8
 
     def __post_init__(self) -> None:
@@ -90,6 +94,8 @@ class SweepPoint:
     yield_mean: float
     interruptions_mean: float
     mttf_h: float
+    #: ETTR of each seed, in seed order (seed s is the same draws for every policy).
+    ettr_by_seed: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,42 +108,55 @@ class SweepResult:
     optimum: dict[str, dict[str, float]]
 
 
-def _one(task: tuple[SweepSpec, Policy, float, int, int]) -> tuple[float, float, int, float]:
-    spec, policy, value, seed, index = task
-    model = spec.model(policy, value)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
-    res = run_model(model, rng)
-    return res.ettr, res.yield_, res.interruptions, res.mttf_s
+def _one(task: tuple[SweepSpec, float, int, int]) -> list[tuple[float, float, int, float]]:
+    """Every policy at one (value, seed), on the same draws: common random numbers."""
+    spec, value, seed, value_index = task
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(value_index,)))
+    draws = draw(spec.model(spec.policies[0], value), rng)
+    out = []
+    for policy in spec.policies:
+        res = run_drawn(spec.model(policy, value), draws)
+        out.append((res.ettr, res.yield_, res.interruptions, res.mttf_s))
+    return out
 
 
 def run_sweep(spec: SweepSpec, *, jobs: int = 1) -> SweepResult:
-    """Run every point of ``spec`` (``jobs`` processes; results do not depend on ``jobs``)."""
+    """Run every point of ``spec`` (``jobs`` processes; results do not depend on ``jobs``).
+
+    Seed ``s`` of a value gives every policy the same failures (common random numbers), so a
+    difference between policies is the policies', not sampling noise.
+    """
     if jobs < 1:
         raise InputError("--jobs must be >= 1", hint="pass --jobs 1 or more")
-    grid = [(p, v) for p in spec.policies for v in spec.values]
-    tasks = [(spec, p, v, seed, i) for i, (p, v) in enumerate(grid) for seed in range(spec.seeds)]
+    tasks = [(spec, v, seed, i) for i, v in enumerate(spec.values) for seed in range(spec.seeds)]
     if jobs == 1:
         outs = [_one(t) for t in tasks]
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             outs = list(pool.map(_one, tasks, chunksize=max(len(tasks) // (4 * jobs), 1)))
     points = []
-    for g, (policy, value) in enumerate(grid):
-        chunk = outs[g * spec.seeds : (g + 1) * spec.seeds]
-        ettr = np.array([c[0] for c in chunk])
-        fails = np.array([c[2] for c in chunk], dtype=float)
-        points.append(
-            SweepPoint(
-                policy=policy,
-                value=value,
-                ettr_mean=float(ettr.mean()),
-                ettr_std=float(ettr.std()),
-                yield_mean=float(np.mean([c[1] for c in chunk])),
-                interruptions_mean=float(fails.mean()),
-                mttf_h=spec.base.duration_s / fails.mean() / 3600 if fails.mean() else math.inf,
-            )
-        )
+    for p_index, policy in enumerate(spec.policies):
+        for v_index, value in enumerate(spec.values):
+            chunk = [outs[v_index * spec.seeds + seed][p_index] for seed in range(spec.seeds)]
+            points.append(_point(spec, policy, value, chunk))
     return SweepResult(spec=spec, points=tuple(points), optimum=_optimum(spec, points))
+
+
+def _point(
+    spec: SweepSpec, policy: Policy, value: float, chunk: list[tuple[float, float, int, float]]
+) -> SweepPoint:
+    ettr = np.array([c[0] for c in chunk])
+    fails = np.array([c[2] for c in chunk], dtype=float)
+    return SweepPoint(
+        policy=policy,
+        value=value,
+        ettr_mean=float(ettr.mean()),
+        ettr_std=float(ettr.std()),
+        yield_mean=float(np.mean([c[1] for c in chunk])),
+        interruptions_mean=float(fails.mean()),
+        mttf_h=spec.base.duration_s / fails.mean() / 3600 if fails.mean() else math.inf,
+        ettr_by_seed=tuple(float(x) for x in ettr),
+    )
 
 
 def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, dict[str, float]]:
@@ -235,24 +254,22 @@ def sweep_from_options(
     seeds: int,
     days: float,
     gpus: int,
-    interval_s: int,
-    write_s: int,
+    interval_s: int | None,
+    write_s: int | None,
     jobs: int,
     plots: bool,
+    scenario: str = DEFAULT_SCENARIO,
 ) -> SweepResult:
-    """Parse CLI-style options, run the sweep and write its files."""
-    try:
-        which = SweepParam(param)
-    except ValueError as error:
-        raise InputError(
-            f"unknown --param {param!r}", hint="use cluster-gpus or interval-s"
-        ) from error
-    try:
-        chosen = tuple(Policy(p.strip()) for p in policies.split(",") if p.strip())
-    except ValueError as error:
-        raise InputError(
-            f"unknown policy in {policies!r}", hint="use restart, drop, spares"
-        ) from error
+    """Parse CLI-style options, run the sweep and write its files.
+
+    The failure model and restart costs come from ``scenario`` (bundled name or TOML path);
+    ``interval_s`` and ``write_s`` replace its run's checkpoint interval and write stall.
+    """
+    from gpuyield.simulate.from_scenario import job_model
+    from gpuyield.simulate.scenario import load_scenario
+
+    which = _param(param)
+    chosen = _policies(policies)
     try:
         parsed = tuple(float(v) for v in values.split(",")) if values else _DEFAULT_VALUES[which]
     except ValueError as error:
@@ -261,17 +278,42 @@ def sweep_from_options(
         ) from error
     if not days > 0:
         raise InputError("--days must be > 0", hint="pass e.g. --days 30")
-    base = JobModel(
-        num_nodes=max(gpus // 8, 1),
-        node_failures_per_day=3.79e-3,
+    loaded = load_scenario(scenario)
+    gpn = loaded.fleet.gpus_per_node
+    base = job_model(
+        loaded,
+        num_nodes=max(gpus // gpn, 1),
         duration_s=days * 86400.0,
-        interval_s=float(interval_s),
-        write_s=float(write_s),
-        spare_nodes=math.ceil(max(gpus // 8, 1) / 64),
+        interval_s=None if interval_s is None else float(interval_s),
+        write_s=None if write_s is None else float(write_s),
     )
     spec = SweepSpec(
-        param=which, values=parsed, policies=chosen or tuple(Policy), seeds=seeds, base=base
+        param=which,
+        values=parsed,
+        policies=chosen or tuple(Policy),
+        seeds=seeds,
+        base=base,
+        gpus_per_node=gpn,
     )
     result = run_sweep(spec, jobs=jobs)
     write_sweep(result, out, plots=plots)
     return result
+
+
+def _param(param: str) -> SweepParam:
+    try:
+        return SweepParam(param)
+    except ValueError as error:
+        raise InputError(
+            f"unknown --param {param!r}", hint="use cluster-gpus or interval-s"
+        ) from error
+
+
+def _policies(policies: str) -> tuple[Policy, ...]:
+    try:
+        return tuple(Policy(p.strip()) for p in policies.split(",") if p.strip())
+    except ValueError as error:
+        raise InputError(
+            f"unknown policy in {policies!r}",
+            hint=f"use {', '.join(p.value for p in Policy)}",
+        ) from error

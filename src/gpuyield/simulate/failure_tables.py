@@ -1,0 +1,124 @@
+"""Cited failure tables per accelerator generation and cluster, and the published cases that check
+them (``gpuyield/data/failures/*.toml``).
+
+A table gives one rate, interruptions per 1,000 node-days of wall time, with its source and
+derivation; the cause mix stays Table 5 of the Llama 3 paper (the only published per-cause table),
+scaled to the table's total (``calibration.LLAMA3_*``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from gpuyield.errors import ParseError, UnknownIdError
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FailureTable:
+    """Job interruptions per 1,000 node-days on one cluster or accelerator generation."""
+
+    id: str
+    name: str
+    #: Accelerator generation (``hopper``, ``ampere``, ``kepler``).
+    generation: str
+    rate_per_1000_node_days: float
+    url: str
+    #: What the source states.
+    states: str
+    #: How the rate follows from the statement.
+    derivation: str
+    #: primary / secondary / unconfirmed, as in the estimator's catalog.
+    status: str
+    #: The table a scenario of this generation gets unless it names one.
+    generation_default: bool = False
+    #: Nodes and days of the observation, where it was one run.
+    nodes: int | None = None
+    days: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.rate_per_1000_node_days > 0:
+            raise ValueError(f"table {self.id}: rate_per_1000_node_days must be > 0")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PublishedCase:
+    """One published reliability figure and the job shape that produced it."""
+
+    id: str
+    name: str
+    #: Failure table the prediction uses.
+    table: str
+    nodes: int
+    days: float
+    url: str
+    states: str
+    #: Published interruption count (checked within its Poisson band).
+    published_interruptions: int | None = None
+    #: Published ETTR (checked within 5%) or a published lower bound on it.
+    published_ettr: float | None = None
+    published_min_ettr: float | None = None
+    #: Checkpoint interval and restart cost of the job, for ETTR cases.
+    interval_s: float = 1800.0
+    restart_s: float = 300.0
+    #: The table came from the same statement: a check of the machinery, not a prediction.
+    in_sample: bool = False
+    #: Why this case falls outside its band (documented, not hidden).
+    expect_outside: str = ""
+
+
+def _load(name: str, key: str) -> tuple[str, list[dict[str, Any]]]:
+    resource = resources.files("gpuyield").joinpath("data", "failures", name)
+    try:
+        data = tomllib.loads(resource.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ParseError(str(error), path=str(resource)) from error
+    return str(resource), list(data.get(key, []))
+
+
+def _build(cls: type, raw: dict[str, Any], path: str, where: str) -> Any:
+    allowed = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ParseError(f"unknown keys {unknown}", path=path, field=where)
+    try:
+        return cls(**raw)
+    except (TypeError, ValueError) as error:
+        raise ParseError(str(error), path=path, field=where) from error
+
+
+@cache
+def failure_tables() -> dict[str, FailureTable]:
+    """Every failure table by id, in file order."""
+    path, rows = _load("tables.toml", "table")
+    tables = [_build(FailureTable, raw, path, f"table[{i}]") for i, raw in enumerate(rows)]
+    return {table.id: table for table in tables}
+
+
+def get_failure_table(table_id: str) -> FailureTable:
+    """The table with this id; an ``UnknownIdError`` lists the closest."""
+    tables = failure_tables()
+    if table_id not in tables:
+        raise UnknownIdError("failure table", table_id, tables)
+    return tables[table_id]
+
+
+def default_table(generation: str) -> FailureTable | None:
+    """The generation's default table, if it has one."""
+    for table in failure_tables().values():
+        if table.generation == generation and table.generation_default:
+            return table
+    return None
+
+
+@cache
+def published_cases() -> tuple[PublishedCase, ...]:
+    """The cases ``simulate validate`` runs."""
+    path, rows = _load("cases.toml", "case")
+    cases = tuple(_build(PublishedCase, raw, path, f"case[{i}]") for i, raw in enumerate(rows))
+    for case in cases:
+        get_failure_table(case.table)  # an unknown table id is a data bug
+    return cases

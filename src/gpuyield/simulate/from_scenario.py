@@ -1,0 +1,63 @@
+"""The failure-only job model of a scenario: its failure process and its run's restart costs.
+
+Sweeps take every rate and time from here (no hard-coded rate or restart time): the node failure
+rate is the scenario's total over every cause (its failure table, Table 5 by default, times
+``rate_scale``, lemons included by the model); restart costs come from its first lineage run.
+"""
+
+from __future__ import annotations
+
+from gpuyield.errors import InputError
+from gpuyield.simulate.ettr import SECONDS_PER_DAY, JobModel
+from gpuyield.simulate.scenario import Scenario
+
+
+def job_model(
+    scenario: Scenario,
+    *,
+    num_nodes: int,
+    duration_s: float,
+    interval_s: float | None = None,
+    write_s: float | None = None,
+) -> JobModel:
+    """One job of ``num_nodes`` under ``scenario``'s failures, restarting as its first run does.
+
+    ``interval_s`` and ``write_s`` replace the run's checkpoint interval and write stall.
+    """
+    if not scenario.lineage:
+        raise InputError(
+            f"scenario {scenario.name} has no [[lineage]] run to take restart costs from",
+            hint="use a scenario with a lineage run, e.g. llama3-405b",
+        )
+    run, cfg = scenario.lineage[0], scenario.failures
+    per_node_day = sum(scenario.failure_rates().values()) * SECONDS_PER_DAY
+    spares_share = run.spare_nodes / max(scenario.run_nodes(run), 1)
+    return JobModel(
+        num_nodes=num_nodes,
+        node_failures_per_day=per_node_day,
+        duration_s=duration_s,
+        interval_s=float(interval_s if interval_s is not None else run.checkpoint_interval_s),
+        write_s=float(write_s if write_s is not None else run.checkpoint_write_s),
+        restart_s=float(cfg.detection_s + run.requeue_wait_s + run.startup_s),
+        spare_restart_s=float(cfg.detection_s + run.spare_swap_s + run.startup_s),
+        detection_s=float(cfg.detection_s),
+        # A dropped replica rejoins when its node is back: as in the lineage simulation.
+        rejoin_s=float(cfg.down_s + _mean_repair_s(scenario)),
+        replica_nodes=run.replica_nodes,
+        spare_nodes=max(round(num_nodes * spares_share), 1 if run.spare_nodes else 0),
+        manual_share=cfg.manual_share,
+        manual_delay_s=float(cfg.manual_delay_s),
+        recoverable_share=cfg.recoverable_share,
+        # The lineage run's spares and requeue already cover a replaced node.
+        replacement_s=0.0,
+        rollbacks_per_day=cfg.rollbacks_per_day,
+        rollback_s=float(cfg.rollback_s),
+        lemon_share=cfg.lemon_share,
+        lemon_factor=cfg.lemon_factor,
+    )
+
+
+def _mean_repair_s(scenario: Scenario) -> float:
+    cfg = scenario.failures
+    share = cfg.recoverable_share
+    return share * cfg.recoverable_repair_mean_s + (1 - share) * cfg.repair_mean_s
