@@ -157,3 +157,20 @@ def test_cli_validate_json() -> None:
     assert llama["published_interruptions"] == 419
     assert llama["band"][0] <= 419 <= llama["band"][1]
     assert math.isclose(llama["predicted_interruptions"], 419, rel_tol=1e-3)
+
+
+def test_manual_restarts_lengthen_lineage_gaps() -> None:
+    from gpuyield.simulate.cluster import simulate
+
+    base = {
+        "scenario": {"name": "m", "days": 4, "seed": 5},
+        "fleet": {"num_nodes": 20},
+        "failures": {"rate_scale": 30, "repair_mean_s": 3600},
+        "lineage": [{"name": "pt", "release": "r", "num_gpus": 128, "spare_nodes": 4}],
+    }
+    plain = simulate(scenario_from_dict(base)).lineage[0]
+    manual_failures = {**base["failures"], "manual_share": 1.0, "manual_delay_s": 1800}
+    manual = simulate(scenario_from_dict({**base, "failures": manual_failures})).lineage[0]
+    assert sum(plain.interruptions.values()) >= 3
+    # Every restart after a failure waits 30 min more, so the run keeps less progress.
+    assert manual.productive_s < plain.productive_s

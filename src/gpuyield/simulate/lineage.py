@@ -229,6 +229,12 @@ class _RunSim:
             if self.submit < self.end
             else np.empty(0, dtype=np.int64)
         )
+        # Manual restarts draw from their own stream, created only when the scenario has them,
+        # so scenarios without them keep every draw (and output) they had.
+        cfg = scenario.failures
+        self.manual = (
+            np.random.default_rng(int(rng.integers(2**63))) if cfg.manual_share > 0 else None
+        )
         self.work_left = scenario.work_s(run)
         self.next_job_id = next_job_id
         self.rows: list[JobRow] = []
@@ -276,6 +282,14 @@ class _RunSim:
                 wait = self.run.spare_swap_s
             else:
                 wait = self.run.requeue_wait_s
+            wait += self._manual_delay(stop)
+
+    def _manual_delay(self, stop: _Stop) -> int:
+        """Extra wait when a person has to restart the run after this failure."""
+        cfg = self.sc.failures
+        if self.manual is None or stop.state not in (NODE_FAIL, FAILED):
+            return 0
+        return cfg.manual_delay_s if self.manual.random() < cfg.manual_share else 0
 
     def _run_job(self, start: int) -> _Stop:
         """Run a job from ``start`` until it stops, completes or the window ends."""
