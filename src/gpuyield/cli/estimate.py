@@ -96,15 +96,20 @@ def train(
     )
     _emit(result.worksheet, result.to_json(), json_out, markdown)
     if not (json_out or markdown):
-        from gpuyield.estimate.numbers import format_percent, format_range
+        _print_two_mfus(result, mfu)
 
-        console.print(
-            f"GPU-hours {format_range(result.gpu_hours)} at training-step MFU "
-            f"{mfu}; {format_range(result.gpu_hours_range)} at the effective, all-in MFU "
-            f"{format_percent(result.effective_mfu)} of {result.effective_basis}.",
-            markup=False,
-            highlight=False,
-        )
+
+def _print_two_mfus(result: Any, mfu: str) -> None:
+    """One line saying which MFU gave which GPU-hours."""
+    from gpuyield.estimate.numbers import format_percent, format_range
+
+    console.print(
+        f"GPU-hours {format_range(result.gpu_hours)} at training-step MFU "
+        f"{mfu}; {format_range(result.gpu_hours_range)} at the effective, all-in MFU "
+        f"{format_percent(result.effective_mfu)} of {result.effective_basis}.",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.command()
