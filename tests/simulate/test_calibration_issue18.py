@@ -174,3 +174,28 @@ def test_manual_restarts_lengthen_lineage_gaps() -> None:
     assert sum(plain.interruptions.values()) >= 3
     # Every restart after a failure waits 30 min more, so the run keeps less progress.
     assert manual.productive_s < plain.productive_s
+
+
+def test_divergence_rollbacks_in_lineage_runs_count_repeated_steps_as_lost() -> None:
+    from gpuyield.simulate.cluster import simulate
+    from gpuyield.simulate.truth import compute_truth
+
+    base = {
+        "scenario": {"name": "rb", "days": 3, "seed": 10},
+        "fleet": {"num_nodes": 18},
+        "lineage": [{"name": "pt", "release": "r", "num_gpus": 128, "spare_nodes": 2}],
+    }
+    plain = simulate(scenario_from_dict(base))
+    rolled = {"rollbacks_per_day": 2.0, "rollback_s": 3600}
+    result = simulate(scenario_from_dict({**base, "failures": rolled}))
+    truth, plain_truth = compute_truth(result), compute_truth(plain)
+    count = truth["interruptions"]["rollbacks"]
+    assert count >= 2 and "rollbacks" not in plain_truth["interruptions"]
+    # Each rollback repeats an hour of progress on 128 GPUs, booked as lost to cancelled.user
+    # (plus the progress since the last checkpoint of the stopped job).
+    assert truth["subcategories"]["cancelled.user"] >= count * 3600 * 128
+    assert plain_truth["subcategories"]["cancelled.user"] == 0
+    run, plain_run = result.lineage[0], plain.lineage[0]
+    assert run.productive_s <= plain_run.productive_s - count * 3600 * 0.9
+    states = {row.state for row in run.rows}
+    assert "CANCELLED by 1001" in states

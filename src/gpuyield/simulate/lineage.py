@@ -23,6 +23,7 @@ import numpy as np
 from gpuyield.simulate.failures import HARDWARE_CAUSES, SOFTWARE_CAUSES, Outages, poisson_times
 from gpuyield.simulate.records import (
     CANCELLED_BY_ADMIN,
+    CANCELLED_BY_USER,
     COMPLETED,
     FAILED,
     NODE_FAIL,
@@ -57,6 +58,8 @@ class LineageResult:
     #: Node-seconds the job was running (exposure of the failure process).
     running_node_s: int
     completed_s: int | None
+    #: Divergence rollbacks (restarts from an earlier checkpoint).
+    rollbacks: int = 0
 
     @property
     def effective_training_time(self) -> float:
@@ -235,6 +238,18 @@ class _RunSim:
         self.manual = (
             np.random.default_rng(int(rng.integers(2**63))) if cfg.manual_share > 0 else None
         )
+        # Divergence rollbacks, also on their own stream only when the scenario has them.
+        self.rollbacks = (
+            poisson_times(
+                np.random.default_rng(int(rng.integers(2**63))),
+                cfg.rollbacks_per_day / 86400,
+                self.submit,
+                self.end,
+            )
+            if cfg.rollbacks_per_day > 0 and self.submit < self.end
+            else np.empty(0, dtype=np.int64)
+        )
+        self.rollback_count = 0
         self.work_left = scenario.work_s(run)
         self.next_job_id = next_job_id
         self.rows: list[JobRow] = []
@@ -350,6 +365,12 @@ class _RunSim:
             ckpt = line.s + k * line.tau
             if ckpt < t1 and (best is None or ckpt < best.at_s):
                 best = _Stop(at_s=ckpt, end_s=ckpt, state=CANCELLED_BY_ADMIN, cause=None)
+        r = int(np.searchsorted(self.rollbacks, max(t0, line.s + line.startup), side="left"))
+        if r < self.rollbacks.size and self.rollbacks[r] < t1:
+            t = int(self.rollbacks[r])
+            if best is None or t < best.at_s:
+                # The run diverged: its user stops it to restart from an earlier checkpoint.
+                best = _Stop(at_s=t, end_s=t, state=CANCELLED_BY_USER, cause=None)
         if best is not None and best.end_s > self.end:
             # Slurm has not noticed yet at the window end: the job is still RUNNING there.
             return _Stop(at_s=best.at_s, end_s=self.end, state=RUNNING, cause=best.cause)
@@ -387,6 +408,8 @@ class _RunSim:
         if stop.state == CANCELLED_BY_ADMIN:
             self.planned_count += 1
         self._book_truth(line, stop, k, elapsed, gpus)
+        if stop.state == CANCELLED_BY_USER:
+            self._roll_back(gpus)
         self._row(
             job_id,
             submit,
@@ -399,6 +422,16 @@ class _RunSim:
         if self.run.telemetry:
             self._telemetry(job_id, line, stop, k)
 
+    def _roll_back(self, gpus: int) -> None:
+        """Restart from a checkpoint ``rollback_s`` of progress before the last one: the
+        repeated steps were kept progress (released) and now count as lost (cancelled.user)."""
+        self.rollback_count += 1
+        repeat = min(self.sc.failures.rollback_s, self.productive)
+        self.productive -= repeat
+        if self.work_left is not None:
+            self.work_left += repeat
+        self.tally.move("released", "cancelled", repeat * gpus, "user")
+
     def _partial(self, line: _Timeline, t: int, k: int) -> int:
         """Progress computed after checkpoint ``k`` up to ``t`` (kept when the job did not fail)."""
         since = line.s + k * line.tau
@@ -409,7 +442,12 @@ class _RunSim:
         return min(t, compute_end) - begin
 
     def _book_truth(self, line: _Timeline, stop: _Stop, k: int, elapsed: int, gpus: int) -> None:
-        lost_cat = {NODE_FAIL: "failed", FAILED: "failed", CANCELLED_BY_ADMIN: "cancelled"}
+        lost_cat = {
+            NODE_FAIL: "failed",
+            FAILED: "failed",
+            CANCELLED_BY_ADMIN: "cancelled",
+            CANCELLED_BY_USER: "cancelled",
+        }
         category = lost_cat.get(stop.state)
         # What happened, whether or not the run writes telemetry (the ledger measures it from
         # telemetry, or estimates it from run_settings without): lost since the last save (else
@@ -460,9 +498,11 @@ class _RunSim:
             t = line.s + i * line.tau
             emit(event="checkpoint_saved", t=float(t), step=i, duration_s=float(line.delta))
         if stop.state != RUNNING:
-            status = {COMPLETED: "completed", CANCELLED_BY_ADMIN: "cancelled"}.get(
-                stop.state, "failed"
-            )
+            status = {
+                COMPLETED: "completed",
+                CANCELLED_BY_ADMIN: "cancelled",
+                CANCELLED_BY_USER: "cancelled",
+            }.get(stop.state, "failed")
             emit(event="job_end", t=float(stop.end_s), status=status)
 
     def _row(
@@ -514,6 +554,7 @@ class _RunSim:
             wall_s=stop - self.submit if stop > self.submit else 0,
             running_node_s=self.running_node_s,
             completed_s=self.completed,
+            rollbacks=self.rollback_count,
         )
 
 

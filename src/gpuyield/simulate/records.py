@@ -16,6 +16,8 @@ OUT_OF_MEMORY = "OUT_OF_MEMORY"
 RUNNING = "RUNNING"
 PENDING = "PENDING"
 CANCELLED_BY_ADMIN = "CANCELLED by 0"
+#: The run's own user (uid 1001) stops a lineage job that diverged, to roll back.
+CANCELLED_BY_USER = "CANCELLED by 1001"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,6 +80,13 @@ class Tally:
         self.categories[category] += gpu_seconds
         if sub is not None:
             self.subcategories[f"{category}.{sub}"] += gpu_seconds
+
+    def move(self, source: str, target: str, gpu_seconds: int, sub: str | None = None) -> None:
+        """Rebook ``gpu_seconds`` already in ``source`` to ``target`` (a rollback's repeated
+        steps: time booked as kept progress that turned out lost)."""
+        assert 0 <= gpu_seconds <= self.categories[source], (source, gpu_seconds)
+        self.categories[source] -= gpu_seconds
+        self.add(target, gpu_seconds, sub)
 
     def merge(self, other: Tally) -> None:
         """Add another tally into this one."""

@@ -74,9 +74,17 @@ def compute_truth(result: SimulationResult) -> dict[str, Any]:
             "unexpected": sum(by_cause.values()),
             "planned": sum(r.planned_interruptions for r in result.lineage),
             "by_cause": {c: by_cause[c] for c in sorted(by_cause)},
+            **_rollbacks(result),
         },
         "effective_training_time": {r.run: r.effective_training_time for r in result.lineage},
     }
+
+
+def _rollbacks(result: SimulationResult) -> dict[str, int]:
+    """``rollbacks`` when the scenario has divergence rollbacks (older truth files stay as they
+    were without them)."""
+    count = sum(r.rollbacks for r in result.lineage)
+    return {"rollbacks": count} if result.scenario.failures.rollbacks_per_day > 0 else {}
 
 
 def _num(value: float) -> int | float:
