@@ -228,6 +228,7 @@ def sweep_summary(result: SweepResult) -> dict[str, Any]:
                 "yield_mean": p.yield_mean,
                 "interruptions_mean": p.interruptions_mean,
                 "mttf_h": p.mttf_h,
+                "ettr_by_seed": list(p.ettr_by_seed),
             }
             for p in result.points
         ],
