@@ -71,7 +71,9 @@ def get(url: str, *, headers: dict[str, str] | None = None, timeout_s: float = 1
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return Reply(status=response.status, body=response.read(), headers=dict(response.headers))
+            return Reply(
+                status=response.status, body=response.read(), headers=dict(response.headers)
+            )
     except urllib.error.HTTPError as error:
         with error:
             return Reply(status=error.code, body=error.read(), headers=dict(error.headers))
@@ -173,7 +175,9 @@ def sim_server(sim_store: Store, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture(scope="session")
-def sample_server(sample_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def sample_server(
+    sample_store: Store, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
     """`gpuyield serve` on the bundled sample, for the whole session."""
     server = start_serve(sample_store.db, tmp_path_factory.mktemp("sample-server") / "serve.log")
     yield server

@@ -27,14 +27,19 @@ def test_api_report_is_report_json(which: str, request: pytest.FixtureRequest) -
             ["--since", "2026-11-02T00:00:00", "--until", "2026-11-03T12:00:00"],
         ),
         ("by=account", ["--by", "account"]),
-        ("by=job&top=5&since=2026-11-03T00:00:00", ["--by", "job", "--top", "5", "--since", "2026-11-03T00:00:00"]),
+        (
+            "by=job&top=5&since=2026-11-03T00:00:00",
+            ["--by", "job", "--top", "5", "--since", "2026-11-03T00:00:00"],
+        ),
         (
             "since=2026-11-02T01:00:00&tz=Europe/Berlin",
             ["--since", "2026-11-02T01:00:00", "--tz", "Europe/Berlin"],
         ),
     ],
 )
-def test_api_report_with_a_window_or_breakdown(sim_server: Server, query: str, args: list[str]) -> None:
+def test_api_report_with_a_window_or_breakdown(
+    sim_server: Server, query: str, args: list[str]
+) -> None:
     reply = get(f"{sim_server.base}/api/report?{query}")
     assert reply.status == 200, reply.body
     assert reply.body.decode() == report_cli(sim_server.db, *args)
