@@ -126,10 +126,11 @@ class ServeState:
                     top_accounts=self.settings.top_accounts,
                     with_page=self.settings.with_page,
                 )
-        except GpuyieldError as error:
+        except Exception as error:  # the server outlives a bad rebuild (DuckDB busy, bad data)
+            message = error.message if isinstance(error, GpuyieldError) else repr(error)
             self._update(
                 snapshot_errors_total=self._stats.snapshot_errors_total + 1,
-                last_error=f"snapshot: {error.message}",
+                last_error=f"snapshot: {message}",
             )
             return
         self._seen_store = signature
