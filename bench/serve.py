@@ -190,7 +190,7 @@ def bench_size(num_jobs: int, out_dir: Path = OUT) -> dict[str, Any]:
         figures[name] = _baseline(script, exposition, out_dir)
         base = figures[name]["p99_ms"]
         ratio = figures["gpuyield"]["p99_ms"] / base if base else None
-        figures[f"p99_ratio_to_{name.removeprefix('baseline_')}"] = ratio and round(ratio, 2)
+        figures[f"p99_ratio_to_{name.removeprefix('baseline_')}"] = ratio and round(ratio, 4)
     return figures
 
 

@@ -23,17 +23,20 @@ def test_api_report_is_report_json(which: str, request: pytest.FixtureRequest) -
     ("query", "args"),
     [
         (
-            "since=2026-11-02T00:00:00&until=2026-11-03T12:00:00",
-            ["--since", "2026-11-02T00:00:00", "--until", "2026-11-03T12:00:00"],
+            "since=2026-11-02T01:00:00&until=2026-11-03T12:00:00&tz=Europe/Berlin",
+            [
+                "--since",
+                "2026-11-02T01:00:00",
+                "--until",
+                "2026-11-03T12:00:00",
+                "--tz",
+                "Europe/Berlin",
+            ],
         ),
         ("by=account", ["--by", "account"]),
         (
             "by=job&top=5&since=2026-11-03T00:00:00",
             ["--by", "job", "--top", "5", "--since", "2026-11-03T00:00:00"],
-        ),
-        (
-            "since=2026-11-02T01:00:00&tz=Europe/Berlin",
-            ["--since", "2026-11-02T01:00:00", "--tz", "Europe/Berlin"],
         ),
     ],
 )
