@@ -77,5 +77,5 @@ def test_healthz_and_unknown_paths(sim_server: Server) -> None:
     health = get(sim_server.base + "/healthz").json()
     assert health["ok"] is True
     assert health["last_error"] is None
-    assert json.loads(report_cli(sim_server.db))["window"] == health["coverage_end"]
+    assert json.loads(report_cli(sim_server.db))["window"] == health["coverage"]
     assert get(sim_server.base + "/nope").status == 404

@@ -127,7 +127,7 @@ async def _healthz(request: Request) -> Response:
     snap = served.snapshot
     body = {
         "ok": snap is not None,
-        "coverage_end": None if snap is None else snap.report.to_dict()["window"],
+        "coverage": None if snap is None else snap.report.to_dict()["window"],
         "snapshot_built_at": None if snap is None else snap.built_at_s,
         "collection_running": served.stats.collection_running,
         "last_error": served.stats.last_error or None,
