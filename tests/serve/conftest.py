@@ -124,8 +124,8 @@ class Store:
     capture: Path
 
 
-def start_serve(db: Path, log: Path, *args: str, host: str = "127.0.0.1") -> Server:
-    """``python -m gpuyield serve --db DB --port <free> ARGS``, ready to answer."""
+def launch_serve(db: Path, log: Path, *args: str, host: str = "127.0.0.1") -> Server:
+    """``python -m gpuyield serve --db DB --port <free> ARGS``, started (see ``ready``)."""
     port = free_port("0.0.0.0" if host == "0.0.0.0" else host)
     command = [sys.executable, "-m", "gpuyield", "serve", "--db", str(db)]
     command += ["--host", host, "--port", str(port), *args]
@@ -133,12 +133,22 @@ def start_serve(db: Path, log: Path, *args: str, host: str = "127.0.0.1") -> Ser
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}"
-    try:
-        wait_until_ready(base + "/healthz", process, log)
-    except BaseException:
-        stop(process)
-        raise
     return Server(base=base, db=db, process=process, log=log)
+
+
+def ready(server: Server) -> Server:
+    """Wait until ``server`` answers /healthz with 200; stop it if it never does."""
+    try:
+        wait_until_ready(server.base + "/healthz", server.process, server.log)
+    except BaseException:
+        stop(server.process)
+        raise
+    return server
+
+
+def start_serve(db: Path, log: Path, *args: str, host: str = "127.0.0.1") -> Server:
+    """``launch_serve``, ready to answer."""
+    return ready(launch_serve(db, log, *args, host=host))
 
 
 @pytest.fixture(scope="session")
@@ -167,21 +177,34 @@ def sim_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 
 @pytest.fixture(scope="session")
-def sim_server(sim_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`gpuyield serve` on the simulated cluster, for the whole session."""
-    server = start_serve(sim_store.db, tmp_path_factory.mktemp("sim-server") / "serve.log")
-    yield server
-    stop(server.process)
+def servers(
+    sample_store: Store, sim_store: Store, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Server]]:
+    """`gpuyield serve` on the sample and on the simulated cluster, started side by side (their
+    first snapshots are the slow part), for the whole session."""
+    launched = {
+        name: launch_serve(store.db, tmp_path_factory.mktemp(f"{name}-server") / "serve.log")
+        for name, store in (("sample", sample_store), ("sim", sim_store))
+    }
+    try:
+        for server in launched.values():
+            ready(server)
+        yield launched
+    finally:
+        for server in launched.values():
+            stop(server.process)
 
 
 @pytest.fixture(scope="session")
-def sample_server(
-    sample_store: Store, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """`gpuyield serve` on the bundled sample, for the whole session."""
-    server = start_serve(sample_store.db, tmp_path_factory.mktemp("sample-server") / "serve.log")
-    yield server
-    stop(server.process)
+def sim_server(servers: dict[str, Server]) -> Server:
+    """`gpuyield serve` on the simulated cluster."""
+    return servers["sim"]
+
+
+@pytest.fixture(scope="session")
+def sample_server(servers: dict[str, Server]) -> Server:
+    """`gpuyield serve` on the bundled sample."""
+    return servers["sample"]
 
 
 def _epoch(text: str) -> int:
