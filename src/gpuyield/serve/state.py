@@ -22,6 +22,10 @@ from gpuyield.serve.metrics import CollectionStats, render
 from gpuyield.serve.snapshot import Snapshot, build_snapshot
 
 
+# How long stopping waits for the refresh thread (Ctrl-C must not wait for a 10M-job ledger).
+_STOP_WAIT_S = 5.0
+
+
 class ReadWriteLock:
     """Many readers or one writer; a waiting writer stops new readers, so it is never starved."""
 
@@ -170,10 +174,14 @@ class ServeState:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the background thread (after the collection in progress, if any)."""
+        """Stop the background thread, waiting a little for the work in progress.
+
+        Not for long: a snapshot of a large store takes minutes and is only reads, and a collection
+        is one transaction, which DuckDB rolls back if the process ends inside it.
+        """
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout=_STOP_WAIT_S)
 
     def _loop(self) -> None:
         every = self.settings.collect_every_s
