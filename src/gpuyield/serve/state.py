@@ -21,7 +21,6 @@ from gpuyield.errors import GpuyieldError
 from gpuyield.serve.metrics import CollectionStats, render
 from gpuyield.serve.snapshot import Snapshot, build_snapshot
 
-
 # How long stopping waits for the refresh thread (Ctrl-C must not wait for a 10M-job ledger).
 _STOP_WAIT_S = 5.0
 
