@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import importlib.util
-import json
-import shutil
-import subprocess
+import socket
 from pathlib import Path
 
 import pytest
@@ -78,16 +76,23 @@ def test_gate_decides_on_the_peer_address_and_the_token() -> None:
 
 
 def _own_address() -> str | None:
-    """A non-loopback IPv4 address of this machine, if it has one."""
-    ip = shutil.which("ip")
-    if ip is None:
-        return None
-    listing = json.loads(subprocess.run([ip, "-j", "-4", "addr"], capture_output=True, text=True,
-                                        check=True).stdout)  # fmt: skip
-    for link in listing:
-        for info in link.get("addr_info", []):
-            if info.get("family") == "inet" and not is_loopback(info.get("local")):
-                return str(info["local"])
+    """A non-loopback IPv4 address of this machine, if it has one (standard library only: asks
+    the kernel for each interface's address, as ``ip addr`` does)."""
+    import fcntl
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(
+                    probe.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15])
+                )
+            except OSError:
+                continue  # no IPv4 address on this interface (or it is down)
+            address = socket.inet_ntoa(packed[20:24])
+            if not is_loopback(address):
+                return address
     return None
 
 
