@@ -16,7 +16,7 @@ $(VENV)/.core: pyproject.toml | $(VENV)/bin/python
 $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	# torch 2.13.0 is a CPU build on this machine's disk; install it first so nothing pulls a CUDA build.
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[dev,html,telemetry,train,spark]'
+	$(PIP) install -e '.[dev,html,telemetry,train,spark,serve]'
 	touch $@
 
 .PHONY: demo test test-quick bench bench-quick lint install clean

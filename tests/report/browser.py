@@ -23,8 +23,9 @@ BROWSERS = ("chromium", "chromium-browser")
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    # Network off: no name resolves, and anything that still tries goes to a closed port.
-    "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+    # Network off: no name resolves, and anything that still tries goes to a closed port. Only
+    # 127.0.0.1 is left as it is, for pages served on loopback (Chromium never proxies loopback).
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--proxy-server=127.0.0.1:9",
     "--remote-debugging-pipe",
 )  # fmt: skip
 _TIMEOUT_S = 60.0
@@ -127,15 +128,21 @@ class _Pipe:
 
 def visit(browser: str, page: Path) -> Visit:
     """Load ``page`` (a local file) and collect what the browser reported."""
+    return visit_url(browser, page.resolve().as_uri())
+
+
+def visit_url(browser: str, url: str) -> Visit:
+    """Load ``url`` (a file, or a server on loopback: Chromium never proxies loopback) and collect
+    what the browser reported."""
     with tempfile.TemporaryDirectory(prefix="gy-chromium-") as profile:
         pipe = _Pipe(browser, Path(profile))
         try:
-            return _visit(pipe, page)
+            return _visit(pipe, url)
         finally:
             pipe.close()
 
 
-def _visit(pipe: _Pipe, page: Path) -> Visit:
+def _visit(pipe: _Pipe, url: str) -> Visit:
     targets = pipe.call("Target.getTargets")["targetInfos"]
     target = next(t for t in targets if t["type"] == "page")
     session = pipe.call("Target.attachToTarget", targetId=target["targetId"], flatten=True)
@@ -143,7 +150,7 @@ def _visit(pipe: _Pipe, page: Path) -> Visit:
     for domain in ("Runtime", "Log", "Network", "Page"):
         pipe.call(f"{domain}.enable", sid)
     pipe.events.clear()  # what about:blank said is not the page's
-    pipe.call("Page.navigate", sid, url=page.resolve().as_uri())
+    pipe.call("Page.navigate", sid, url=url)
     pipe.wait_for("Page.loadEventFired")
     probe = pipe.call("Runtime.evaluate", sid, expression=_PROBE, returnByValue=True)
     value = probe["result"]["value"]

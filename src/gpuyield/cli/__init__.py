@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from gpuyield.cli import divergence, estimate, ingest, report, simulate
+from gpuyield.cli import divergence, estimate, ingest, report, serve, simulate
 
 app = typer.Typer(
     name="gpuyield",
@@ -25,6 +25,7 @@ app.command(name="report")(report.report_command)
 app.add_typer(estimate.app, name="estimate")
 app.add_typer(simulate.app, name="simulate")
 app.add_typer(divergence.app, name="divergence")
+app.command(name="serve")(serve.serve_command)
 
 
 def main() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuyield.cli._common import console, err_console, errors_mapped, print_json
+from gpuyield.cli._common import console, err_console, errors_mapped
 from gpuyield.cli.ingest import parse_instant
 
 _BY_HELP = (
@@ -63,17 +64,10 @@ def report_command(
             console.print(f"HTML report written to {written}")
             return
     if as_json:
-        data = report.to_dict()
-        if cut is not None:
-            data["breakdown"] = {
-                "by": cut.by,
-                "groups": cut.groups,
-                "top": cut.top,
-                "rows": [
-                    {"key": r.key, **r.attributes, "categories": r.categories} for r in cut.rows
-                ],
-            }
-        print_json(data)
+        from gpuyield.report.document import report_json_text
+
+        # One writer for this and `gpuyield serve`'s /api/report, so the two never differ.
+        sys.stdout.write(report_json_text(report, cut) + "\n")
         return
     _print_report(report)
     if cut is not None:

@@ -91,6 +91,7 @@ _OPTIONAL = (
     "elapsedraw",
     "alloctres",
     "allocgres",
+    "reqtres",
     "nnodes",
     "comment",
     "reason",
@@ -499,6 +500,12 @@ def typed_select(
     job_id_raw = f("jobidraw")
     job_id = f("jobid") if "jobid" in columns else job_id_raw
     tres, gres = f("alloctres"), f("allocgres")
+    # A job still waiting holds nothing, so sacct leaves AllocTRES empty: its GPU count is what it
+    # asked for (ReqTRES), the number `gpuyield serve` reports as GPUs waiting. Nothing else
+    # reads the GPU count of a job that never started.
+    if "reqtres" in columns:
+        pending = f"upper(split_part({f('state')}, ' ', 1)) = 'PENDING' AND {tres} IS NULL"
+        tres = f"CASE WHEN {pending} THEN {f('reqtres')} ELSE {tres} END"
     states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
 
     def bad_time(key: str) -> tuple[str, str]:

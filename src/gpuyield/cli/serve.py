@@ -1,0 +1,96 @@
+"""`gpuyield serve`: Prometheus metrics, /api/report and the HTML report, collections on a schedule."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuyield.cli._common import err_console, errors_mapped
+from gpuyield.errors import InputError
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def serve_command(
+    db: Annotated[
+        Path, typer.Option("--db", help="DuckDB store (written by `gpuyield ingest`/`collect`).")
+    ] = Path("gpuyield.duckdb"),
+    host: Annotated[
+        str, typer.Option(help="Address to listen on; anything but loopback needs --token-file.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 9464,
+    collect_every: Annotated[
+        str | None,
+        typer.Option(
+            "--collect-every",
+            help="Run `gpuyield collect` this often (30s, 5m, 1h); without it, serve re-reads "
+            "the store whenever something else (an ingest from cron) changes it.",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file", help="Bearer token clients on other machines must send (one line)."
+        ),
+    ] = None,
+    top_accounts: Annotated[
+        int, typer.Option(help="Accounts exported one by one; the rest as (others).")
+    ] = 50,
+) -> None:
+    """Serve /metrics (Prometheus), /api/report (report --json) and / (the last 7 days as HTML)."""
+    with errors_mapped():
+        from gpuyield.serve import Listen, ServeSettings, check_listen, read_token, serve
+
+        every_s = None if collect_every is None else parse_duration(collect_every)
+        listen = Listen(
+            host=host, port=port, token=None if token_file is None else read_token(token_file)
+        )
+        check_listen(listen)
+        if top_accounts < 1:
+            raise InputError(
+                f"--top-accounts must be 1 or more, not {top_accounts}", hint="e.g. 50"
+            )
+        settings = ServeSettings(
+            db=db,
+            collect_fn=None if every_s is None else scheduled_collect(db),
+            collect_every_s=every_s,
+            top_accounts=top_accounts,
+        )
+        err_console.print(
+            f"gpuyield serve: http://{host}:{port}/  (metrics at /metrics; Ctrl-C stops)"
+        )
+        serve(settings, listen)
+
+
+def parse_duration(text: str) -> float:
+    """``30s``, ``5m``, ``1h``, ``1d`` as seconds."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or float(match.group(1)) <= 0:
+        raise InputError(
+            f"--collect-every: not a duration: {text!r}", hint="write it like 30s, 5m, 1h or 1d"
+        )
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def scheduled_collect(db: Path) -> Callable[[], object]:
+    """``gpuyield collect`` into ``db``, imported only when a schedule asks for it."""
+    try:
+        module = importlib.import_module("gpuyield.ingest.collect")
+    except ModuleNotFoundError as error:
+        if error.name != "gpuyield.ingest.collect":
+            raise
+        raise InputError(
+            "--collect-every needs `gpuyield collect` (gpuyield.ingest.collect), "
+            "which this gpuyield does not have",
+            hint="leave out --collect-every and run `gpuyield ingest slurm` from cron: "
+            "serve re-reads the store whenever it changes",
+        ) from None
+    collect: Callable[..., object] = module.collect
+    return functools.partial(collect, db=db)

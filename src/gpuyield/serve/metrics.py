@@ -1,0 +1,288 @@
+"""The Prometheus exposition of a snapshot, written by the official ``prometheus-client``.
+
+Every number comes from the snapshot's ``YieldReport`` records, the ones ``gpuyield report --json``
+prints, so a PromQL sum over ``gpuyield_gpu_seconds_total`` equals the report's categories (the test
+in tests/serve/test_prometheus.py checks it against a real Prometheus). Names follow the Prometheus
+conventions: base units (seconds), ``_total`` on counters, ``_ratio`` on 0..1 gauges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from gpuyield.categories import SUBCATEGORIES, Category
+from gpuyield.errors import MissingExtraError
+from gpuyield.report.breakdown import UNALLOCATED
+from gpuyield.report.summary import YieldReport
+from gpuyield.serve.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+#: The ``subcategory`` label of a category's GPU-seconds its subcategories do not name.
+UNATTRIBUTED = "unattributed"
+# Below this, a difference between a category and the sum of its subcategories is float rounding.
+_ROUNDING_GPU_S = 1e-6
+_ALLOCATED = [c.value for c in Category if c not in (Category.DOWN, Category.IDLE)]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CollectionStats:
+    """What the serving process itself did: collections and snapshot builds."""
+
+    collections_total: int = 0
+    """Scheduled collections attempted."""
+    collection_errors_total: int = 0
+    """Those that raised."""
+    last_collection_duration_s: float | None = None
+    """Wall time of the last collection."""
+    last_collection_success_s: float | None = None
+    """When a collection last succeeded (epoch seconds)."""
+    collection_running: bool = False
+    """A collection is running now."""
+    snapshot_errors_total: int = 0
+    """Snapshot builds that failed (the previous snapshot kept serving)."""
+    last_error: str = ""
+    """The last collection or snapshot error, for /healthz."""
+
+
+def render(snapshot: Snapshot | None, stats: CollectionStats) -> bytes:
+    """The text exposition format (version 0.0.4) of one snapshot and the process's stats."""
+    try:
+        from prometheus_client import CollectorRegistry, generate_latest
+    except ImportError:
+        raise MissingExtraError("serve", "prometheus_client") from None
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(snapshot, stats))
+    return bytes(generate_latest(registry))
+
+
+class _Collector:
+    """A one-shot collector: prometheus-client asks it for families when rendering."""
+
+    def __init__(self, snapshot: Snapshot | None, stats: CollectionStats) -> None:
+        self._snapshot = snapshot
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        yield from _process_families(self._stats)
+        if self._snapshot is not None:
+            yield from _ledger_families(self._snapshot)
+            yield from _window_families(self._snapshot)
+            yield from _now_families(self._snapshot)
+            yield from _account_families(self._snapshot)
+
+
+def _process_families(stats: CollectionStats) -> Iterator[Metric]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+
+    yield InfoMetricFamily(
+        "gpuyield_build", "The gpuyield serving these metrics.", value={"version": _version()}
+    )
+    yield CounterMetricFamily(
+        "gpuyield_collections", "Scheduled collections attempted.", value=stats.collections_total
+    )
+    yield CounterMetricFamily(
+        "gpuyield_collection_errors",
+        "Scheduled collections that failed.",
+        value=stats.collection_errors_total,
+    )
+    yield CounterMetricFamily(
+        "gpuyield_snapshot_errors",
+        "Rebuilds of the served numbers that failed (the previous numbers kept serving).",
+        value=stats.snapshot_errors_total,
+    )
+    yield GaugeMetricFamily(
+        "gpuyield_collection_running",
+        "1 while a collection runs.",
+        value=int(stats.collection_running),
+    )
+    if stats.last_collection_duration_s is not None:
+        yield GaugeMetricFamily(
+            "gpuyield_collection_duration_seconds",
+            "Wall time of the last collection.",
+            value=stats.last_collection_duration_s,
+        )
+    if stats.last_collection_success_s is not None:
+        yield GaugeMetricFamily(
+            "gpuyield_collection_last_success_timestamp_seconds",
+            "When a collection last succeeded.",
+            value=stats.last_collection_success_s,
+        )
+
+
+def _ledger_families(snap: Snapshot) -> Iterator[Metric]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    report = snap.report
+    gpu_s = CounterMetricFamily(
+        "gpuyield_gpu_seconds",
+        "Installed GPU-seconds by ledger category over the covered time (report --json).",
+        labels=["cluster", "category", "subcategory"],
+    )
+    for category, subcategory, value in category_series(report):
+        gpu_s.add_metric([snap.cluster, category, subcategory], value)
+    yield gpu_s
+    yield _one(
+        CounterMetricFamily,
+        "gpuyield_installed_gpu_seconds",
+        "Installed GPU-seconds over the covered time.",
+        snap.cluster,
+        report.installed_gpu_seconds,
+    )
+    for name, value, what in (
+        ("gpuyield_coverage_start_timestamp_seconds", report.window_start_s, "First second"),
+        ("gpuyield_coverage_end_timestamp_seconds", report.window_end_s, "End"),
+    ):
+        yield _one(GaugeMetricFamily, name, f"{what} of the covered time.", snap.cluster, value)
+    yield _one(
+        GaugeMetricFamily,
+        "gpuyield_rejected_rows",
+        "Input rows rejected by lenient ingests.",
+        snap.cluster,
+        report.rejected_rows,
+    )
+    yield _one(
+        GaugeMetricFamily,
+        "gpuyield_snapshot_timestamp_seconds",
+        "When these numbers were computed from the store.",
+        snap.cluster,
+        snap.built_at_s,
+    )
+    yield _one(
+        GaugeMetricFamily,
+        "gpuyield_snapshot_duration_seconds",
+        "How long computing them took.",
+        snap.cluster,
+        snap.build_duration_s,
+    )
+
+
+def category_series(report: YieldReport) -> list[tuple[str, str, float]]:
+    """(category, subcategory, GPU-seconds): a category's series sum to the report's figure."""
+    series: list[tuple[str, str, float]] = []
+    for category in Category:
+        total = report.categories[category.value]
+        subs = [k.split(".", 1)[1] for k in SUBCATEGORIES if k.startswith(category.value + ".")]
+        if not subs:
+            series.append((category.value, "", total))
+            continue
+        named = 0.0
+        for sub in subs:
+            value = report.subcategories.get(f"{category.value}.{sub}", 0.0)
+            named += value
+            series.append((category.value, sub, value))
+        # Nothing is dropped: what the subcategories leave out gets its own series.
+        if abs(total - named) > _ROUNDING_GPU_S:
+            series.append((category.value, UNATTRIBUTED, total - named))
+    return series
+
+
+def _window_families(snap: Snapshot) -> Iterator[Metric]:
+    from prometheus_client.core import GaugeMetricFamily
+
+    labels = ["cluster", "window"]
+    families = {
+        "yield": GaugeMetricFamily("gpuyield_yield_ratio", "Released / installed.", labels=labels),
+        "utilization": GaugeMetricFamily(
+            "gpuyield_utilization_ratio", "Allocated / (installed - down).", labels=labels
+        ),
+        "goodput": GaugeMetricFamily(
+            "gpuyield_goodput_ratio", "Released / allocated.", labels=labels
+        ),
+    }
+    starts = GaugeMetricFamily(
+        "gpuyield_window_start_timestamp_seconds",
+        "Start of each rolling window (its length before the end, or the coverage start).",
+        labels=labels,
+    )
+    for window in snap.windows:
+        values = {
+            "yield": window.report.yield_,
+            "utilization": window.report.utilization,
+            "goodput": window.report.goodput,
+        }
+        for key, family in families.items():
+            value = values[key]
+            if value is not None:  # no installed (or allocated) time: no ratio, not a zero
+                family.add_metric([snap.cluster, window.name], value)
+        starts.add_metric([snap.cluster, window.name], window.report.window_start_s)
+    yield from families.values()
+    yield starts
+
+
+def _now_families(snap: Snapshot) -> Iterator[Metric]:
+    from prometheus_client.core import GaugeMetricFamily
+
+    now = snap.now
+    seconds = max(now.window_end_s - now.window_start_s, 1)
+    for name, gpu_s, what in (
+        ("gpuyield_installed_gpus", now.installed_gpu_seconds, "installed"),
+        ("gpuyield_idle_gpus", now.categories["idle"], "in service and not allocated"),
+        ("gpuyield_down_gpus", now.categories["down"], "on nodes out of service"),
+        ("gpuyield_allocated_gpus", now.allocated_gpu_seconds, "allocated to jobs"),
+    ):
+        help_ = f"GPUs {what} at the end of the covered time."
+        yield _one(GaugeMetricFamily, name, help_, snap.cluster, gpu_s / seconds)
+    yield _one(
+        GaugeMetricFamily,
+        "gpuyield_pending_gpus",
+        "GPUs asked for by jobs waiting at the end of the covered time.",
+        snap.cluster,
+        snap.waiting.gpus,
+    )
+    yield _one(
+        GaugeMetricFamily,
+        "gpuyield_pending_jobs",
+        "Jobs waiting at the end of the covered time.",
+        snap.cluster,
+        snap.waiting.jobs,
+    )
+    down = GaugeMetricFamily(
+        "gpuyield_node_down_duration_seconds",
+        "How long each node out of service at the end of the covered time had been out.",
+        labels=["cluster", "node", "state", "planned"],
+    )
+    for node in snap.down_nodes:
+        labels = [node.cluster, node.node, node.state, str(node.planned).lower()]
+        down.add_metric(labels, snap.report.window_end_s - node.since_s)
+    yield down
+
+
+def _account_families(snap: Snapshot) -> Iterator[Metric]:
+    from prometheus_client.core import CounterMetricFamily
+
+    family = CounterMetricFamily(
+        "gpuyield_account_gpu_seconds",
+        "GPU-seconds allocated to each account by category over the covered time "
+        '(the largest accounts; the rest as account="(others)").',
+        labels=["cluster", "account", "category"],
+    )
+    for row in snap.accounts.rows:
+        if row.key == UNALLOCATED:  # down and idle belong to no account
+            continue
+        for category in _ALLOCATED:
+            family.add_metric([snap.cluster, row.key, category], row.categories[category])
+    yield family
+
+
+def _one(
+    kind: type[GaugeMetricFamily | CounterMetricFamily],
+    name: str,
+    help_: str,
+    cluster: str,
+    value: float,
+) -> Metric:
+    family = kind(name, help_, labels=["cluster"])
+    family.add_metric([cluster], value)
+    return family
+
+
+def _version() -> str:
+    try:
+        return metadata.version("gpuyield")
+    except metadata.PackageNotFoundError:
+        return "unknown"
