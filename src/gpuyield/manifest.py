@@ -32,6 +32,13 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from gpuyield.errors import ManifestError, UnknownIdError
+from gpuyield.families import (
+    Family,
+    LadderPolicy,
+    families_from_json,
+    parse_families,
+    parse_ladder,
+)
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"
@@ -84,6 +91,10 @@ class Manifest:
     """Per run: seconds between checkpoints (estimates lost progress without telemetry)."""
     default_checkpoint_interval_s: float | None = None
     """For runs without their own setting."""
+    families: tuple[Family, ...] = ()
+    """Run families (``[[families]]``, docs/ladder.md)."""
+    ladder: LadderPolicy | None = None
+    """The scaling-ladder policy; None when the manifest declares neither families nor a ladder."""
 
     @property
     def lineage_runs(self) -> frozenset[str]:
@@ -119,6 +130,9 @@ class Manifest:
             diverged=tuple(DivergedRun(**d) for d in data["diverged"]),
             checkpoint_interval_s=data["checkpoint_interval_s"],
             default_checkpoint_interval_s=data["default_checkpoint_interval_s"],
+            # Stores written before families existed have neither key.
+            families=families_from_json(data.get("families", [])),
+            ladder=_ladder_from_json(data.get("ladder")),
         )
 
 
@@ -142,11 +156,11 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
 
 def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Manifest:
     """Validate a manifest given as parsed TOML."""
-    unknown = set(data) - {"runs", "releases", "diverged", "run_settings"}
+    unknown = set(data) - {"runs", "releases", "diverged", "run_settings", *_LADDER_SECTIONS}
     if unknown:
         raise ManifestError(
             f"{path}: unknown section {sorted(unknown)[0]!r}",
-            hint="sections are runs, releases, diverged, run_settings",
+            hint="sections are runs, releases, diverged, run_settings, families, ladder",
         )
     runs = data.get("runs", {})
     match = _parse_match(str(runs.get("match", _DEFAULT_MATCH)), path)
@@ -175,7 +189,25 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         default_checkpoint_interval_s=(
             None if default is None else _positive(default, path, "runs.checkpoint_interval_s")
         ),
+        families=parse_families(data.get("families", []), path),
+        ladder=_parse_ladder_section(data, path),
     )
+
+
+_LADDER_SECTIONS = ("families", "ladder")
+
+
+def _parse_ladder_section(data: dict[str, Any], path: Path) -> LadderPolicy | None:
+    """Declaring families alone turns the ladder on with the default rungs."""
+    if "ladder" in data:
+        return parse_ladder(data["ladder"], path)
+    return LadderPolicy() if data.get("families") else None
+
+
+def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
+    if item is None:
+        return None
+    return LadderPolicy(rungs=tuple(item["rungs"]), within_days=float(item["within_days"]))
 
 
 def _parse_match(text: str, path: Path) -> RunMatch:
