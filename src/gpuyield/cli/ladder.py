@@ -164,3 +164,48 @@ def _print_verdict(result: Any) -> None:
             f"note: no job and no [[families]] entry names family {result.family!r}: a typo?",
             highlight=False,
         )
+
+
+def ladder_sweep_command(
+    out: Path,
+    values: str | None,
+    seeds: int,
+    days: float,
+    gpus: int,
+    multiplier: float,
+    as_json: bool,
+) -> None:
+    """``simulate sweep --param ladder-skip-share``: what enforcing the ladder is worth."""
+    from rich.table import Table
+
+    from gpuyield.cli._common import call, console, print_json
+    from gpuyield.simulate.ladder import ladder_sweep_dict, ladder_sweep_from_options
+
+    sweep = call(
+        ladder_sweep_from_options,
+        out=out, values=values, seeds=seeds, days=days, gpus=gpus, multiplier=multiplier,
+    )  # fmt: skip
+    if as_json:
+        print_json(ladder_sweep_dict(sweep))
+        return
+    table = Table(
+        title=f"research waste by rung-skipping share, {gpus:,} GPUs, {days:g} days "
+        f"(skippers fail x{multiplier:g}; {out / 'ladder-sweep.json'})"
+    )
+    for column in (
+        "skip share",
+        "wasted share",
+        "wasted M GPU-h",
+        "climb M GPU-h",
+        "saved M GPU-h",
+    ):
+        table.add_column(column, justify="right")
+    for p in (sweep.enforced, *sweep.points):
+        table.add_row(
+            "0 (enforced)" if p is sweep.enforced else f"{p.skip_share:g}",
+            f"{p.wasted_share:.1%}",
+            f"{p.wasted_gpu_s / 3.6e9:,.2f}",
+            f"{p.climb_gpu_s / 3.6e9:,.2f}",
+            f"{p.saved_gpu_s / 3.6e9:,.2f}",
+        )
+    console.print(table)
