@@ -146,19 +146,31 @@ class PreflightResult:
         return self.policy.missing_rungs(self.gpus, reached)
 
 
-def preflight(
-    con: duckdb.DuckDBPyConnection, *, family: str, gpus: int, at_s: int | None = None
-) -> PreflightResult:
-    """Check a launch against the ladder of the stored manifest (read-only)."""
-    started = time.perf_counter()
+def family_of_run(con: duckdb.DuckDBPyConnection, run: str) -> str | None:
+    """The family the stored manifest's ``[[families]]`` patterns give a run name (or None)."""
+    manifest = _ladder_manifest(con)
+    return next((f.name for f in manifest.families if f.matches(run)), None)
+
+
+def _ladder_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
     manifest = stored_manifest(con)
-    policy = manifest.ladder
-    if policy is None:
+    if manifest.ladder is None:
         raise EmptyDataError(
             "the stored manifest declares no [ladder] and no [[families]]",
             hint="add them to the manifest (docs/ladder.md) and ingest it: "
             "gpuyield ingest slurm --manifest FILE --db DB",
         )
+    return manifest
+
+
+def preflight(
+    con: duckdb.DuckDBPyConnection, *, family: str, gpus: int, at_s: int | None = None
+) -> PreflightResult:
+    """Check a launch against the ladder of the stored manifest (read-only)."""
+    started = time.perf_counter()
+    manifest = _ladder_manifest(con)
+    policy = manifest.ladder
+    assert policy is not None  # _ladder_manifest checked it
     at = int(time.time()) if at_s is None else at_s
     current = summary_is_current(con)
     source = SUMMARY_TABLE if current else f"({_completed_sql(manifest)})"

@@ -177,3 +177,15 @@ def test_without_a_ladder_the_sample_report_keeps_its_shape(tmp_path: Path) -> N
     finally:
         con.close()
     assert rungs.SUMMARY_TABLE not in tables
+
+
+def test_preflight_by_run_name(ladder_store: LadderStore) -> None:
+    db, at = ladder_store.db, "2026-01-01T04:00:00"
+    common = ("preflight", "--db", db, "--gpus", "16", "--at", at)
+    assert gpuyield(*common, "--run", "climb-v2").returncode == 0
+    jump = gpuyield(*common, "--run", "jump-b")  # family jump, by its re: pattern
+    assert jump.returncode == 3 and "family jump" in jump.stderr
+    free = gpuyield(*common, "--run", "someone-else")
+    assert free.returncode == 0 and "belongs to no family" in free.stdout
+    neither = gpuyield(*common)
+    assert neither.returncode == 1 and "give --family or --run" in neither.stderr

@@ -80,10 +80,21 @@ def _print_ladder(report: Any) -> None:
 
 
 def preflight_command(
-    family: Annotated[str, typer.Option("--family", help="The run's family.", show_default=False)],
     gpus: Annotated[
         int, typer.Option("--gpus", min=1, help="GPUs the run asks for.", show_default=False)
     ],
+    family: Annotated[
+        str | None, typer.Option("--family", help="The run's family.", show_default=False)
+    ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="Without --family: the run's name, whose family the manifest's [[families]] "
+            "patterns give (no family: nothing to check, exit 0).",
+            show_default=False,
+        ),
+    ] = None,
     db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
     at: Annotated[
         str | None, typer.Option(help="Check as of this instant (ISO time). Default: now.")
@@ -96,13 +107,20 @@ def preflight_command(
     For a Slurm job_submit/prolog hook or a CI step (examples/ladder/).
     """
     from gpuyield import rungs, store
-    from gpuyield.cli._common import errors_mapped, print_json
+    from gpuyield.cli._common import console, errors_mapped, print_json
     from gpuyield.cli.ingest import parse_instant
+    from gpuyield.errors import InputError
 
     with errors_mapped():
+        if (family is None) == (run is None):
+            raise InputError("give --family or --run (not both)", hint="e.g. --family llama-v3")
         at_s = parse_instant(at, tz, "--at")
         con = store.connect(db, read_only=True)
         try:
+            family = family if family is not None else rungs.family_of_run(con, run or "")
+            if family is None:
+                console.print(f"ok: run {run} belongs to no family: the ladder does not apply")
+                return
             result = rungs.preflight(con, family=family, gpus=gpus, at_s=at_s)
         finally:
             con.close()
