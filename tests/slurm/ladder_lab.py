@@ -8,11 +8,20 @@ its own comment (``family=yolo``), so both ways of naming a family meet real sac
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.slurm import lab, oracle
+
+HOOK = lab.REPO_ROOT / "examples" / "ladder" / "preflight-prolog.sh"
+# Held jobs the example prolog judges through scontrol: (comment, sbatch arguments).
+HELD = {
+    "yolo-again": ("run=yolo-32,family=yolo", ("-N", "4", "--gres=gpu:8")),
+    "climb-next": ("run=ladder-climb-32", ("-N", "4", "--gres=gpu:8")),
+}
 
 EVENT_FORMAT = (
     "Cluster,ClusterNodes,NodeName,Event,EventRaw,State,StateRaw,Start,End,"
@@ -43,6 +52,8 @@ class LadderCapture:
     capture: Path  # sacct.psv, events.psv, nodes.txt, manifest.toml
     job_ids: dict[str, str]  # role -> job id (the jump is "yolo-16")
     end_s: int
+    # role in HELD -> (exit status, stdout + stderr) of examples/ladder/preflight-prolog.sh
+    hook: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def run_ladder_phase(lab_dir: Path, keep: Path) -> LadderCapture:
@@ -74,4 +85,38 @@ def run_ladder_phase(lab_dir: Path, keep: Path) -> LadderCapture:
     }.items():
         (out / name).write_text(lab.run(list(args), env, timeout_s=60))
     (out / "manifest.toml").write_text(MANIFEST)
-    return LadderCapture(capture=out, job_ids=job_ids, end_s=end_s)
+    hook = _judge_held_jobs(lab_dir, out, end_s)
+    return LadderCapture(capture=out, job_ids=job_ids, end_s=end_s, hook=hook)
+
+
+def _judge_held_jobs(lab_dir: Path, out: Path, end_s: int) -> dict[str, tuple[int, str]]:
+    """Ingest the capture, submit held jobs, run the example prolog on each as slurmctld would."""
+    env = lab.lab_env(lab_dir)
+    db = out / "live.duckdb"
+    subprocess.run(
+        [sys.executable, "-m", "gpuyield", "ingest", "slurm", "--db", str(db),
+         "--sacct", str(out / "sacct.psv"), "--events", str(out / "events.psv"),
+         "--nodes", str(out / "nodes.txt"), "--manifest", str(out / "manifest.toml"),
+         "--until", oracle.format_time(end_s)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    wrapper = out / "gpuyield"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m gpuyield "$@"\n')
+    wrapper.chmod(0o755)
+    submit = ("sbatch", "--parsable", "--hold", f"--chdir={lab_dir / 'jobs'}", "-o", "/dev/null")
+    results: dict[str, tuple[int, str]] = {}
+    for role, (comment, args) in HELD.items():
+        job_id = lab.run(
+            [*submit, f"--comment={comment}", *args, "--wrap=sleep 1"], env, timeout_s=60
+        ).strip()
+        (out / f"scontrol-{role}.txt").write_text(
+            lab.run(["scontrol", "show", "job", "-o", job_id], env, timeout_s=60)
+        )
+        proc = subprocess.run(
+            ["bash", str(HOOK)],
+            env={**env, "SLURM_JOB_ID": job_id, "GPUYIELD": str(wrapper), "GPUYIELD_DB": str(db)},
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        results[role] = (proc.returncode, proc.stdout + proc.stderr)
+        lab.run(["scancel", job_id], env, timeout_s=60)
+    return results

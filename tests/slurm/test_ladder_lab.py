@@ -115,3 +115,15 @@ def test_waste_in_skipped_rungs_is_the_jumping_familys_failure(
     assert waste["climbed"]["wasted_gpu_seconds"] == 0
     climbed = sum(j.num_gpus * j.elapsed_s for r, j in _jobs(lab_run).items() if r != "yolo-16")
     assert waste["climbed"]["gpu_seconds"] == climbed
+
+
+def test_the_example_prolog_judges_held_jobs_through_scontrol(lab_run: LabRun) -> None:
+    """examples/ladder/preflight-prolog.sh as slurmctld runs it: SLURM_JOB_ID only."""
+    phase = lab_run.ladder
+    assert phase is not None
+    status, output = phase.hook["yolo-again"]
+    assert status == 3, output
+    assert "family yolo on 32 GPUs needs a completed run on 16 GPUs" in output
+    status, output = phase.hook["climb-next"]
+    assert status == 0, output
+    assert "family climb may launch on 32 GPUs" in output
