@@ -25,7 +25,13 @@ pytestmark = pytest.mark.train
 def gpt2() -> torch.nn.Module:
     torch.manual_seed(1)
     config = transformers.GPT2Config(
-        n_layer=2, n_embd=64, n_head=4, n_positions=128, vocab_size=1000
+        n_layer=2,
+        n_embd=64,
+        n_head=4,
+        n_positions=128,
+        vocab_size=1000,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     return transformers.GPT2LMHeadModel(config)
 
