@@ -40,22 +40,35 @@ def family_jobs_sql(manifest: Manifest) -> str:
     match = manifest.match
     column = "comment" if match.field == "comment" else "name"
     cases = " ".join(
-        f"WHEN regexp_matches(run, {_literal(p)}) THEN {_literal(f.name)}"
+        f"WHEN regexp_matches(t.run, {_literal(p)}) THEN {_literal(f.name)}"
         for f in manifest.families
         for p in f.patterns
     )
-    by_pattern = f"CASE {cases} ELSE NULL END" if cases else "NULL::VARCHAR"
+    # One alternation first (RE2 runs it as one automaton): most runs are in no family, and for
+    # them the per-family patterns never run.
+    either = "|".join(f"(?:{p})" for f in manifest.families for p in f.patterns)
+    by_pattern = (
+        f"CASE WHEN regexp_matches(t.run, {_literal(either)}) THEN CASE {cases} END END"
+        if cases
+        else "NULL::VARCHAR"
+    )
+    # The family= key is rare: the regex runs only where the text is there. The run-level family
+    # is a GROUP BY over those few rows joined back, not a window over every job (10M jobs:
+    # the window alone took two thirds of the time).
     return f"""
         WITH tagged AS (
             SELECT job_key, job_id, state, num_gpus, start_s, end_s,
                 coalesce(nullif(regexp_extract({column}, {_literal(match.pattern)}, {match.group}),
                          ''), 'job:' || job_id_raw) AS run,
-                nullif(regexp_extract(comment, {_literal(COMMENT_FAMILY_PATTERN)}, 1), '')
-                    AS own_family
+                CASE WHEN contains(comment, 'family=') THEN nullif(regexp_extract(
+                    comment, {_literal(COMMENT_FAMILY_PATTERN)}, 1), '') END AS own_family
             FROM jobs WHERE start_s IS NOT NULL AND num_gpus > 0
+        ), own AS (
+            SELECT run AS own_run, max(own_family) AS own_run_family FROM tagged
+            WHERE own_family IS NOT NULL GROUP BY run
         ), named AS (
-            SELECT *, coalesce(max(own_family) OVER (PARTITION BY run), {by_pattern}) AS family
-            FROM tagged
+            SELECT t.*, coalesce(o.own_run_family, {by_pattern}) AS family
+            FROM tagged t LEFT JOIN own o ON o.own_run = t.run
         )
         SELECT job_key, job_id, run, family, num_gpus, state, start_s, end_s
         FROM named WHERE family IS NOT NULL
