@@ -21,6 +21,7 @@ from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
 
 SUMMARY_TABLE = "ladder_completed"
+FAMILIES_TABLE = "ladder_families"  # every family some job names, and how many jobs it has
 _META_KEY = "ladder_completed_from"
 # Ingests that change the jobs or the manifest, which the summary table is derived from.
 _SUMMARY_SOURCES = ("slurm.sacct", MANIFEST_SOURCE)
@@ -83,10 +84,15 @@ def _completed_sql(manifest: Manifest) -> str:
     """
 
 
+# Bumped whenever the summary tables change shape: a store built by another version is then
+# answered from the jobs until its next ingest rebuilds them.
+_SUMMARY_FORMAT = 2
+
+
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> str:
     sources = ", ".join(_literal(s) for s in _SUMMARY_SOURCES)
     row = con.execute(f"SELECT max(ingest_id) FROM ingests WHERE source IN ({sources})").fetchone()
-    return str(row[0] if row else None)
+    return f"{_SUMMARY_FORMAT}:{row[0] if row else None}"
 
 
 def refresh_summary(con: duckdb.DuckDBPyConnection) -> None:
@@ -94,18 +100,26 @@ def refresh_summary(con: duckdb.DuckDBPyConnection) -> None:
     manifest = stored_manifest(con)
     if manifest.ladder is None:
         con.execute(f"DROP TABLE IF EXISTS {SUMMARY_TABLE}")
+        con.execute(f"DROP TABLE IF EXISTS {FAMILIES_TABLE}")
         con.execute("DELETE FROM meta WHERE key = ?", [_META_KEY])
         return
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gy_ladder_jobs AS {family_jobs_sql(manifest)}")
     # Sorted by family so that a lookup of one family reads few row groups.
     con.execute(
-        f"CREATE OR REPLACE TABLE {SUMMARY_TABLE} AS "
-        f"SELECT * FROM ({_completed_sql(manifest)}) ORDER BY family, end_s"
+        f"""CREATE OR REPLACE TABLE {SUMMARY_TABLE} AS
+            SELECT family, run, num_gpus AS gpus, end_s FROM gy_ladder_jobs
+            WHERE state = 'COMPLETED' AND end_s IS NOT NULL ORDER BY family, end_s"""
     )
+    con.execute(
+        f"""CREATE OR REPLACE TABLE {FAMILIES_TABLE} AS
+            SELECT family, count(*) AS jobs FROM gy_ladder_jobs GROUP BY family ORDER BY family"""
+    )
+    con.execute("DROP TABLE gy_ladder_jobs")
     con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_META_KEY, _fingerprint(con)])
 
 
 def summary_is_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """True when ``ladder_completed`` was built from the store's latest jobs and manifest."""
+    """True when the summary tables were built, in this format, from the latest jobs and manifest."""
     rows = con.execute("SELECT value FROM meta WHERE key = ?", [_META_KEY]).fetchall()
     return bool(rows) and rows[0][0] == _fingerprint(con)
 
@@ -196,8 +210,9 @@ def preflight(
     evidence = Evidence(run=rows[0][0], gpus=rows[0][1], end_s=rows[0][2]) if rows else None
     known = evidence is not None or any(f.name == family for f in manifest.families)
     if not known:
+        named = FAMILIES_TABLE if current else f"({family_jobs_sql(manifest)})"
         known = bool(
-            con.execute(f"SELECT 1 FROM {source} WHERE family = ? LIMIT 1", [family]).fetchall()
+            con.execute(f"SELECT 1 FROM {named} WHERE family = ? LIMIT 1", [family]).fetchall()
         )
     return PreflightResult(
         family=family,

@@ -118,16 +118,22 @@ def test_preflight_respects_within_days(ladder_store: LadderStore) -> None:
 
 def test_a_new_ingest_updates_the_summary(ladder_store: LadderStore, tmp_path: Path) -> None:
     more = tmp_path / "more.psv"
-    job = Job(20, 5000, 5600, gpus=8, nodes="n3", run="jump-b")
-    more.write_text(f"{SACCT_FIELDS}\n{job.line()}\n")
+    jobs = [
+        Job(20, 5000, 5600, gpus=8, nodes="n3", run="jump-b"),
+        # A family only a failed job names: known, though nothing of it completed.
+        Job(21, 5000, 5100, gpus=8, nodes="n4", run="z1,family=zeta", state="FAILED"),
+    ]
+    more.write_text(SACCT_FIELDS + "\n" + "".join(j.line() + "\n" for j in jobs))
     ingest_slurm(ladder_store.db, SlurmInputs(sacct=more), until_s=T0_S + 6000)
     con = store.connect(ladder_store.db, read_only=True)
     try:
         result = rungs.preflight(con, family="jump", gpus=16, at_s=T0_S + 6000)
+        zeta = rungs.preflight(con, family="zeta", gpus=8, at_s=T0_S + 6000)
     finally:
         con.close()
     assert result.from_summary and result.allowed
     assert result.evidence is not None and result.evidence.run == "jump-b"
+    assert zeta.known_family and not zeta.allowed and zeta.evidence is None
 
 
 def test_cli_exit_codes_and_messages(ladder_store: LadderStore) -> None:
@@ -137,6 +143,11 @@ def test_cli_exit_codes_and_messages(ladder_store: LadderStore) -> None:
     assert refused.returncode == 3, refused.stderr
     assert "needs a completed run on 8 GPUs" in refused.stderr
     assert "missing rung(s) 1, 8" in refused.stderr
+    assert "note:" not in refused.stderr
+    typo = gpuyield("preflight", "--db", db, "--family", "jmup", "--gpus", "16", "--at", at)
+    assert typo.returncode == 3 and "no job and no [[families]] entry names family 'jmup'" in (
+        typo.stderr.replace("\n", " ")
+    )
     ok = gpuyield("preflight", "--db", db, "--family", "climb", "--gpus", "16", "--at", at)
     assert ok.returncode == 0, ok.stderr
     assert "run climb-16 completed on 16 GPUs" in ok.stdout

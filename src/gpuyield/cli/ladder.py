@@ -164,7 +164,12 @@ def _print_verdict(result: Any) -> None:
             if result.required_gpus is None
             else f"run {evidence.run} completed on {evidence.gpus} GPUs at {iso(evidence.end_s)}"
         )
-        console.print(f"ok: family {result.family} may launch on {result.gpus} GPUs: {why}")
+        console.print(
+            f"ok: family {result.family} may launch on {result.gpus} GPUs: {why}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
         return
     best = (
         "nothing completed then"
@@ -176,11 +181,15 @@ def _print_verdict(result: Any) -> None:
         f"{result.required_gpus} GPUs within {days}; {best}; missing rung(s) "
         f"{', '.join(map(str, result.missing_rungs))}",
         highlight=False,
+        markup=False,
+        soft_wrap=True,  # one line per verdict: hooks pass it on to logs and terminals
     )
     if not result.known_family:
         err_console.print(
             f"note: no job and no [[families]] entry names family {result.family!r}: a typo?",
             highlight=False,
+            markup=False,
+            soft_wrap=True,
         )
 
 
