@@ -23,8 +23,11 @@ def ladder_command(
     ] = "UTC",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/ladder.md).")] = False,
 ) -> None:
-    """Per run family: the rungs climbed and when, and every run launched without its lower rung
-    ("skipped 8 -> 512"), with the GPU-seconds it spent and how it ended."""
+    """Per run family: rungs climbed, and runs launched without their lower rung.
+
+    Each run that skipped ("skipped 8 -> 512") comes with the GPU-seconds it spent and how it ended
+    (docs/ladder.md).
+    """
     from gpuyield.cli._common import err_console, errors_mapped, print_json
     from gpuyield.cli.ingest import parse_instant
     from gpuyield.report.ladder import build_ladder
@@ -90,8 +93,8 @@ def preflight_command(
         str | None,
         typer.Option(
             "--run",
-            help="Without --family: the run's name, whose family the manifest's [[families]] "
-            "patterns give (no family: nothing to check, exit 0).",
+            help="Without --family: the run's name; the manifest's family patterns give its "
+            "family (none: nothing to check, exit 0).",
             show_default=False,
         ),
     ] = None,
@@ -102,9 +105,9 @@ def preflight_command(
     tz: Annotated[str, typer.Option(help="Time zone of --at without an offset.")] = "UTC",
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
-    """Exit 0 if the ladder lets FAMILY launch a run on GPUS GPUs, 3 naming the missing rung if not.
+    """Exit 0 if the scaling ladder allows the launch, 3 naming the missing rung if not.
 
-    For a Slurm job_submit/prolog hook or a CI step (examples/ladder/).
+    For a Slurm job_submit/prolog hook or a CI step (examples/ladder/); 1 is an error.
     """
     from gpuyield import rungs, store
     from gpuyield.cli._common import console, errors_mapped, print_json
