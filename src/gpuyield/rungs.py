@@ -96,13 +96,16 @@ def _fingerprint(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def refresh_summary(con: duckdb.DuckDBPyConnection) -> None:
-    """Rebuild ``ladder_completed`` from the jobs under the stored manifest (inside an ingest)."""
+    """Rebuild the summary tables from the jobs under the stored manifest (inside an ingest),
+    unless neither has changed since they were built."""
     manifest = stored_manifest(con)
     if manifest.ladder is None:
         con.execute(f"DROP TABLE IF EXISTS {SUMMARY_TABLE}")
         con.execute(f"DROP TABLE IF EXISTS {FAMILIES_TABLE}")
         con.execute("DELETE FROM meta WHERE key = ?", [_META_KEY])
         return
+    if summary_is_current(con):
+        return  # no jobs and no manifest since it was built (events, nodes or telemetry only)
     con.execute(f"CREATE OR REPLACE TEMP TABLE gy_ladder_jobs AS {family_jobs_sql(manifest)}")
     # Sorted by family so that a lookup of one family reads few row groups.
     con.execute(

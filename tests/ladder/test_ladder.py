@@ -200,3 +200,14 @@ def test_preflight_by_run_name(ladder_store: LadderStore) -> None:
     assert free.returncode == 0 and "belongs to no family" in free.stdout
     neither = gpuyield(*common)
     assert neither.returncode == 1 and "give --family or --run" in neither.stderr
+
+
+def test_an_ingest_without_jobs_keeps_the_summary(ladder_store: LadderStore) -> None:
+    con = store.connect(ladder_store.db)
+    con.execute(f"DELETE FROM {rungs.SUMMARY_TABLE}")  # a marker the rebuild would undo
+    rungs.refresh_summary(con)
+    assert con.execute(f"SELECT count(*) FROM {rungs.SUMMARY_TABLE}").fetchall() == [(0,)]
+    con.execute("DELETE FROM meta WHERE key = 'ladder_completed_from'")
+    rungs.refresh_summary(con)
+    assert con.execute(f"SELECT count(*) FROM {rungs.SUMMARY_TABLE}").fetchall() == [(3,)]
+    con.close()
