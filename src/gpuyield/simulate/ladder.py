@@ -88,6 +88,17 @@ def _climb_gpu_s(scenario: Scenario, run_gpu_s: np.ndarray, gpus: np.ndarray) ->
     return float(scenario.research.ladder_skip_share * (run_gpu_s * ratio).sum())
 
 
+def _means(scenario: Scenario, seeds: int) -> tuple[float, float, float, float]:
+    """(skip share, GPU-s run, GPU-s wasted, climb GPU-s), each the mean over seeds."""
+    draws = [_drawn(scenario, seed) for seed in range(seeds)]
+    return (
+        scenario.research.ladder_skip_share,
+        float(np.mean([d[0] for d in draws])),
+        float(np.mean([d[1] for d in draws])),
+        float(np.mean([_climb_gpu_s(scenario, d[2], d[3]) for d in draws])),
+    )
+
+
 def run_ladder_sweep(
     *,
     num_gpus: int = 100_000,
@@ -118,18 +129,7 @@ def run_ladder_sweep(
         )
         for share in (0.0, *skip_shares)
     ]
-    means = []
-    for scenario in scenarios:
-        draws = [_drawn(scenario, seed) for seed in range(seeds)]
-        climb = np.mean([_climb_gpu_s(scenario, d[2], d[3]) for d in draws])
-        means.append(
-            (
-                scenario.research.ladder_skip_share,
-                float(np.mean([d[0] for d in draws])),
-                float(np.mean([d[1] for d in draws])),
-                float(climb),
-            )
-        )
+    means = [_means(scenario, seeds) for scenario in scenarios]
     enforced_waste = means[0][2]
     points = [
         LadderPoint(
