@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHES = ("ledger", "simulate", "guard", "serve")
+BENCHES = ("ledger", "simulate", "guard", "serve", "ladder")
 
 
 def main(argv: list[str]) -> int:

@@ -35,6 +35,13 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from gpuyield.errors import ManifestError, UnknownIdError
+from gpuyield.families import (
+    Family,
+    LadderPolicy,
+    families_from_json,
+    parse_families,
+    parse_ladder,
+)
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"
@@ -93,6 +100,10 @@ class Manifest:
     """Per run: seconds from job start to the first step (estimated start-up overhead)."""
     failure_detection_s: dict[str, float] = field(default_factory=dict)
     """Per run: seconds from a fault to the job's FAILED/NODE_FAIL end (no checkpoint between)."""
+    families: tuple[Family, ...] = ()
+    """Run families (``[[families]]``, docs/ladder.md)."""
+    ladder: LadderPolicy | None = None
+    """The scaling-ladder policy; None when the manifest declares neither families nor a ladder."""
 
     @property
     def lineage_runs(self) -> frozenset[str]:
@@ -134,6 +145,9 @@ class Manifest:
             checkpoint_save_s=data.get("checkpoint_save_s", {}),
             restart_s=data.get("restart_s", {}),
             failure_detection_s=data.get("failure_detection_s", {}),
+            # Stores written before families existed have neither key.
+            families=families_from_json(data.get("families", [])),
+            ladder=_ladder_from_json(data.get("ladder")),
         )
 
 
@@ -157,11 +171,11 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
 
 def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Manifest:
     """Validate a manifest given as parsed TOML."""
-    unknown = set(data) - {"runs", "releases", "diverged", "run_settings"}
+    unknown = set(data) - {"runs", "releases", "diverged", "run_settings", *_LADDER_SECTIONS}
     if unknown:
         raise ManifestError(
             f"{path}: unknown section {sorted(unknown)[0]!r}",
-            hint="sections are runs, releases, diverged, run_settings",
+            hint="sections are runs, releases, diverged, run_settings, families, ladder",
         )
     runs = data.get("runs", {})
     match = _parse_match(str(runs.get("match", _DEFAULT_MATCH)), path)
@@ -182,6 +196,8 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         checkpoint_save_s=settings_by_key["checkpoint_save_s"],
         restart_s=settings_by_key["restart_s"],
         failure_detection_s=settings_by_key["failure_detection_s"],
+        families=parse_families(data.get("families", []), path),
+        ladder=_parse_ladder_section(data, path),
     )
 
 
@@ -216,6 +232,22 @@ def _parse_run_settings(table: Any, path: Path) -> dict[str, dict[str, float]]:
                 else _non_negative(value, path, where)
             )
     return out
+
+
+_LADDER_SECTIONS = ("families", "ladder")
+
+
+def _parse_ladder_section(data: dict[str, Any], path: Path) -> LadderPolicy | None:
+    """Declaring families alone turns the ladder on with the default rungs."""
+    if "ladder" in data:
+        return parse_ladder(data["ladder"], path)
+    return LadderPolicy() if data.get("families") else None
+
+
+def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
+    if item is None:
+        return None
+    return LadderPolicy(rungs=tuple(item["rungs"]), within_days=float(item["within_days"]))
 
 
 def _parse_match(text: str, path: Path) -> RunMatch:

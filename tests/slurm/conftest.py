@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import pytest
 
 from tests.slurm import lab, oracle
+from tests.slurm.ladder_lab import LadderCapture, run_ladder_phase
 
 # Runs of the release lineage and their roles in workload.sh, whose elapsed time sets the interval.
 LINEAGE = ("pt-main", "ft-main")
@@ -62,6 +63,7 @@ class LabRun:
     rolled_hours: tuple[int, int] | None  # [start_s, end_s) of hours sreport has rolled up, if any
     sreport_rows: list[dict[str, str]]  # for rolled_hours, or for the current hour (expected empty)
     resized: Resized | None = None  # the lab grown to 6 nodes and shrunk back, captured after
+    ladder: LadderCapture | None = None  # two run families on the ladder, captured last
 
     def runs_of(self, role: str) -> list[oracle.JobRun]:
         """sacct rows of the job workload.sh submitted as ``role`` (array tasks included)."""
@@ -231,7 +233,9 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
         with lab.machine_lock(), lab.running_lab(keep) as lab_dir:
             roles = lab.run_workload(lab_dir, keep)
             captured = _capture(lab_dir, keep, roles)
-            return dataclasses.replace(captured, resized=_resize_and_capture(lab_dir, keep))
+            resized = _resize_and_capture(lab_dir, keep)
+            ladder = run_ladder_phase(lab_dir, keep)
+            return dataclasses.replace(captured, resized=resized, ladder=ladder)
     except lab.LabError as error:
         pytest.fail(f"Slurm lab: {error}\n(artifacts: {keep})")
 

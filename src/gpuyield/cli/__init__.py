@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from gpuyield.cli import divergence, estimate, ingest, report, serve, simulate
+from gpuyield.cli import ladder as ladder_cli
 
 app = typer.Typer(
     name="gpuyield",
@@ -26,6 +27,8 @@ app.add_typer(estimate.app, name="estimate")
 app.add_typer(simulate.app, name="simulate")
 app.add_typer(divergence.app, name="divergence")
 app.command(name="serve")(serve.serve_command)
+app.command(name="ladder")(ladder_cli.ladder_command)
+app.command(name="preflight")(ladder_cli.preflight_command)
 
 
 def main() -> None:

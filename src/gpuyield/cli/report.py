@@ -128,8 +128,21 @@ def _print_report(report: Any) -> None:
             f"divergence watch: run {event['run']} step {event['step']}: {event['kind']} "
             f"({event['metric']}={event['value']}, threshold {event['threshold']})"
         )
+    if report.waste_in_skipped_rungs is not None:
+        _print_skipped_rungs(report.waste_in_skipped_rungs)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _print_skipped_rungs(waste: Any) -> None:
+    """The ladder's evidence: waste of runs that skipped a rung beside the runs that did not."""
+    for name, side in (("skipped a rung", waste.skipped), ("climbed the ladder", waste.climbed)):
+        console.print(
+            f"runs that {name}: {side.runs}, {_hours(side.gpu_seconds)} GPU-hours, "
+            f"{_hours(side.wasted_gpu_seconds)} failed/cancelled/diverged "
+            f"({_share(side.waste_share)})"
+        )
+    console.print("[dim]waste_in_skipped_rungs: `gpuyield ladder` lists the runs[/]")
 
 
 def _print_breakdown(cut: Any) -> None:

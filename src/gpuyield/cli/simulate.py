@@ -128,7 +128,7 @@ def validate_command(
 def sweep_command(
     out: Annotated[Path, typer.Option("--out", help="Directory for sweep.csv/json/png/html.")],
     param: Annotated[
-        str, typer.Option(help="What to vary: cluster-gpus or interval-s.")
+        str, typer.Option(help="What to vary: cluster-gpus, interval-s or ladder-skip-share.")
     ] = "cluster-gpus",
     values: Annotated[
         str | None, typer.Option(help="Comma-separated values (default depends on --param).")
@@ -155,13 +155,24 @@ def sweep_command(
     jobs: Annotated[int, typer.Option("--jobs", help="Parallel processes.")] = 1,
     plots: Annotated[bool, typer.Option(help="Write sweep.png and sweep.html.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    skip_failure_multiplier: Annotated[
+        float, typer.Option(help="ladder-skip-share: how much likelier a skipping job fails.")
+    ] = 2.0,
 ) -> None:
     """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots.
 
     Failure rates and restart costs come from --scenario; every policy of one seed sees the same
     failures (common random numbers), so policy differences are not sampling noise.
+    With --param ladder-skip-share: the research workload's waste at each share of jobs skipping
+    their lower rung, against the ladder enforced (docs/ladder.md).
     """
     from gpuyield.simulate.sweep import sweep_from_options, sweep_summary
+
+    if param == "ladder-skip-share":
+        from gpuyield.cli.ladder import ladder_sweep_command
+
+        ladder_sweep_command(out, values, seeds, days, gpus, skip_failure_multiplier, as_json)
+        return
 
     result = call(
         sweep_from_options,

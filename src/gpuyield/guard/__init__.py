@@ -5,12 +5,16 @@
 - ``DivergenceWatch``: streaming detector of NaN/Inf, loss spikes, sustained divergence, grad-norm
   explosions and loss-scale collapse, with actions warn/stop/raise.
 - ``scan``: the same detector over a telemetry file (``gpuyield divergence scan``).
+- ``check_init`` / ``clip_init_``: values of a model's initial weights beyond 3 standard deviations,
+  and OLMo's remedy (``gpuyield.guard.init``; needs torch, loaded on first use).
 - Callbacks: ``gpuyield.guard.lightning.DivergenceCallback`` and
   ``gpuyield.guard.transformers.DivergenceCallback`` (they import torch and friends; this package
   itself imports only the standard library).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from gpuyield.guard.recorder import Recorder
 from gpuyield.guard.scan import ScanResult, scan
@@ -32,5 +36,18 @@ __all__ = [
     "Recorder",
     "ScanResult",
     "WatchConfig",
+    "check_init",
+    "clip_init_",
     "scan",
 ]
+
+# Torch loads only when these are used: the rest of the package runs in any training job.
+_TORCH_EXPORTS = ("check_init", "clip_init_")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_EXPORTS:
+        from gpuyield.guard import init
+
+        return getattr(init, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

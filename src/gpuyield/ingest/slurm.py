@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from gpuyield import manifest as manifest_mod
-from gpuyield import store
+from gpuyield import rungs, store
 from gpuyield.errors import InputError
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import nodes as nodes_mod
@@ -341,6 +341,9 @@ def _ingest_scanned(
                 rows_skipped=done.torn_lines,
             )
         )
+    # Inside the transaction: preflight never sees jobs without their ladder summary.
+    progress.phase("updating the ladder summary")
+    rungs.refresh_summary(con)
     return tuple(results), as_of, tuple(warnings)
 
 

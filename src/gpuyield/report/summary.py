@@ -12,6 +12,7 @@ from gpuyield.ledger import Ledger, backend_for, compute_ledger
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
+    from gpuyield.ledger.ladder import SkippedRungWaste
     from gpuyield.report.breakdown import Breakdown
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
@@ -51,6 +52,8 @@ class YieldReport:
     """Provenance: every ingest (file, hash, rows read, rejected)."""
     divergence_evidence: tuple[dict[str, Any], ...] = field(default=())
     """Divergence watch findings in run telemetry (step, kind, metric, value, threshold)."""
+    waste_in_skipped_rungs: SkippedRungWaste | None = None
+    """Waste of runs that skipped a ladder rung against the others (None: no ladder declared)."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -106,7 +109,33 @@ class YieldReport:
             "warnings": list(self.warnings),
             "sources": list(self.sources),
             "divergence_evidence": list(self.divergence_evidence),
+            # Only with a ladder in the manifest: reports without one keep their shape.
+            **(
+                {"waste_in_skipped_rungs": skipped_rungs_dict(self.waste_in_skipped_rungs)}
+                if self.waste_in_skipped_rungs is not None
+                else {}
+            ),
         }
+
+
+def skipped_rungs_dict(waste: SkippedRungWaste) -> dict[str, Any]:
+    """The ``--json`` shape of ``waste_in_skipped_rungs`` (docs/contracts.md)."""
+
+    def side(s: Any) -> dict[str, Any]:
+        return {
+            "runs": s.runs,
+            "gpu_seconds": _number(s.gpu_seconds),
+            "wasted_gpu_seconds": _number(s.wasted_gpu_seconds),
+            "wasted": {k: _number(v) for k, v in s.wasted.items()},
+            "waste_share": s.waste_share,
+        }
+
+    return {
+        "rungs": list(waste.policy.rungs),
+        "within_days": waste.policy.within_days,
+        "skipped": side(waste.skipped),
+        "climbed": side(waste.climbed),
+    }
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -149,6 +178,9 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         ),
         "down": "from node events (sacctmgr show event)",
     }
+    from gpuyield.ledger.ladder import analyse_ladder
+
+    ladder = analyse_ladder(ledger)
     return YieldReport(
         window_start_s=ledger.window.start_s,
         window_end_s=ledger.window.end_s,
@@ -160,6 +192,7 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         figures=figures,
         warnings=ledger.window.warnings,
         divergence_evidence=ledger.divergence_evidence,
+        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
         sources=tuple(
             dict(
                 zip(

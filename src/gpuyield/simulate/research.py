@@ -155,6 +155,25 @@ def lent_node_s(lends: tuple[Lend, ...], start_s: int, end_s: int) -> int:
     return sum((end_s - start_s) - (lend.held_to_s - lend.held_from_s) for lend in lends)
 
 
+# The end states of a bad idea found at scale: it fails, runs out of memory, or its user cancels it.
+LADDER_BAD_OUTCOMES = ("failed", "oom", "cancelled")
+_LADDER_STREAM = 0x1ADD
+
+
+def skip_end_states(outcomes: list[str], probs: np.ndarray, multiplier: float) -> np.ndarray:
+    """End-state probabilities of a job that skipped its rung: the bad outcomes ``multiplier``
+    times likelier (at most 99% together), the others scaled down to fill the rest."""
+    bad = np.array([o in LADDER_BAD_OUTCOMES for o in outcomes])
+    scaled = np.where(bad, probs * multiplier, 0.0)
+    total_bad = min(float(scaled.sum()), 0.99)
+    if scaled.sum() > 0:
+        scaled *= total_bad / scaled.sum()
+    good = np.where(bad, 0.0, probs)
+    if good.sum() > 0:
+        scaled += good * (1 - total_bad) / good.sum()
+    return scaled / scaled.sum()
+
+
 def draw_jobs(
     scenario: Scenario,
     layouts: list[_Layout],
@@ -195,6 +214,14 @@ def draw_jobs(
         full = np.exp(rng.normal(np.log(cls.median_duration_s), cls.duration_sigma, size=count))
         full = np.clip(np.rint(full), 60, cls.time_limit_s).astype(np.int64)
         outcome = codes[rng.choice(len(codes), size=count, p=probs)]
+        if cfg.ladder_skip_share > 0 and cls.num_gpus > min(c.num_gpus for c in cfg.classes):
+            # A stream of its own: every other draw stays as without the knob, so two shares
+            # differ only in the outcomes of the jobs that skip.
+            own = np.random.default_rng((scenario.seed, index, _LADDER_STREAM))
+            skips = own.random(count) < cfg.ladder_skip_share
+            skip_probs = skip_end_states(outcomes, probs, cfg.ladder_skip_failure_multiplier)
+            redrawn = codes[own.choice(len(codes), size=count, p=skip_probs)]
+            outcome = np.where(skips, redrawn, outcome)
         frac = rng.uniform(0.02, 1.0, size=count)
         partial = np.maximum(np.rint(full * frac).astype(np.int64), 1)
         diverged = rng.random(count) < cfg.diverged_share

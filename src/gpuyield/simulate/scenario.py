@@ -261,9 +261,19 @@ class ResearchConfig:
     #: Research jobs may use lineage groups while no lineage run holds them (preempted at run
     #: start).
     backfill_lineage_gaps: bool = False
+    #: The scaling ladder (docs/ladder.md): share of jobs above the smallest class that skip
+    #: their lower rung, and how much likelier such a job ends failed, cancelled or OOM.
+    ladder_skip_share: float = 0.0
+    ladder_skip_failure_multiplier: float = 1.0
 
     def __post_init__(self) -> None:
         _non_negative(self.load, "research.load")
+        _non_negative(self.ladder_skip_share, "research.ladder_skip_share")
+        _non_negative(
+            self.ladder_skip_failure_multiplier, "research.ladder_skip_failure_multiplier"
+        )
+        if self.ladder_skip_share > 1:
+            raise InputError("research.ladder_skip_share must be at most 1", hint="e.g. 0.3")
         if not self.classes:
             raise InputError("research.classes must not be empty", hint="add [[research.classes]]")
         for state, share in self.end_states.items():
