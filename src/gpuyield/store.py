@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS telemetry (
     run VARCHAR NOT NULL, job_id VARCHAR, event VARCHAR NOT NULL, t_s DOUBLE, step BIGINT,
     duration_s DOUBLE, status VARCHAR, loss DOUBLE, ingest_id BIGINT NOT NULL, line BIGINT
 );
+CREATE TABLE IF NOT EXISTS coverage (
+    cluster VARCHAR NOT NULL, start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, source VARCHAR NOT NULL,
+    ingest_id BIGINT
+);
 CREATE TABLE IF NOT EXISTS divergence_events (
     run VARCHAR NOT NULL, step BIGINT NOT NULL, t_s DOUBLE, kind VARCHAR NOT NULL, metric VARCHAR,
     value DOUBLE, threshold DOUBLE, ingest_id BIGINT NOT NULL
@@ -140,3 +144,24 @@ def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute("SELECT nextval('ingest_ids')").fetchall()[0]
     assert row is not None
     return int(row[0])
+
+
+def record_coverage(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    cluster: str,
+    start_s: int,
+    end_s: int,
+    source: str,
+    ingest_id: int | None,
+) -> None:
+    """Record that the accounting of ``cluster`` is complete over ``[start_s, end_s)``.
+
+    ``source`` says how the range was known (a collect's query window, ``--since/--until``, or the
+    earliest job start of a file ingested without them); ledger/coverage.py merges the ranges.
+    """
+    if end_s <= start_s:
+        return  # an empty query window covers nothing (a collect run twice in the same second)
+    con.execute(
+        "INSERT INTO coverage VALUES (?, ?, ?, ?, ?)", [cluster, start_s, end_s, source, ingest_id]
+    )

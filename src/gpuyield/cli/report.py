@@ -9,6 +9,7 @@ import typer
 
 from gpuyield.cli._common import console, err_console, errors_mapped, print_json
 from gpuyield.cli.ingest import parse_instant
+from gpuyield.errors import InputError
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day or hour."
@@ -42,9 +43,19 @@ def report_command(
     png: Annotated[
         Path | None, typer.Option("--png", help="With --html: also write each chart as a PNG here.")
     ] = None,
+    allow_gaps: Annotated[
+        bool,
+        typer.Option(
+            "--allow-gaps",
+            help="A window reaching outside the captured time shows the gaps as not captured "
+            "(out of installed, never idle) instead of failing.",
+        ),
+    ] = False,
 ) -> None:
-    """Yield report: installed GPU-hours by category, beside the essay's typical lab."""
+    """Yield report: installed GPU-hours by category, beside the essay's typical lab. The window
+    defaults to the time the store's accounting covers."""
     with errors_mapped():
+        check_flags(html=html, png=png, by=by, top=top)
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
@@ -52,12 +63,14 @@ def report_command(
             if html is not None:
                 from gpuyield.report.html import write_html_report
 
-                written = write_html_report(db, html, since_s=since_s, until_s=until_s, png_dir=png)
+                written = write_html_report(
+                    db, html, since_s=since_s, until_s=until_s, png_dir=png, allow_gaps=allow_gaps
+                )
             else:
                 from gpuyield.report.summary import build_report_with_breakdown
 
                 report, cut = build_report_with_breakdown(
-                    db, since_s=since_s, until_s=until_s, by=by, top=top
+                    db, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
                 )
         if html is not None:
             console.print(f"HTML report written to {written}")
@@ -78,6 +91,19 @@ def report_command(
     _print_report(report)
     if cut is not None:
         _print_breakdown(cut)
+
+
+def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:
+    """Flags that would do nothing together are errors, not silently ignored."""
+    if png is not None and html is None:
+        raise InputError("--png works only with --html", hint="add --html FILE, or drop --png")
+    if by is not None and html is not None:
+        raise InputError(
+            "--by does not apply to --html (the page has its own breakdowns)",
+            hint="run --by without --html for the table or JSON",
+        )
+    if top is not None and by is None:
+        raise InputError("--top works only with --by", hint="add --by, e.g. --by user")
 
 
 def _hours(gpu_seconds: float) -> str:
@@ -136,6 +162,11 @@ def _print_report(report: Any) -> None:
         )
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    for gap in report.not_captured:
+        console.print(
+            f"[yellow]not captured:[/] {gap.describe()} ({gap.duration_s / 3600:,.1f} h): "
+            "out of installed, not idle"
+        )
 
 
 def _print_breakdown(cut: Any) -> None:

@@ -42,6 +42,7 @@ def write_html_report(
     since_s: int | None = None,
     until_s: int | None = None,
     png_dir: str | Path | None = None,
+    allow_gaps: bool = False,
 ) -> Path:
     """Write the HTML report of the store at ``db`` (and slide PNGs into ``png_dir``).
 
@@ -54,7 +55,7 @@ def write_html_report(
             f"cannot write {target}: no directory {target.parent}",
             hint="create the directory first, or pick another --html path",
         )
-    figures = build_figures(db, since_s=since_s, until_s=until_s)
+    figures = build_figures(db, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     pngs = None if png_dir is None else Path(png_dir)
     if pngs is not None:
         pngs.mkdir(parents=True, exist_ok=True)
