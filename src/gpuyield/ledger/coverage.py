@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import ibis
+from ibis.common.exceptions import TableNotFound
 
 from gpuyield.errors import InputError
 from gpuyield.times import iso_utc
@@ -58,9 +59,10 @@ class CoverageGapError(InputError):
 
 def stored_coverage(backend: ibis.BaseBackend) -> tuple[CoverageSpan, ...]:
     """Covered spans per cluster, overlapping and touching ranges merged, sorted."""
-    if "coverage" not in backend.list_tables():
+    try:
+        table = backend.table("coverage").select("cluster", "start_s", "end_s")
+    except TableNotFound:
         return ()  # a store written before coverage was recorded: nothing is known
-    table = backend.table("coverage").select("cluster", "start_s", "end_s")
     rows = sorted(
         (r["cluster"], int(r["start_s"]), int(r["end_s"])) for r in table.to_pyarrow().to_pylist()
     )
