@@ -98,7 +98,7 @@ def test_a_gap_between_two_captures(tmp_path: Path) -> None:
             since_s=T0_S + start_s,
             until_s=T0_S + end_s,
         )
-    with pytest.raises(CoverageGapError, match="01:00:00Z .. 2026-01-01T02:00:00Z"):
+    with pytest.raises(CoverageGapError, match=r"01:00:00Z \.\. 2026-01-01T02:00:00Z"):
         build_report(db)
     report = build_report(db, allow_gaps=True)
     assert report.installed_gpu_seconds == 16 * 2 * HOUR_S
