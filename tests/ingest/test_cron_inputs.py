@@ -121,3 +121,35 @@ def test_the_report_json_has_coverage(tmp_path: Path) -> None:
         {"cluster": "lab", "start": "2026-11-30T10:00:00Z", "end": "2026-11-30T11:00:00Z"}
     ]
     assert data["not_captured"] == []
+
+
+def test_several_clusters_in_one_store_report_per_cluster_and_together(tmp_path: Path) -> None:
+    """The bundled capture twice, once renamed lab2: each cluster's row is the one-cluster report."""
+    from gpuyield.report.summary import build_report_with_breakdown
+
+    second = tmp_path / "lab2"
+    second.mkdir()
+    for name in ("sacct-X-D-wide.psv", "sacctmgr-event-format.psv"):
+        text = (EXAMPLES / name).read_text()
+        (second / name).write_text(text.replace("|lab|", "|lab2|").replace("\nlab|", "\nlab2|"))
+    db, alone = tmp_path / "both.duckdb", tmp_path / "alone.duckdb"
+    ingest_slurm(alone, _inputs(), since_s=UNTIL_S - 3600, until_s=UNTIL_S)
+    ingest_slurm(db, _inputs(), since_s=UNTIL_S - 3600, until_s=UNTIL_S)
+    ingest_slurm(
+        db,
+        SlurmInputs(
+            sacct=second / "sacct-X-D-wide.psv",
+            events=second / "sacctmgr-event-format.psv",
+            nodes=EXAMPLES / "scontrol-show-nodes-oneliner.txt",
+        ),
+        since_s=UNTIL_S - 3600,
+        until_s=UNTIL_S,
+        cluster="lab2",
+    )
+    one = build_report(alone)
+    both, cut = build_report_with_breakdown(db, by="cluster")
+    assert cut is not None and [r.key for r in cut.rows] == ["lab", "lab2"]
+    for row in cut.rows:
+        assert row.categories == pytest.approx(one.categories)
+    assert both.installed_gpu_seconds == 2 * one.installed_gpu_seconds
+    assert [c.cluster for c in both.coverage] == ["lab", "lab2"]

@@ -12,7 +12,8 @@ from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
 
 _BY_HELP = (
-    "Break down by account, user, partition, run, job (with the input line of each), day or hour."
+    "Break down by account, user, partition, run, job (with the input line of each), day, hour "
+    "or cluster (each cluster of the store as a report of its own)."
 )
 _TOP_HELP = (
     "With --by: the N largest groups, the rest as one row (job, run: 20 unless told; 0: all)."
