@@ -398,6 +398,7 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
                 _table("Measured or estimated", ["figure", "how"], how)),
         _table("Sources (every ingest, with the SHA-256 of the file read)", list(fields), sources),
     ]  # fmt: skip
+    parts.append(_captured_table(data))
     evidence = _evidence_table(data.get("divergence_evidence", []))
     if evidence:
         parts.append(evidence)
@@ -405,6 +406,21 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
         parts.append(_table(f"First rejected rows (of {data['rejected_rows']})",
                             ["file", "line", "field", "why"], rejects))  # fmt: skip
     return "\n".join(parts)
+
+
+def _captured_table(data: dict[str, Any]) -> str:
+    """The store's coverage, and the gaps left out of installed (``--allow-gaps``)."""
+    rows = [
+        _tr([_td(label)] + [_td(escape(str(span[f])), _keyed(f"{key}.{i}.{f}", span[f]))
+                            for f in ("cluster", "start", "end")]
+            + [_td(_hours(span["duration_s"]) if "duration_s" in span else "",
+                   _keyed(f"{key}.{i}.duration_s", span["duration_s"])
+                   if "duration_s" in span else "", num=True)])
+        for key, label in (("coverage", "captured"), ("not_captured", "not captured (not idle)"))
+        for i, span in enumerate(data.get(key, []))
+    ]  # fmt: skip
+    return _table("Captured time (report windows stay inside it)",
+                  ["", "cluster", "from", "to", "hours"], rows)  # fmt: skip
 
 
 def _evidence_table(evidence: list[dict[str, Any]]) -> str:
