@@ -37,8 +37,19 @@ def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp
     db = tmp_path / "ledger.duckdb"
     start, end = (truth["window"][k].removesuffix("Z") for k in ("start", "end"))
     subprocess.run(
-        [*GPUYIELD, "ingest", "slurm", "--dir", str(work), "--db", str(db), "--since", start,
-         "--until", end],
+        [
+            *GPUYIELD,
+            "ingest",
+            "slurm",
+            "--dir",
+            str(work),
+            "--db",
+            str(db),
+            "--since",
+            start,
+            "--until",
+            end,
+        ],
         check=True,
         capture_output=True,
         text=True,

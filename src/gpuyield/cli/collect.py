@@ -71,8 +71,7 @@ def collect_command(
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
     ] = False,
 ) -> None:
-    """Run sacct, sacctmgr and scontrol for the period since the last collection, and ingest
-    their output in one transaction (run it from cron or a systemd timer)."""
+    """Run sacct, sacctmgr and scontrol since the last collection and ingest them in one transaction (for cron)."""
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.collect import collect
 

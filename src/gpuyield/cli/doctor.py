@@ -28,9 +28,7 @@ def doctor_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
 ) -> None:
-    """Check what silently ruins the numbers (job comments and GPUs accounted, slurmdbd, time
-    zone, SLURM_TIME_FORMAT, manifest runs, coverage gaps) and print the fix for each. Exits 1
-    when a check fails."""
+    """Check the Slurm setup and the store for what silently ruins the numbers; print the fix for each."""
     from gpuyield.ingest.doctor import run_doctor
 
     with errors_mapped():

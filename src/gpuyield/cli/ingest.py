@@ -39,7 +39,8 @@ def parse_instant(text: str | None, tz: str, option: str) -> int | None:
 @app.command("slurm")
 def slurm_command(
     sacct: Annotated[
-        Path | None, typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output.")
+        Path | None,
+        typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output (- for stdin; .gz, .zst)."),
     ] = None,
     events: Annotated[
         Path | None,
@@ -111,8 +112,7 @@ def slurm_command(
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary.")
     ] = False,
 ) -> None:
-    """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes
-    nothing. Any file may be - (stdin), .gz or .zst."""
+    """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 

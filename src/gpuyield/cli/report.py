@@ -53,8 +53,7 @@ def report_command(
         ),
     ] = False,
 ) -> None:
-    """Yield report: installed GPU-hours by category, beside the essay's typical lab. The window
-    defaults to the time the store's accounting covers."""
+    """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
     with errors_mapped():
         check_flags(html=html, png=png, by=by, top=top)
         since_s = parse_instant(since, tz, "--since")
