@@ -11,6 +11,7 @@ declaring primary keys, because an index over ten million jobs costs more memory
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -144,6 +145,19 @@ def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute("SELECT nextval('ingest_ids')").fetchall()[0]
     assert row is not None
     return int(row[0])
+
+
+def is_new(db: str | Path) -> bool:
+    """True when ``db`` names a file that does not exist yet (a first ingest creates it)."""
+    return str(db) != ":memory:" and not Path(db).exists()
+
+
+def remove(path: Path) -> None:
+    """Delete a store and its side files: a failed first ingest leaves nothing behind, no empty
+    store to puzzle over next time."""
+    for leftover in (path, path.with_name(path.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
 
 
 def record_coverage(

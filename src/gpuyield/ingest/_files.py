@@ -221,6 +221,23 @@ def plain_copy(path: Path, directory: Path) -> Path | None:
     return target
 
 
+def plain_copies(given: dict[str, Path], directory: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """``plain_copy`` of each input (by kind) that needs one: the copies by kind, and each copy's
+    path mapped to what the user gave. Only one input can be stdin."""
+    copies: dict[str, Path] = {}
+    renamed: dict[str, str] = {}
+    if sum(path == STDIN for path in given.values()) > 1:
+        raise InputError("only one input can be - (stdin)", hint="give the others as files")
+    for kind, path in given.items():
+        sub = directory / kind
+        sub.mkdir()
+        copy = plain_copy(path, sub)
+        if copy is not None:
+            copies[kind] = copy
+            renamed[str(copy)] = "-" if path == STDIN else str(path)
+    return copies, renamed
+
+
 def _open_compressed(path: Path) -> typing.BinaryIO:
     if path.suffix == ".gz":
         import gzip

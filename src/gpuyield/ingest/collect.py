@@ -201,7 +201,7 @@ def _ingest(
     keep_raw: Path | None,
     progress: Progress,
 ) -> CollectOutcome:
-    fresh = not Path(db).exists()
+    fresh = store.is_new(db)
     con = store.connect(db)
     try:
         _snapshot_jobs(con, cluster, start_s)
@@ -212,7 +212,7 @@ def _ingest(
     except BaseException:
         con.close()
         if fresh:
-            Path(db).unlink(missing_ok=True)
+            store.remove(Path(db))
         raise
     con.close()
     events = sum(f.rows_read for f in summary.files if f.source == "slurm.events")

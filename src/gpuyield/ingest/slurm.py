@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,7 +25,7 @@ from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
-from gpuyield.ingest._files import STDIN, FileInfo, plain_copy, scan_file
+from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import record_sacct_coverage
 from gpuyield.progress import NoProgress, Progress
@@ -155,7 +154,7 @@ def ingest_slurm(
     given = (inputs.sacct, inputs.events, inputs.nodes, inputs.manifest, inputs.reservations)
     if not any(given) and not inputs.telemetry:
         raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
-    fresh = con is None and _new_file(db)
+    fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
             plain, renamed = plain_inputs(inputs, Path(tmp))
@@ -172,7 +171,7 @@ def ingest_slurm(
                 raise
     except BaseException:
         if fresh:
-            _remove_store(Path(str(db)))
+            store.remove(Path(str(db)))
         raise
 
 
@@ -209,34 +208,13 @@ def _ingest_plain(
             con.close()
 
 
-def _new_file(db: str | Path | None) -> bool:
-    return db is not None and str(db) != ":memory:" and not Path(db).exists()
-
-
-def _remove_store(path: Path) -> None:
-    """A failed first ingest leaves nothing behind: no empty store to puzzle over next time."""
-    for leftover in (path, path.with_name(path.name + ".wal")):
-        leftover.unlink(missing_ok=True)
-    shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
-
-
 def plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
     """Inputs with stdin and compressed files replaced by plain copies in ``directory``, and
     each copy's path mapped to what the user gave (for provenance and messages)."""
-    changes: dict[str, Any] = {}
-    renamed: dict[str, str] = {}
-    for kind in ("sacct", "events", "nodes", "manifest", "reservations"):
-        path = getattr(inputs, kind)
-        if path is None:
-            continue
-        if Path(path) == STDIN and any(Path(v) == STDIN for v in renamed.values()):
-            raise InputError("only one input can be - (stdin)", hint=f"give --{kind} a file")
-        sub = directory / kind
-        sub.mkdir()
-        copy = plain_copy(Path(path), sub)
-        if copy is not None:
-            changes[kind] = copy
-            renamed[str(copy)] = "-" if Path(path) == STDIN else str(path)
+    kinds = ("sacct", "events", "nodes", "manifest", "reservations")
+    given = {kind: Path(getattr(inputs, kind)) for kind in kinds if getattr(inputs, kind)}
+    copies, renamed = plain_copies(given, directory)
+    changes: dict[str, Any] = dict(copies)
     return dataclasses.replace(inputs, **changes), renamed
 
 
