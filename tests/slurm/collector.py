@@ -53,6 +53,8 @@ class Collected:
     stopped_hash_before: str = ""
     stopped_hash_after: str = ""
     resumed: CliRun | None = None  # collect after the restart
+    doctor: CliRun | None = None  # gpuyield doctor --db at the window end
+    doctor_stopped: CliRun | None = None  # the same while the daemons were stopped
     resume_db: Path | None = None
 
 
@@ -121,6 +123,7 @@ class Collector:
         self.state.report_before_again = self._report()
         self.state.again = self.collect("--until", until)
         self.state.report_after_again = self._report()
+        self.state.doctor = gpuyield_cli("doctor", "--db", self.state.db, "--json", env=self.env)
 
     def _report(self) -> str:
         return gpuyield_cli("report", "--db", self.state.db, "--json", env=self.env).stdout
@@ -135,6 +138,7 @@ class Collector:
             "collect", "--db", resume, "--cluster", CLUSTER, "--json", env=self.env
         )
         self.state.stopped_hash_after = _sha256(resume)
+        self.state.doctor_stopped = gpuyield_cli("doctor", "--json", env=self.env)
 
     def after_restart(self, env: dict[str, str]) -> None:
         """The daemons are back: collect resumes from the store's watermark."""

@@ -144,3 +144,18 @@ def test_the_store_rebuilds_from_the_kept_raw_output(lab_run: LabRun) -> None:
     original = ledger_report(_collected_with_manifest(lab_run, "collected-rebuild.duckdb"))
     again = ledger_report(rebuilt)
     assert {k: again[k] for k in NUMBERS} == {k: original[k] for k in NUMBERS}
+
+
+def test_doctor_on_the_lab(lab_run: LabRun) -> None:
+    """The lab is set up right (comments and GPUs accounted): every check passes; with the daemons
+    stopped, slurmdbd's check fails and says how to fix it."""
+    collected = _collected(lab_run)
+    assert collected.doctor is not None and collected.doctor_stopped is not None
+    assert collected.doctor.rc == 0, collected.doctor.stdout
+    checks = {c["name"]: c for c in collected.doctor.json()["checks"]}
+    for name in ("slurmdbd answers", "job comments stored", "GPUs accounted", "coverage"):
+        assert checks[name]["status"] == "ok", checks[name]
+    assert collected.doctor_stopped.rc == 1
+    stopped = {c["name"]: c for c in collected.doctor_stopped.json()["checks"]}
+    assert stopped["slurmdbd answers"]["status"] == "fail"
+    assert "slurmdbd" in stopped["slurmdbd answers"]["fix"]
