@@ -16,6 +16,9 @@ Then, each in its own subprocess (wall time and peak RSS its own, as in ``bench.
 3. ``gpuyield ingest slurm`` of the same day alone into an empty store (the baseline);
 4. ``gpuyield report --json`` on the store after the collect.
 
+Each timed command runs three times (each collect into a fresh copy of the base store, each day
+alone into a fresh empty store); the fastest run counts, every wall time is kept.
+
 Figures of merit (issue 13): collect at most 5 s and at most 2x the day alone (O(new rows), not
 O(store)); report time after the collect within 10% of before.
 Run: ``python -m bench collect [--quick]`` or ``python -m bench.collect --jobs 1000000``.
@@ -28,6 +31,7 @@ import json
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,7 @@ OVERLAP_S = 3_600
 TARGET_COLLECT_S = 5.0
 TARGET_RATIO = 2.0
 TARGET_REPORT_GROWTH = 0.10
+REPEATS = 3
 _TIME = "%Y-%m-%dT%H:%M:%S"
 
 
@@ -123,6 +128,17 @@ def _checked(name: str, argv: list[str]) -> dict[str, Any]:
     return {**run.figures(), "stdout": run.stdout}
 
 
+def _best_of(name: str, argv: list[str], fresh: Callable[[], None]) -> dict[str, Any]:
+    """The fastest of REPEATS runs, each on a fresh store (``fresh``): the bench machine is shared,
+    and one slow run says more about the neighbours than about the command. Every wall time kept."""
+    runs = []
+    for _ in range(REPEATS):
+        fresh()
+        runs.append(_checked(name, argv))
+    best = min(runs, key=lambda r: r["wall_s"])
+    return {**best, "all_wall_s": [r["wall_s"] for r in runs]}
+
+
 def bench_size(num_jobs: int) -> dict[str, Any]:
     """Every figure for one data set size."""
     params = GenParams(num_jobs=num_jobs)
@@ -142,18 +158,23 @@ def bench_size(num_jobs: int) -> dict[str, Any]:
         "--events", out / "history-events.psv", "--nodes", data.out_dir / "nodes.txt",
         "--manifest", data.out_dir / "manifest.toml", "--cluster", cluster,
         "--since", registered, "--until", _text(day_start_s)))  # fmt: skip
-    report_before = _checked("report before", _gpuyield("report", "--db", base, "--json"))
-    collected = out / "collected.duckdb"
-    shutil.copyfile(base, collected)
-    collect = _checked("collect", _gpuyield(
+    report_before = _best_of(
+        "report before", _gpuyield("report", "--db", base, "--json"), lambda: None
+    )
+    collected, alone_db = out / "collected.duckdb", out / "day-alone.duckdb"
+    collect = _best_of("collect", _gpuyield(
         "collect", "--db", collected, "--slurm-bin", recorded_slurm(out, data),
-        "--cluster", cluster, "--until", _text(day_end_s), "--json"))  # fmt: skip
-    alone = _checked("day alone", _gpuyield(
-        "ingest", "slurm", "--db", out / "day-alone.duckdb", "--quiet",
+        "--cluster", cluster, "--until", _text(day_end_s), "--json"),
+        lambda: shutil.copyfile(base, collected))  # fmt: skip
+    alone = _best_of("day alone", _gpuyield(
+        "ingest", "slurm", "--db", alone_db, "--quiet",
         "--sacct", out / "day.psv", "--events", data.events_path,
         "--nodes", data.out_dir / "nodes.txt", "--cluster", cluster,
-        "--since", _text(day_start_s - OVERLAP_S), "--until", _text(day_end_s)))  # fmt: skip
-    report_after = _checked("report after", _gpuyield("report", "--db", collected, "--json"))
+        "--since", _text(day_start_s - OVERLAP_S), "--until", _text(day_end_s)),
+        lambda: alone_db.unlink(missing_ok=True))  # fmt: skip
+    report_after = _best_of(
+        "report after", _gpuyield("report", "--db", collected, "--json"), lambda: None
+    )
     outcome = json.loads(collect.pop("stdout"))
     for run in (ingest, report_before, alone, report_after):
         run.pop("stdout")
