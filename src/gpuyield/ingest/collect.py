@@ -209,6 +209,8 @@ def _ingest(
                                progress=progress, con=con)  # fmt: skip
         counts = _job_changes(con, summary)
         covered = _covered_since(con, cluster, end_s)
+        if keep_raw is None:
+            _name_sources(con, commands, out)
     except BaseException:
         con.close()
         if fresh:
@@ -222,6 +224,17 @@ def _ingest(
         covered_since_s=covered, raw_dir=None if keep_raw is None else str(out),
         commands=commands, ingest=summary,
     )  # fmt: skip
+
+
+def _name_sources(
+    con: duckdb.DuckDBPyConnection, commands: tuple[SlurmCommand, ...], out: Path
+) -> None:
+    """Without ``--keep-raw`` the files were temporary: provenance names the command instead."""
+    for command in commands:
+        con.execute(
+            "UPDATE ingests SET path = ? WHERE path = ?",
+            [f"TZ=UTC {command.shell}", str(out / command.file)],
+        )
 
 
 def _snapshot_jobs(con: duckdb.DuckDBPyConnection, cluster: str, start_s: int) -> None:
