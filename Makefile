@@ -30,7 +30,7 @@ demo: $(VENV)/.core
 		--events examples/slurm-lab/sacctmgr-event-format.psv \
 		--nodes examples/slurm-lab/scontrol-show-nodes-oneliner.txt \
 		--manifest examples/slurm-lab/manifest.toml \
-		--until 2026-11-30T11:00:00
+		--since 2026-11-30T10:00:00 --until 2026-11-30T11:00:00
 	$(VENV)/bin/gpuyield report --db $(DB)
 	@$(PY) -c "import matplotlib" 2>/dev/null || $(PIP) install -e '.[html]'
 	$(VENV)/bin/gpuyield report --db $(DB) --html out/demo-report.html

@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from gpuyield.errors import ManifestError, UnknownIdError
+from gpuyield.errors import ManifestError, UnknownIdError, closest
 from gpuyield.families import (
     Family,
     LadderPolicy,
@@ -341,6 +341,23 @@ def check_runs_exist(manifest: Manifest, con: duckdb.DuckDBPyConnection, path: P
         error = UnknownIdError("run", missing[0], runs_in_jobs(con, manifest.match))
         error.message = f"{path}: run {missing[0]!r} does not appear in any ingested job"
         raise error
+
+
+def missing_runs(manifest: Manifest, con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """Runs the manifest names that no stored job carries (yet: a lineage still being trained,
+    or a typo), each with the closest real run name when there is one."""
+    named = set(manifest.named_runs)
+    if not named:
+        return ()
+    missing = sorted(named - runs_in_jobs(con, manifest.match, among=named))
+    if not missing:
+        return ()
+    known = runs_in_jobs(con, manifest.match)
+    described = []
+    for run in missing:
+        near = closest(run, known, n=1)
+        described.append(f"{run!r} (closest: {near[0]!r})" if near else repr(run))
+    return tuple(described)
 
 
 def store_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest, ingest_id: int) -> None:

@@ -11,6 +11,7 @@ declaring primary keys, because an index over ten million jobs costs more memory
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,10 @@ CREATE TABLE IF NOT EXISTS manifests (
 CREATE TABLE IF NOT EXISTS telemetry (
     run VARCHAR NOT NULL, job_id VARCHAR, event VARCHAR NOT NULL, t_s DOUBLE, step BIGINT,
     duration_s DOUBLE, status VARCHAR, loss DOUBLE, ingest_id BIGINT NOT NULL, line BIGINT
+);
+CREATE TABLE IF NOT EXISTS coverage (
+    cluster VARCHAR NOT NULL, start_s BIGINT NOT NULL, end_s BIGINT NOT NULL, source VARCHAR NOT NULL,
+    ingest_id BIGINT
 );
 CREATE TABLE IF NOT EXISTS divergence_events (
     run VARCHAR NOT NULL, step BIGINT NOT NULL, t_s DOUBLE, kind VARCHAR NOT NULL, metric VARCHAR,
@@ -140,3 +145,37 @@ def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
     row = con.execute("SELECT nextval('ingest_ids')").fetchall()[0]
     assert row is not None
     return int(row[0])
+
+
+def is_new(db: str | Path) -> bool:
+    """True when ``db`` names a file that does not exist yet (a first ingest creates it)."""
+    return str(db) != ":memory:" and not Path(db).exists()
+
+
+def remove(path: Path) -> None:
+    """Delete a store and its side files: a failed first ingest leaves nothing behind, no empty
+    store to puzzle over next time."""
+    for leftover in (path, path.with_name(path.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)
+
+
+def record_coverage(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    cluster: str,
+    start_s: int,
+    end_s: int,
+    source: str,
+    ingest_id: int | None,
+) -> None:
+    """Record that the accounting of ``cluster`` is complete over ``[start_s, end_s)``.
+
+    ``source`` says how the range was known (a collect's query window, ``--since/--until``, or the
+    earliest job start of a file ingested without them); ledger/coverage.py merges the ranges.
+    """
+    if end_s <= start_s:
+        return  # an empty query window covers nothing (a collect run twice in the same second)
+    con.execute(
+        "INSERT INTO coverage VALUES (?, ?, ?, ?, ?)", [cluster, start_s, end_s, source, ingest_id]
+    )

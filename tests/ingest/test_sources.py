@@ -238,7 +238,8 @@ def test_unknown_run_gets_closest_name(fresh_db, tmp_path: Path) -> None:
     manifest.write_text('[[releases]]\nmodel = "m"\nruns = ["long-aa"]\n')
     with pytest.raises(UnknownIdError) as info:
         ingest_slurm(
-            None, SlurmInputs(sacct=SAMPLE / "sacct-X-D-wide.psv", manifest=manifest), con=fresh_db
-        )
+            None, SlurmInputs(sacct=SAMPLE / "sacct-X-D-wide.psv", manifest=manifest),
+            con=fresh_db, strict_manifest=True,
+        )  # fmt: skip
     assert "long-a" in info.value.choices
     assert fresh_db.execute("SELECT count(*) FROM jobs").fetchall() == [(0,)]  # atomic

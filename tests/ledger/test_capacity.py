@@ -158,7 +158,7 @@ def test_an_event_across_a_change_of_gpus_is_counted_once(tmp_path: Path) -> Non
     files = cluster.write(tmp_path / "in")
     db = tmp_path / "db.duckdb"
     inputs = SlurmInputs(sacct=files["sacct"], events=files["events"])
-    ingest_slurm(db, inputs, until_s=T0_S + WINDOW_S)
+    ingest_slurm(db, inputs, since_s=T0_S, until_s=T0_S + WINDOW_S)
     con = connect(db, read_only=True)
     try:
         backend = backend_for(con)

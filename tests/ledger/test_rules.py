@@ -37,7 +37,9 @@ def run_ledger(
             sacct=inputs.sacct, events=inputs.events, nodes=inputs.nodes, manifest=path
         )
     db = tmp_path / "db.duckdb"
-    ingest_slurm(db, inputs, until_s=T0_S + WINDOW_S)
+    # Captured (sacct -S) from T0, or from the window's start if the test asks about earlier.
+    captured_s = T0_S + min(0, window.get("since", 0))
+    ingest_slurm(db, inputs, since_s=captured_s, until_s=T0_S + WINDOW_S)
     con = connect(db, read_only=True)
     try:
         since = window.get("since")
@@ -286,7 +288,7 @@ def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -
     db = tmp_path / "db.duckdb"
     ingest_slurm(
         db, SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"]),
-        until_s=T0_S + WINDOW_S,
+        since_s=T0_S, until_s=T0_S + WINDOW_S,
     )  # fmt: skip
     con = connect(db, read_only=True)
     try:
@@ -354,7 +356,7 @@ def test_kept_segments_are_the_segments(tmp_path: Path) -> None:
         sacct=files["sacct"], events=files["events"], nodes=files["nodes"],
         manifest=tmp_path / "in" / "manifest.toml",
     )  # fmt: skip
-    ingest_slurm(db, inputs, until_s=T0_S + WINDOW_S)
+    ingest_slurm(db, inputs, since_s=T0_S, until_s=T0_S + WINDOW_S)
     con = connect(db, read_only=True)
     try:
         backend = backend_for(con)

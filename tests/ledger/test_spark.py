@@ -29,7 +29,7 @@ pytestmark = [
 ]
 
 TABLES = ("ingests", "jobs", "job_nodes", "node_events", "cluster_events", "nodes", "telemetry",
-          "divergence_events")  # fmt: skip
+          "divergence_events", "coverage")  # fmt: skip
 
 
 def _need(what: str, ok: bool) -> None:
@@ -72,6 +72,7 @@ def test_spark_ledger_equals_duckdb_ledger(tmp_path: Path, spark_session) -> Non
             nodes=SAMPLE / "scontrol-show-nodes-oneliner.txt",
             manifest=SAMPLE / "manifest.toml",
         ),
+        since_s=1796035247,  # covered from the registration (sacct's -S was before it)
         until_s=1796036400,
     )
     on_duckdb, on_spark = _on_both(db, tmp_path, spark_session)
@@ -118,7 +119,7 @@ def test_spark_follows_capacity_over_time(tmp_path: Path, spark_session) -> None
     files = cluster.write(tmp_path / "in")
     db = tmp_path / "store.duckdb"
     ingest_slurm(db, SlurmInputs(sacct=files["sacct"], events=files["events"]),
-                 until_s=T0_S + 4 * HOUR_S)  # fmt: skip
+                 since_s=T0_S, until_s=T0_S + 4 * HOUR_S)  # fmt: skip
     on_duckdb, on_spark = _on_both(db, tmp_path, spark_session, since_s=T0_S)
     assert on_duckdb.installed_gpu_seconds == 16 * HOUR_S + 24 * HOUR_S + 8 * 2 * HOUR_S
     # n1: 8 GPUs down for 30 min, then 4 GPUs for 30 min after the re-size.

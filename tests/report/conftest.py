@@ -18,6 +18,7 @@ UNTIL = "2026-11-30T11:00:00"
 # A window with jobs in it: 10:40:47 registers the cluster, the first job starts at 10:41:05.
 IDLE_ONLY = ("2026-11-30T10:40:47", "2026-11-30T10:40:57")
 EMPTY = ("2026-11-30T10:50:00", "2026-11-30T10:50:00")
+REGISTERED = "2026-11-30T10:40:47"  # the sample's "Cluster Registered TRES" event
 
 
 def run_cli(*args: str) -> str:
@@ -55,7 +56,8 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--events", str(EXAMPLES / "sacctmgr-event-format.psv"),
         "--nodes", str(EXAMPLES / "scontrol-show-nodes-oneliner.txt"),
         "--manifest", str(EXAMPLES / "manifest.toml"),
-        "--until", UNTIL,
+        # Covered from the cluster's registration (sacct's -S was 10:00, before it).
+        "--since", REGISTERED, "--until", UNTIL,
     )  # fmt: skip
     return db
 

@@ -35,9 +35,21 @@ def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp
     truth = json.loads((work / "truth.json").read_text())
     (work / "truth.json").unlink()  # the ledger must not see the answer
     db = tmp_path / "ledger.duckdb"
-    end = truth["window"]["end"].removesuffix("Z")
+    start, end = (truth["window"][k].removesuffix("Z") for k in ("start", "end"))
     subprocess.run(
-        [*GPUYIELD, "ingest", "slurm", "--dir", str(work), "--db", str(db), "--until", end],
+        [
+            *GPUYIELD,
+            "ingest",
+            "slurm",
+            "--dir",
+            str(work),
+            "--db",
+            str(db),
+            "--since",
+            start,
+            "--until",
+            end,
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from tests.slurm import lab, oracle
+from tests.slurm import collector, lab, oracle
 from tests.slurm.ladder_lab import LadderCapture, run_ladder_phase
 
 # Runs of the release lineage and their roles in workload.sh, whose elapsed time sets the interval.
@@ -64,6 +64,7 @@ class LabRun:
     sreport_rows: list[dict[str, str]]  # for rolled_hours, or for the current hour (expected empty)
     resized: Resized | None = None  # the lab grown to 6 nodes and shrunk back, captured after
     ladder: LadderCapture | None = None  # two run families on the ladder, captured last
+    collected: collector.Collected | None = None  # gpuyield collect during the same session
 
     def runs_of(self, role: str) -> list[oracle.JobRun]:
         """sacct rows of the job workload.sh submitted as ``role`` (array tasks included)."""
@@ -105,7 +106,9 @@ def _write_manifest(path: Path, releases: oracle.Releases) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
+def _capture(
+    lab_dir: Path, keep: Path, roles: lab.Roles, collecting: collector.Collector
+) -> LabRun:
     env = lab.lab_env(lab_dir)
     own = keep / "own"  # the test's own queries, kept next to capture.sh's files for debugging
     own.mkdir()
@@ -116,6 +119,7 @@ def _capture(lab_dir: Path, keep: Path, roles: lab.Roles) -> LabRun:
         return text
 
     end_s = lab.choose_window_end()
+    collecting.at_window_end(end_s)
     registered_s, events = oracle.parse_events(
         query("events.psv", "sacctmgr", "-P", "show", "event", "All_Time", f"format={EVENT_FORMAT}")
     )
@@ -231,21 +235,26 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
     keep = tmp_path_factory.mktemp("slurm-run")
     try:
         with lab.machine_lock(), lab.running_lab(keep) as lab_dir:
-            roles = lab.run_workload(lab_dir, keep)
-            captured = _capture(lab_dir, keep, roles)
-            resized = _resize_and_capture(lab_dir, keep)
+            # gpuyield collect every 30 s while the workload runs (tests/slurm/test_collect.py).
+            with collector.Collector(lab_dir, keep) as collecting:
+                roles = lab.run_workload(lab_dir, keep)
+            captured = _capture(lab_dir, keep, roles, collecting)
+            resized = _resize_and_capture(lab_dir, keep, collecting)
             ladder = run_ladder_phase(lab_dir, keep)
-            return dataclasses.replace(captured, resized=resized, ladder=ladder)
+            return dataclasses.replace(
+                captured, resized=resized, collected=collecting.state, ladder=ladder
+            )
     except lab.LabError as error:
         pytest.fail(f"Slurm lab: {error}\n(artifacts: {keep})")
 
 
-def _resize_and_capture(lab_dir: Path, keep: Path) -> Resized:
-    """Grow the lab to 6 nodes, run jobs on the new ones, shrink it back to 4, capture."""
+def _resize_and_capture(lab_dir: Path, keep: Path, collecting: collector.Collector) -> Resized:
+    """Grow the lab to 6 nodes, run jobs on the new ones, shrink it back to 4, capture. While
+    the daemons are stopped for the first restart, collect must fail; after it, resume."""
     out = keep / "resized"
     out.mkdir()
 
-    def restart(num_nodes: int) -> dict[str, str]:
+    def restart(num_nodes: int, collect: bool = False) -> dict[str, str]:
         env = {**lab.lab_env(lab_dir), "SLURMLAB_NODES": str(num_nodes)}
         for script in ("stop-slurm.sh", "start-slurm.sh"):
             lab.run(
@@ -254,9 +263,13 @@ def _resize_and_capture(lab_dir: Path, keep: Path) -> Resized:
                 timeout_s=lab.START_TIMEOUT_S,
                 log=out / f"{script[:-3]}-{num_nodes}.log",
             )
+            if collect and script == "stop-slurm.sh":
+                collecting.while_stopped()
+        if collect:
+            collecting.after_restart(env)
         return env
 
-    env = restart(6)
+    env = restart(6, collect=True)
     submit = ("sbatch", "--parsable", f"--chdir={lab_dir / 'jobs'}", "-o", "/dev/null")
     job_ids = (
         lab.run([*submit, "-w", "n6", "--gres=gpu:8", "--comment=run=grown", "--wrap=sleep 5"],
@@ -299,14 +312,16 @@ def gpuyield(*args: str | Path) -> str:
     return proc.stdout
 
 
-def ingest_capture(lab_run: LabRun, db: Path) -> None:
-    """``gpuyield ingest slurm`` of the capture, window ending at the chosen end."""
+def ingest_capture(lab_run: LabRun, db: Path, since_s: int | None = None) -> None:
+    """``gpuyield ingest slurm`` of the capture, window from the cluster's registration (or
+    ``since_s``) to the chosen end."""
     gpuyield(
         "ingest", "slurm", "--db", db,
         "--sacct", lab_run.capture / "sacct-X-D-wide.psv",
         "--events", lab_run.capture / "sacctmgr-event-format.psv",
         "--nodes", lab_run.capture / "scontrol-show-nodes-oneliner.txt",
         "--manifest", lab_run.manifest,
+        "--since", oracle.format_time(lab_run.window.start_s if since_s is None else since_s),
         "--until", oracle.format_time(lab_run.window.end_s),
     )  # fmt: skip
 

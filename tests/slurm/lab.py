@@ -22,7 +22,10 @@ from pathlib import Path
 from tests.slurm import oracle
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-LAB_SCRIPTS = (REPO_ROOT / ".." / "shared" / "slurm-lab").resolve()
+# Beside the repository (the project's layout); GPUYIELD_SLURM_LAB names it for a checkout elsewhere.
+LAB_SCRIPTS = Path(
+    os.environ.get("GPUYIELD_SLURM_LAB") or REPO_ROOT / ".." / "shared" / "slurm-lab"
+).resolve()
 WORKLOAD = Path(__file__).with_name("workload.sh")
 LOCK_PATH = Path(tempfile.gettempdir()) / "gpuyield-slurm-lab.lock"
 LOCK_WAIT_S = 600

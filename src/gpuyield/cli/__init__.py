@@ -6,9 +6,11 @@ Each command group lives in its own module here; heavy libraries are imported in
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from gpuyield.cli import divergence, estimate, ingest, report, serve, simulate
+from gpuyield.cli import collect, divergence, doctor, estimate, ingest, report, serve, simulate
 from gpuyield.cli import ladder as ladder_cli
 
 app = typer.Typer(
@@ -18,7 +20,7 @@ app = typer.Typer(
         "released model, and where did the rest go?"
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 app.add_typer(ingest.app, name="ingest")
@@ -29,6 +31,32 @@ app.add_typer(divergence.app, name="divergence")
 app.command(name="serve")(serve.serve_command)
 app.command(name="ladder")(ladder_cli.ladder_command)
 app.command(name="preflight")(ladder_cli.preflight_command)
+app.command(name="collect")(collect.collect_command)
+app.command(name="doctor")(doctor.doctor_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"gpuyield {version('gpuyield')}")
+        except PackageNotFoundError:
+            typer.echo("gpuyield (not installed: running from a source tree)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Yield of AI training clusters: of every GPU-second you paid for, how much ended up in a
+    released model, and where did the rest go?"""
 
 
 def main() -> None:

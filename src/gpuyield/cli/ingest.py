@@ -39,7 +39,8 @@ def parse_instant(text: str | None, tz: str, option: str) -> int | None:
 @app.command("slurm")
 def slurm_command(
     sacct: Annotated[
-        Path | None, typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output.")
+        Path | None,
+        typer.Option(help="`sacct -a -P [-X] [-D] --format=...` output (- for stdin; .gz, .zst)."),
     ] = None,
     events: Annotated[
         Path | None,
@@ -93,6 +94,23 @@ def slurm_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the ingest summary as JSON.")
     ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Start of the capture (the -S given to sacct): the store records the accounting "
+            "as covered from here to --until. Default: the earliest job start."
+        ),
+    ] = None,
+    strict_manifest: Annotated[
+        bool,
+        typer.Option(
+            "--strict-manifest",
+            help="A manifest run not in the data is an error (default: a warning naming it).",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bars and no summary.")
+    ] = False,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
@@ -110,11 +128,14 @@ def slurm_command(
             inputs = inputs.merged(SlurmInputs.from_dir(directory))
         field_list = [f.strip() for f in fields.split(",")] if fields else None
         until_s = parse_instant(until, tz, "--until")
-        with RichProgress(enabled=not as_json) as progress:
+        since_s = parse_instant(since, tz, "--since")
+        with RichProgress(enabled=not (as_json or quiet)) as progress:
             summary = ingest_slurm(
                 db,
                 inputs,
                 until_s=until_s,
+                since_s=since_s,
+                strict_manifest=strict_manifest,
                 tz=tz,
                 lenient=lenient,
                 fields=field_list,
@@ -124,7 +145,8 @@ def slurm_command(
     if as_json:
         print_json(summary.to_dict())
         return
-    _print_summary(summary)
+    if not quiet:
+        _print_summary(summary)
 
 
 def _print_summary(summary: Any) -> None:

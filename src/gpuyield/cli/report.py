@@ -10,9 +10,11 @@ import typer
 
 from gpuyield.cli._common import console, err_console, errors_mapped
 from gpuyield.cli.ingest import parse_instant
+from gpuyield.errors import InputError
 
 _BY_HELP = (
-    "Break down by account, user, partition, run, job (with the input line of each), day or hour."
+    "Break down by account, user, partition, run, job (with the input line of each), day, hour "
+    "or cluster (each cluster of the store as a report of its own)."
 )
 _TOP_HELP = (
     "With --by: the N largest groups, the rest as one row (job, run: 20 unless told; 0: all)."
@@ -43,9 +45,18 @@ def report_command(
     png: Annotated[
         Path | None, typer.Option("--png", help="With --html: also write each chart as a PNG here.")
     ] = None,
+    allow_gaps: Annotated[
+        bool,
+        typer.Option(
+            "--allow-gaps",
+            help="A window reaching outside the captured time shows the gaps as not captured "
+            "(out of installed, never idle) instead of failing.",
+        ),
+    ] = False,
 ) -> None:
-    """Yield report: installed GPU-hours by category, beside the essay's typical lab."""
+    """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
     with errors_mapped():
+        check_flags(html=html, png=png, by=by, top=top)
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
@@ -53,12 +64,14 @@ def report_command(
             if html is not None:
                 from gpuyield.report.html import write_html_report
 
-                written = write_html_report(db, html, since_s=since_s, until_s=until_s, png_dir=png)
+                written = write_html_report(
+                    db, html, since_s=since_s, until_s=until_s, png_dir=png, allow_gaps=allow_gaps
+                )
             else:
                 from gpuyield.report.summary import build_report_with_breakdown
 
                 report, cut = build_report_with_breakdown(
-                    db, since_s=since_s, until_s=until_s, by=by, top=top
+                    db, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
                 )
         if html is not None:
             console.print(f"HTML report written to {written}")
@@ -72,6 +85,19 @@ def report_command(
     _print_report(report)
     if cut is not None:
         _print_breakdown(cut)
+
+
+def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:
+    """Flags that would do nothing together are errors, not silently ignored."""
+    if png is not None and html is None:
+        raise InputError("--png works only with --html", hint="add --html FILE, or drop --png")
+    if by is not None and html is not None:
+        raise InputError(
+            "--by does not apply to --html (the page has its own breakdowns)",
+            hint="run --by without --html for the table or JSON",
+        )
+    if top is not None and by is None:
+        raise InputError("--top works only with --by", hint="add --by, e.g. --by user")
 
 
 def _hours(gpu_seconds: float) -> str:
@@ -132,6 +158,11 @@ def _print_report(report: Any) -> None:
         _print_skipped_rungs(report.waste_in_skipped_rungs)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    for gap in report.not_captured:
+        console.print(
+            f"[yellow]not captured:[/] {gap.describe()} ({gap.duration_s / 3600:,.1f} h): "
+            "out of installed, not idle"
+        )
 
 
 def _print_skipped_rungs(waste: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import threading
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,4 +185,66 @@ def _lone_carriage_return(path: Path, lines_before: int) -> None:
         path=path,
         line=lines_before + 1,
         hint="normalise line endings (dos2unix) and re-run",
+    )
+
+
+# Compressed captures are read through a plain copy: DuckDB's CSV reader, the line numbers of
+# errors and the content hash then see exactly what Slurm printed.
+COMPRESSED_SUFFIXES = (".gz", ".zst")
+STDIN = Path("-")
+
+
+def plain_copy(path: Path, directory: Path) -> Path | None:
+    """A plain copy in ``directory`` of ``-`` (stdin) or a ``.gz``/``.zst`` file; None for a
+    plain file, which is read where it is. The copy keeps the name without its suffix."""
+    import shutil
+    import sys
+
+    if path == STDIN:
+        target = directory / "stdin"
+        with target.open("wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, _CHUNK_BYTES)
+        return target
+    if path.suffix not in COMPRESSED_SUFFIXES:
+        return None
+    if not path.is_file():
+        raise InputError(f"{path}: no such file", hint="check the path")
+    target = directory / path.with_suffix("").name
+    try:
+        with _open_compressed(path) as source, target.open("wb") as out:
+            shutil.copyfileobj(source, out, _CHUNK_BYTES)
+    except Exception as error:  # gzip: OSError, EOFError; zstandard: ZstdError
+        raise InputError(
+            f"{path}: cannot decompress: {error}",
+            hint="is the file complete? check it with gzip -t or zstd -t",
+        ) from None
+    return target
+
+
+def plain_copies(given: dict[str, Path], directory: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """``plain_copy`` of each input (by kind) that needs one: the copies by kind, and each copy's
+    path mapped to what the user gave. Only one input can be stdin."""
+    copies: dict[str, Path] = {}
+    renamed: dict[str, str] = {}
+    if sum(path == STDIN for path in given.values()) > 1:
+        raise InputError("only one input can be - (stdin)", hint="give the others as files")
+    for kind, path in given.items():
+        sub = directory / kind
+        sub.mkdir()
+        copy = plain_copy(path, sub)
+        if copy is not None:
+            copies[kind] = copy
+            renamed[str(copy)] = "-" if path == STDIN else str(path)
+    return copies, renamed
+
+
+def _open_compressed(path: Path) -> typing.BinaryIO:
+    if path.suffix == ".gz":
+        import gzip
+
+        return typing.cast(typing.BinaryIO, gzip.open(path, "rb"))
+    import zstandard
+
+    return typing.cast(
+        typing.BinaryIO, zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
     )

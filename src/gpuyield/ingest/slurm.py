@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from gpuyield import manifest as manifest_mod
 from gpuyield import rungs, store
-from gpuyield.errors import InputError
+from gpuyield.errors import GpuyieldError, InputError
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
-from gpuyield.ingest._files import FileInfo, scan_file
+from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
+from gpuyield.ingest.coverage import record_sacct_coverage
 from gpuyield.progress import NoProgress, Progress
 
 # Names the simulator (and `capture` scripts) write into a directory for `--dir`.
@@ -132,42 +135,70 @@ def ingest_slurm(
     inputs: SlurmInputs,
     *,
     until_s: int | None = None,
+    since_s: int | None = None,
     tz: str = "UTC",
     lenient: bool = False,
     fields: list[str] | None = None,
     cluster: str | None = None,
+    strict_manifest: bool = False,
     progress: Progress | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> IngestSummary:
-    """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing."""
+    """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing.
+
+    ``since_s``/``until_s`` are the capture's window (sacct's ``-S``/``-E``): the store records
+    that its accounting covers it (without ``since_s``: from the earliest job start). A file may
+    be ``-`` (stdin) or ``.gz``/``.zst``. A first ingest that fails leaves no database file.
+    """
     tz = check_timezone(tz)
-    progress = progress or NoProgress()
     given = (inputs.sacct, inputs.events, inputs.nodes, inputs.manifest, inputs.reservations)
     if not any(given) and not inputs.telemetry:
         raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
+    fresh = con is None and db is not None and store.is_new(db)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
+            plain, renamed = plain_inputs(inputs, Path(tmp))
+            try:
+                return _ingest_plain(
+                    db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
+                    lenient=lenient, fields=fields, cluster=cluster,
+                    strict_manifest=strict_manifest, renamed=renamed,
+                    progress=progress or NoProgress(),
+                )  # fmt: skip
+            except GpuyieldError as error:
+                for copy, original in renamed.items():  # name the file the user gave
+                    error.message = error.message.replace(copy, original)
+                raise
+    except BaseException:
+        if fresh:
+            store.remove(Path(str(db)))
+        raise
+
+
+def _ingest_plain(
+    db: str | Path | None,
+    inputs: SlurmInputs,
+    *,
+    con: duckdb.DuckDBPyConnection | None,
+    since_s: int | None,
+    renamed: dict[str, str],
+    progress: Progress,
+    **options: Any,
+) -> IngestSummary:
     own = con is None
     con = con if con is not None else store.connect(db)
     try:
         scanned = _scan_all(inputs, progress)
-        options = json.dumps({"tz": tz, "fields": fields, "until_s": until_s})
-        run = partial(
-            _ingest_scanned,
-            con,
-            scanned,
-            inputs,
-            options,
-            until_s=until_s,
-            tz=tz,
-            lenient=lenient,
-            fields=fields,
-            cluster=cluster,
-            progress=progress,
+        text = json.dumps(
+            {"tz": options["tz"], "fields": options["fields"], "until_s": options["until_s"]}
         )
+        run = partial(_ingest_covered, con, scanned, inputs, text, since_s=since_s,
+                      renamed=renamed, progress=progress, **options)  # fmt: skip
         try:
             with store.transaction(con):
                 # Strict mode loads sacct straight into the store; lenient mode stages it to
                 # keep and count every rejected row.
-                summary = run(direct=not lenient)
+                summary = run(direct=not options["lenient"])
         except sacct_load.DirectLoadFailed:
             with store.transaction(con):
                 summary = run(direct=False)  # names the record that stopped the direct load
@@ -175,6 +206,38 @@ def ingest_slurm(
     finally:
         if own:
             con.close()
+
+
+def plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
+    """Inputs with stdin and compressed files replaced by plain copies in ``directory``, and
+    each copy's path mapped to what the user gave (for provenance and messages)."""
+    kinds = ("sacct", "events", "nodes", "manifest", "reservations")
+    given = {kind: Path(getattr(inputs, kind)) for kind in kinds if getattr(inputs, kind)}
+    copies, renamed = plain_copies(given, directory)
+    changes: dict[str, Any] = dict(copies)
+    return dataclasses.replace(inputs, **changes), renamed
+
+
+def _ingest_covered(
+    con: duckdb.DuckDBPyConnection,
+    scanned: dict[str, FileInfo],
+    inputs: SlurmInputs,
+    options: str,
+    *,
+    since_s: int | None,
+    renamed: dict[str, str],
+    **kwargs: Any,
+) -> tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]:
+    """The ingest, then (same transaction) its coverage and the paths the user gave."""
+    results, as_of, warnings = _ingest_scanned(con, scanned, inputs, options, **kwargs)
+    note = record_sacct_coverage(
+        con, results, since_s=since_s, as_of_s=as_of, cluster=kwargs["cluster"]
+    )
+    for copy, original in renamed.items():
+        con.execute("UPDATE ingests SET path = ? WHERE path = ?", [original, copy])
+        con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
+    results = tuple(dataclasses.replace(r, path=renamed.get(r.path, r.path)) for r in results)
+    return results, as_of, warnings + ((note,) if note else ())
 
 
 def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
@@ -204,6 +267,7 @@ def _ingest_scanned(
     cluster: str | None,
     progress: Progress,
     direct: bool,
+    strict_manifest: bool = False,
 ) -> tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]:
     results: list[FileResult] = []
     warnings: list[str] = []
@@ -314,7 +378,13 @@ def _ingest_scanned(
         con, manifest_mod.SOURCE, scanned["manifest"], results, options
     ):
         manifest = manifest_mod.load_manifest(scanned["manifest"].path, tz=tz)
-        manifest_mod.check_runs_exist(manifest, con, scanned["manifest"].path)
+        if strict_manifest:
+            manifest_mod.check_runs_exist(manifest, con, scanned["manifest"].path)
+        elif missing := manifest_mod.missing_runs(manifest, con):
+            warnings.append(
+                f"{scanned['manifest'].path}: runs not in the data (yet): {', '.join(missing)}; "
+                "they count once jobs carry them (--strict-manifest makes this an error)"
+            )
         ingest_id = store.next_ingest_id(con)
         manifest_mod.store_manifest(con, manifest, ingest_id)
         _record(
@@ -413,7 +483,7 @@ def _already(
     if not rows:
         return False
     row = rows[0]
-    if source != manifest_mod.SOURCE and json.loads(row[1]) != json.loads(options):
+    if source != manifest_mod.SOURCE and _parsing(row[1]) != _parsing(options):
         raise InputError(
             f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
             hint="re-ingest with the same --tz/--fields/--until, or use a new --db",
@@ -428,6 +498,14 @@ def _already(
         )
     )
     return True
+
+
+def _parsing(options: str) -> dict[str, object]:
+    """The options that change how a file is read: an unchanged file under a new ``--until``
+    (yesterday's inventory in today's cron run) is the same data."""
+    parsed: dict[str, object] = json.loads(options)
+    parsed.pop("until_s", None)
+    return parsed
 
 
 def _record(

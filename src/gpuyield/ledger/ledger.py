@@ -8,7 +8,9 @@ node; the two must agree, and no node may hold more GPUs than it has: that is th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -17,6 +19,7 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import Category
 from gpuyield.errors import ConservationError, DataConsistencyError
+from gpuyield.ledger.coverage import CoverageGapError, captured_parts
 from gpuyield.ledger.down import (
     down_islands,
     down_segments,
@@ -101,6 +104,7 @@ def compute_ledger(
     until_s: int | None = None,
     manifest: Manifest | None = None,
     keep_segments: bool = False,
+    allow_gaps: bool = False,
 ) -> Ledger:
     """Categorise every installed GPU-second of the window and check conservation.
 
@@ -109,11 +113,33 @@ def compute_ledger(
 
     With run telemetry in the store, lost progress and overhead of lineage jobs are measured and
     runs the divergence watch found diverged are charged to ``diverged``; otherwise estimated.
+
+    The window must lie inside the store's coverage; with ``allow_gaps`` its uncaptured parts are
+    left out (each captured part is accounted on its own, and the parts are summed).
     """
-    window = resolve_window(backend, since_s=since_s, until_s=until_s)
+    window = resolve_window(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     if manifest is None:
         needed_for = "the stored manifest (on other engines, pass the manifest)"
         manifest = stored_manifest(connection_of(backend, needed_for=needed_for))
+    if not window.not_captured:
+        return _compute_window(backend, window, manifest, keep_segments=keep_segments)
+    parts = [
+        _compute_window(
+            backend,
+            dataclasses.replace(window, start_s=start_s, end_s=end_s, not_captured=()),
+            manifest,
+            keep_segments=keep_segments,
+        )
+        for start_s, end_s in captured_parts(window)
+    ]
+    if not parts:
+        raise CoverageGapError(window.not_captured, window.coverage)
+    return combine_parts(window, parts)
+
+
+def _compute_window(
+    backend: ibis.BaseBackend, window: Window, manifest: Manifest, *, keep_segments: bool
+) -> Ledger:
     evidence: list[dict[str, object]] = []
     telemetry = has_telemetry(backend)
     if telemetry:
@@ -180,6 +206,41 @@ def compute_ledger(
         capacity=capacity,
         jobs=jobs,
         down=down,
+    )
+
+
+def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
+    """One ledger of a window with gaps: the captured parts' GPU-seconds summed, their tables
+    united (a job across a gap is in two parts, each clipped to its own)."""
+    first = parts[0]
+
+    def summed(pick: Callable[[Ledger], dict[str, float]]) -> dict[str, float]:
+        keys = {k for p in parts for k in pick(p)}
+        return {k: sum(pick(p).get(k, 0.0) for p in parts) for k in sorted(keys)}
+
+    def united(pick: Callable[[Ledger], ir.Table]) -> ir.Table:
+        return functools.reduce(lambda a, b: a.union(b), [pick(p) for p in parts[1:]], pick(first))
+
+    warnings = tuple(dict.fromkeys(w for p in parts for w in p.window.warnings))
+    return Ledger(
+        window=dataclasses.replace(window, warnings=warnings),
+        manifest=first.manifest,
+        installed_gpu_seconds=sum(p.installed_gpu_seconds for p in parts),
+        categories={c.value: sum(p.categories[c.value] for p in parts) for c in Category},
+        subcategories=summed(lambda p: p.subcategories),
+        jobs_without_gpu_count=sum(p.jobs_without_gpu_count for p in parts),
+        node_seconds_without_gpu_count=sum(p.node_seconds_without_gpu_count for p in parts),
+        measured_lost_jobs=sum(p.measured_lost_jobs for p in parts),
+        estimated_lost_jobs=sum(p.estimated_lost_jobs for p in parts),
+        overhead_measured=first.overhead_measured,
+        overhead_estimated_runs=tuple(
+            dict.fromkeys(r for p in parts for r in p.overhead_estimated_runs)
+        ),
+        divergence_evidence=first.divergence_evidence,
+        segments=united(lambda p: p.segments),
+        capacity=united(lambda p: p.capacity),
+        jobs=united(lambda p: p.jobs),
+        down=united(lambda p: p.down),
     )
 
 
@@ -304,7 +365,8 @@ def _check_nodes_known(allocations: ir.Table) -> None:
         raise DataConsistencyError(
             f"jobs ran on nodes missing from the inventory: {names}",
             hint="give --events in the long format (its ClusterNodes say when nodes were in the "
-            "cluster), or a --nodes inventory that lists them, or a --since after they left",
+            "cluster), or a --nodes inventory that lists them, or a --since after they left; "
+            "if the inventory is under another cluster name, ingest it with --cluster NAME",
         )
 
 

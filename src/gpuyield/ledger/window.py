@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import ibis
@@ -10,6 +11,13 @@ import pyarrow as pa
 
 from gpuyield.errors import EmptyDataError, InputError
 from gpuyield.ledger.capacity import Registration, capacity_intervals
+from gpuyield.ledger.coverage import (
+    CoverageGapError,
+    CoverageSpan,
+    covered_bounds,
+    gaps_in,
+    stored_coverage,
+)
 from gpuyield.times import iso_utc as _iso
 
 # A window starting this long before the first job is probably an old cluster registration, not
@@ -31,6 +39,10 @@ class Window:
     """Capture time of the data: running jobs and open events end here."""
     warnings: tuple[str, ...] = ()
     """Doubts about how the window was chosen."""
+    coverage: tuple[CoverageSpan, ...] = ()
+    """The store's covered time per cluster (empty: a store that never recorded it)."""
+    not_captured: tuple[CoverageSpan, ...] = ()
+    """Gaps in coverage inside the window (only with ``allow_gaps``): out of installed capacity."""
 
     def __post_init__(self) -> None:
         if self.end_s < self.start_s:
@@ -57,11 +69,43 @@ def _scalar(expr: ir.Scalar) -> int | None:
 
 
 def resolve_window(
-    backend: ibis.BaseBackend, *, since_s: int | None, until_s: int | None
+    backend: ibis.BaseBackend,
+    *,
+    since_s: int | None,
+    until_s: int | None,
+    allow_gaps: bool = False,
 ) -> Window:
-    """Default window: from the cluster's registration (or the first job) to the capture time."""
+    """Default window: the covered time, or (a store without coverage) from the cluster's
+    registration (or the first job) to the capture time. Outside coverage: an error, or with
+    ``allow_gaps`` the gaps are named in ``not_captured``."""
+    covered = stored_coverage(backend)
+    bounds = covered_bounds(covered)
+    if bounds is not None:
+        since_s = bounds[0] if since_s is None else since_s
+        until_s = bounds[1] if until_s is None else until_s
+    # A collect whose files were all unchanged records coverage but no new ingest: its end is
+    # a capture time too.
+    covered_end = max((c.end_s for c in covered), default=None)
+    window = _plain_window(backend, since_s=since_s, until_s=until_s, covered_end_s=covered_end)
+    if bounds is None:
+        return window
+    gaps = gaps_in(covered, window.start_s, window.end_s)
+    if gaps and not allow_gaps:
+        raise CoverageGapError(gaps, covered)
+    return dataclasses.replace(window, coverage=covered, not_captured=gaps)
+
+
+def _plain_window(
+    backend: ibis.BaseBackend,
+    *,
+    since_s: int | None,
+    until_s: int | None,
+    covered_end_s: int | None = None,
+) -> Window:
     ingests = backend.table("ingests")
     as_of = _scalar(ingests.filter(ingests.as_of_s.notnull()).as_of_s.max())
+    if as_of is not None and covered_end_s is not None:
+        as_of = max(as_of, covered_end_s)
     jobs = backend.table("jobs")
     first_job = _scalar(jobs.start_s.min())
     if as_of is None:

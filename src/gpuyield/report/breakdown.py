@@ -18,7 +18,7 @@ from gpuyield.ledger import Ledger
 from gpuyield.ledger.ledger import materialize
 from gpuyield.times import iso_utc
 
-DIMENSIONS = ("account", "user", "partition", "run", "job", "day", "hour")
+DIMENSIONS = ("account", "user", "partition", "run", "job", "day", "hour", "cluster")
 _COLUMN = {"account": "account", "user": "user_name", "partition": "partition", "run": "run"}
 _BUCKET_S = {"day": 86400, "hour": 3600}
 UNALLOCATED = "(not allocated)"
@@ -79,6 +79,9 @@ def breakdown(
     if by == "job":
         assert backend is not None, "a job breakdown reads the store"
         return _by_job(ledger, backend, top or None)
+    if by == "cluster":
+        rows = _by_cluster(ledger)
+        return Breakdown(by=by, rows=rows, groups=len(rows), top=None)
     if by in _BUCKET_S:
         rows = _by_time(ledger, _BUCKET_S[by])
         return Breakdown(by=by, rows=rows, groups=len(rows), top=None)
@@ -135,6 +138,27 @@ def _ordered(cut: ir.Table) -> tuple[list[tuple[Any, dict[str, float]]], int]:
         _, cats = by_place.setdefault(place, (r[key], {c.value: 0.0 for c in Category}))
         cats[r["category"]] += float(r["gpu_s"])
     return [by_place[place] for place in sorted(by_place)], groups
+
+
+def _by_cluster(ledger: Ledger) -> list[BreakdownRow]:
+    """Each cluster of the store as a report of its own: every category, down and idle included
+    (a cluster's idle is its installed capacity less its down and allocated time)."""
+    segments = ledger.segments
+    gpu_s = ((segments.end_s - segments.start_s) * segments.gpus).sum()
+    used = segments.group_by(["cluster", "category"]).aggregate(gpu_s=gpu_s)
+    capacity = ledger.capacity
+    installed = capacity.group_by("cluster").aggregate(
+        gpu_s=((capacity.end_s - capacity.start_s).cast("float64") * capacity.num_gpus).sum()
+    )
+    per_cluster: dict[str, dict[str, float]] = {
+        r["cluster"]: {c.value: 0.0 for c in Category} | {"idle": float(r["gpu_s"] or 0.0)}
+        for r in installed.to_pyarrow().to_pylist()
+    }
+    for r in used.to_pyarrow().to_pylist():
+        cats = per_cluster.setdefault(r["cluster"], {c.value: 0.0 for c in Category})
+        cats[r["category"]] += float(r["gpu_s"])
+        cats["idle"] -= float(r["gpu_s"])
+    return [BreakdownRow(key=k, categories=per_cluster[k]) for k in sorted(per_cluster)]
 
 
 def _unallocated(ledger: Ledger) -> BreakdownRow:

@@ -135,13 +135,19 @@ class ReportFigures:
 
 
 def build_figures(
-    db: str | Path, *, since_s: int | None = None, until_s: int | None = None
+    db: str | Path,
+    *,
+    since_s: int | None = None,
+    until_s: int | None = None,
+    allow_gaps: bool = False,
 ) -> ReportFigures:
     """Compute the ledger of the store at ``db`` once, and everything the HTML report shows."""
     con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, keep_segments=True)
+        ledger = compute_ledger(
+            backend, since_s=since_s, until_s=until_s, keep_segments=True, allow_gaps=allow_gaps
+        )
         return collect_figures(ledger, report_from_ledger(ledger, con), con, backend)
     finally:
         con.close()

@@ -42,6 +42,7 @@ def write_html_report(
     since_s: int | None = None,
     until_s: int | None = None,
     png_dir: str | Path | None = None,
+    allow_gaps: bool = False,
 ) -> Path:
     """Write the HTML report of the store at ``db`` (and slide PNGs into ``png_dir``).
 
@@ -54,7 +55,7 @@ def write_html_report(
             f"cannot write {target}: no directory {target.parent}",
             hint="create the directory first, or pick another --html path",
         )
-    figures = build_figures(db, since_s=since_s, until_s=until_s)
+    figures = build_figures(db, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     pngs = None if png_dir is None else Path(png_dir)
     if pngs is not None:
         pngs.mkdir(parents=True, exist_ok=True)
@@ -397,6 +398,7 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
                 _table("Measured or estimated", ["figure", "how"], how)),
         _table("Sources (every ingest, with the SHA-256 of the file read)", list(fields), sources),
     ]  # fmt: skip
+    parts.append(_captured_table(data))
     evidence = _evidence_table(data.get("divergence_evidence", []))
     if evidence:
         parts.append(evidence)
@@ -404,6 +406,21 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
         parts.append(_table(f"First rejected rows (of {data['rejected_rows']})",
                             ["file", "line", "field", "why"], rejects))  # fmt: skip
     return "\n".join(parts)
+
+
+def _captured_table(data: dict[str, Any]) -> str:
+    """The store's coverage, and the gaps left out of installed (``--allow-gaps``)."""
+    rows = [
+        _tr([_td(label)] + [_td(escape(str(span[f])), _keyed(f"{key}.{i}.{f}", span[f]))
+                            for f in ("cluster", "start", "end")]
+            + [_td(_hours(span["duration_s"]) if "duration_s" in span else "",
+                   _keyed(f"{key}.{i}.duration_s", span["duration_s"])
+                   if "duration_s" in span else "", num=True)])
+        for key, label in (("coverage", "captured"), ("not_captured", "not captured (not idle)"))
+        for i, span in enumerate(data.get(key, []))
+    ]  # fmt: skip
+    return _table("Captured time (report windows stay inside it)",
+                  ["", "cluster", "from", "to", "hours"], rows)  # fmt: skip
 
 
 def _evidence_table(evidence: list[dict[str, Any]]) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gpuyield import store
 from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.ledger.coverage import CoverageSpan
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
@@ -54,6 +55,10 @@ class YieldReport:
     """Divergence watch findings in run telemetry (step, kind, metric, value, threshold)."""
     waste_in_skipped_rungs: SkippedRungWaste | None = None
     """Waste of runs that skipped a ladder rung against the others (None: no ladder declared)."""
+    coverage: tuple[CoverageSpan, ...] = field(default=())
+    """The store's captured time per cluster."""
+    not_captured: tuple[CoverageSpan, ...] = field(default=())
+    """Gaps in the window (``allow_gaps``): left out of installed, never idle."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -115,6 +120,10 @@ class YieldReport:
                 if self.waste_in_skipped_rungs is not None
                 else {}
             ),
+            "coverage": [c.to_dict() for c in self.coverage],
+            "not_captured": [
+                {**g.to_dict(), "duration_s": g.duration_s} for g in self.not_captured
+            ],
         }
 
 
@@ -193,6 +202,8 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         warnings=ledger.window.warnings,
         divergence_evidence=ledger.divergence_evidence,
         waste_in_skipped_rungs=None if ladder is None else ladder.waste,
+        coverage=ledger.window.coverage,
+        not_captured=ledger.window.not_captured,
         sources=tuple(
             dict(
                 zip(
@@ -215,12 +226,18 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
 
 
 def build_report(
-    db: str | Path, *, since_s: int | None = None, until_s: int | None = None
+    db: str | Path,
+    *,
+    since_s: int | None = None,
+    until_s: int | None = None,
+    allow_gaps: bool = False,
 ) -> YieldReport:
     """Compute the ledger of the store at ``db`` and summarise it."""
     con = store.connect(db, read_only=True)
     try:
-        ledger = compute_ledger(backend_for(con), since_s=since_s, until_s=until_s)
+        ledger = compute_ledger(
+            backend_for(con), since_s=since_s, until_s=until_s, allow_gaps=allow_gaps
+        )
         return report_from_ledger(ledger, con)
     finally:
         con.close()
@@ -233,6 +250,7 @@ def build_report_with_breakdown(
     until_s: int | None = None,
     by: str | None = None,
     top: int | None = None,
+    allow_gaps: bool = False,
 ) -> tuple[YieldReport, Breakdown | None]:
     """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
     from gpuyield.report.breakdown import breakdown
@@ -242,7 +260,7 @@ def build_report_with_breakdown(
         backend = backend_for(con)
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s)
+        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
         rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
         return report_from_ledger(ledger, con), rows
     finally:

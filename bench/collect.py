@@ -1,0 +1,235 @@
+"""Collect benchmark: one day's ``gpuyield collect`` into a large store vs that day alone.
+
+From a generated data set (``bench.gen_slurm``: 30 days per million jobs, so about 33k jobs a day at
+any size) it cuts two captures, as Slurm would have printed them:
+
+* the history, ``sacct`` at the start of the last day (``D0``): jobs submitted before it, those
+  still running then printed RUNNING without an end; ingested once into the base store
+  (``--since`` the registration, ``--until D0``);
+* the day, ``sacct -S D0-1h -E D1``: every job that ran in it, finished where it finished.
+
+Then, each in its own subprocess (wall time and peak RSS its own, as in ``bench.ledger``):
+
+1. ``gpuyield report --json`` on the base store;
+2. ``gpuyield collect --until D1`` into a copy of it, the Slurm commands being scripts that print
+   the day's captures (a recorded Slurm): jobs new and updated come from its JSON;
+3. ``gpuyield ingest slurm`` of the same day alone into an empty store (the baseline);
+4. ``gpuyield report --json`` on the store after the collect.
+
+Each timed command runs three times (each collect into a fresh copy of the base store, each day
+alone into a fresh empty store); the fastest run counts, every wall time is kept.
+
+Figures of merit (issue 13): collect at most 5 s and at most 2x the day alone (O(new rows), not
+O(store)); report time after the collect within 10% of before.
+Run: ``python -m bench collect [--quick]`` or ``python -m bench.collect --jobs 1000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.gen_slurm import Generated, GenParams, cached
+from bench.ledger import OUT, measure
+
+QUICK_SIZES = (100_000,)
+FULL_SIZES = (10_000_000,)
+DAY_S = 86_400
+OVERLAP_S = 3_600
+TARGET_COLLECT_S = 5.0
+TARGET_RATIO = 2.0
+TARGET_REPORT_GROWTH = 0.10
+REPEATS = 3
+_TIME = "%Y-%m-%dT%H:%M:%S"
+
+
+def _epoch(text: str) -> int | None:
+    if text in ("Unknown", "None", ""):
+        return None
+    return int(datetime.strptime(text, _TIME).replace(tzinfo=UTC).timestamp())
+
+
+def _text(epoch_s: int) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime(_TIME)
+
+
+def split_captures(data: Generated, out: Path, day_start_s: int) -> dict[str, int]:
+    """Write ``history.psv``, ``history-events.psv`` and ``day.psv`` into ``out``; their counts."""
+    counts = {"history_rows": 0, "running_at_day_start": 0, "day_rows": 0}
+    with (
+        data.sacct_path.open(encoding="utf-8") as source,
+        (out / "history.psv").open("w", encoding="utf-8") as history,
+        (out / "day.psv").open("w", encoding="utf-8") as day,
+    ):
+        header = source.readline()
+        history.write(header)
+        day.write(header)
+        names = header.rstrip("\n").split("|")
+        at = {name: names.index(name) for name in ("State", "Submit", "Start", "End")}
+        for line in source:
+            fields = line.rstrip("\n").split("|")
+            submit, start = _epoch(fields[at["Submit"]]), _epoch(fields[at["Start"]])
+            end = _epoch(fields[at["End"]])
+            if end is None or end >= day_start_s - OVERLAP_S:
+                day.write(line)
+                counts["day_rows"] += 1
+            if submit is None or submit >= day_start_s:
+                continue
+            if start is not None and start < day_start_s and (end is None or end >= day_start_s):
+                fields[at["State"]], fields[at["End"]] = "RUNNING", "Unknown"
+                counts["running_at_day_start"] += 1
+            elif start is None or start >= day_start_s:
+                fields[at["State"]], fields[at["Start"]], fields[at["End"]] = (
+                    "PENDING", "Unknown", "Unknown",
+                )  # fmt: skip
+            history.write("|".join(fields) + "\n")
+            counts["history_rows"] += 1
+    lines = data.events_path.read_text().splitlines()
+    starts = lines[0].split("|").index("TimeStart")
+    kept = [lines[0]] + [
+        line for line in lines[1:] if (_epoch(line.split("|")[starts]) or 0) < day_start_s
+    ]
+    (out / "history-events.psv").write_text("\n".join(kept) + "\n")
+    return counts
+
+
+def recorded_slurm(out: Path, data: Generated) -> Path:
+    """sacct, sacctmgr and scontrol printing the day's captures."""
+    bin_dir = out / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    header = "Cluster|Name|TimeStart|TimeEnd|Flags|NodeName"
+    scripts = {
+        "sacct": f"cat {shlex.quote(str(out / 'day.psv'))}",
+        "sacctmgr": f'case "$*" in *event*) cat {shlex.quote(str(data.events_path))};; '
+        f"*) echo '{header}';; esac",
+        "scontrol": f"cat {shlex.quote(str(data.out_dir / 'nodes.txt'))}",
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def _gpuyield(*args: str | Path) -> list[str]:
+    return [sys.executable, "-m", "gpuyield", *map(str, args)]
+
+
+def _checked(name: str, argv: list[str]) -> dict[str, Any]:
+    run = measure(argv)
+    if run.returncode:
+        raise RuntimeError(f"{name} failed ({run.returncode}): {run.stderr_tail}")
+    return {**run.figures(), "stdout": run.stdout}
+
+
+def _best_of(name: str, argv: list[str], fresh: Callable[[], None]) -> dict[str, Any]:
+    """The fastest of REPEATS runs, each on a fresh store (``fresh``): the bench machine is shared,
+    and one slow run says more about the neighbours than about the command. Every wall time kept."""
+    runs = []
+    for _ in range(REPEATS):
+        fresh()
+        runs.append(_checked(name, argv))
+    best = min(runs, key=lambda r: r["wall_s"])
+    return {**best, "all_wall_s": [r["wall_s"] for r in runs]}
+
+
+def bench_size(num_jobs: int) -> dict[str, Any]:
+    """Every figure for one data set size."""
+    params = GenParams(num_jobs=num_jobs)
+    data = cached(params, OUT / "data")
+    out = OUT / "collect" / params.cache_key()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    cluster = params.cluster.name
+    day_end_s = params.window_end_s
+    day_start_s = day_end_s - DAY_S
+    counts = split_captures(data, out, day_start_s)
+    events = data.events_path.read_text().splitlines()
+    registered = events[1].split("|")[events[0].split("|").index("TimeStart")]
+    base = out / "base.duckdb"
+    ingest = _checked("base ingest", _gpuyield(
+        "ingest", "slurm", "--db", base, "--quiet", "--sacct", out / "history.psv",
+        "--events", out / "history-events.psv", "--nodes", data.out_dir / "nodes.txt",
+        "--manifest", data.out_dir / "manifest.toml", "--cluster", cluster,
+        "--since", registered, "--until", _text(day_start_s)))  # fmt: skip
+    report_before = _best_of(
+        "report before", _gpuyield("report", "--db", base, "--json"), lambda: None
+    )
+    collected, alone_db = out / "collected.duckdb", out / "day-alone.duckdb"
+    collect = _best_of("collect", _gpuyield(
+        "collect", "--db", collected, "--slurm-bin", recorded_slurm(out, data),
+        "--cluster", cluster, "--until", _text(day_end_s), "--json"),
+        lambda: shutil.copyfile(base, collected))  # fmt: skip
+    alone = _best_of("day alone", _gpuyield(
+        "ingest", "slurm", "--db", alone_db, "--quiet",
+        "--sacct", out / "day.psv", "--events", data.events_path,
+        "--nodes", data.out_dir / "nodes.txt", "--cluster", cluster,
+        "--since", _text(day_start_s - OVERLAP_S), "--until", _text(day_end_s)),
+        lambda: alone_db.unlink(missing_ok=True))  # fmt: skip
+    report_after = _best_of(
+        "report after", _gpuyield("report", "--db", collected, "--json"), lambda: None
+    )
+    outcome = json.loads(collect.pop("stdout"))
+    for run in (ingest, report_before, alone, report_after):
+        run.pop("stdout")
+    ratio = collect["wall_s"] / alone["wall_s"]
+    growth = report_after["wall_s"] / report_before["wall_s"] - 1
+    return {
+        "jobs": num_jobs,
+        **counts,
+        "jobs_new": outcome["jobs_new"],
+        "jobs_updated": outcome["jobs_updated"],
+        "jobs_unchanged": outcome["jobs_unchanged"],
+        "base_ingest": ingest,
+        "report_before": report_before,
+        "collect": collect,
+        "day_alone": alone,
+        "report_after": report_after,
+        "collect_over_day_alone": round(ratio, 3),
+        "report_growth": round(growth, 3),
+        "targets_met": {
+            "collect_at_most_5_s": collect["wall_s"] <= TARGET_COLLECT_S,
+            "collect_at_most_2x_day_alone": ratio <= TARGET_RATIO,
+            "report_growth_at_most_10_percent": growth <= TARGET_REPORT_GROWTH,
+        },
+    }
+
+
+def run(*, quick: bool = False, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """``python -m bench collect``: every size, printed as it goes."""
+    figures: dict[str, Any] = {}
+    for num_jobs in sizes or (QUICK_SIZES if quick else FULL_SIZES):
+        result = bench_size(num_jobs)
+        figures[str(num_jobs)] = result
+        print(
+            f"{num_jobs:>11,} jobs: day {result['day_rows']:,} rows "
+            f"({result['jobs_new']:,} new, {result['jobs_updated']:,} updated); "
+            f"collect {result['collect']['wall_s']:.2f} s, day alone "
+            f"{result['day_alone']['wall_s']:.2f} s ({result['collect_over_day_alone']:.2f}x); "
+            f"report {result['report_before']['wall_s']:.2f} -> "
+            f"{result['report_after']['wall_s']:.2f} s ({result['report_growth']:+.1%})"
+        )
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.collect", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--jobs", type=int, action="append", help="data set size (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="100k jobs")
+    args = parser.parse_args(argv)
+    figures = run(quick=args.quick, sizes=tuple(args.jobs) if args.jobs else None)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "collect.json").write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

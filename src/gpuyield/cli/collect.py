@@ -1,0 +1,109 @@
+"""`gpuyield collect`: query Slurm for what happened since the last collection and ingest it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli.ingest import parse_instant
+from gpuyield.errors import InputError
+
+_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str) -> int:
+    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
+    if match is None:
+        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
+    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
+
+
+def collect_command(
+    db: Annotated[
+        Path, typer.Option("--db", help="DuckDB file to write (created if missing).")
+    ] = Path("gpuyield.duckdb"),
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Where the first collection starts (ISO time). Later runs continue from the "
+            "store's watermark; an earlier --since backfills."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="End of the collection (ISO time). Default: now.")
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="Cluster to collect. Default: ClusterName of `scontrol show config`."),
+    ] = None,
+    overlap: Annotated[
+        str,
+        typer.Option(
+            help="Re-read this much before the watermark, so jobs running at the last "
+            "collection are updated (e.g. 1h, 30m)."
+        ),
+    ] = "1h",
+    keep_raw: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep-raw",
+            help="Keep each collection's raw output (gzip) and exact commands under this "
+            "directory, to trace any number back to what Slurm printed.",
+        ),
+    ] = None,
+    slurm_bin: Annotated[
+        Path | None,
+        typer.Option("--slurm-bin", help="Directory of sacct, sacctmgr, scontrol. Default: PATH."),
+    ] = None,
+    manifest: Annotated[
+        Path | None, typer.Option(help="Release manifest (TOML) to ingest with the collection.")
+    ] = None,
+    tz: Annotated[
+        str, typer.Option(help="Time zone of --since/--until without an offset.")
+    ] = "UTC",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
+    ] = False,
+) -> None:
+    """Run sacct, sacctmgr and scontrol since the last collection and ingest them in one transaction (for cron)."""
+    from gpuyield.cli._progress import RichProgress
+    from gpuyield.ingest.collect import collect
+
+    with errors_mapped():
+        since_s = parse_instant(since, tz, "--since")
+        until_s = parse_instant(until, tz, "--until")
+        overlap_s = parse_duration(overlap, "--overlap")
+        with RichProgress(enabled=not (as_json or quiet)) as progress:
+            outcome = collect(
+                db,
+                since_s=since_s,
+                until_s=until_s,
+                cluster=cluster,
+                overlap_s=overlap_s,
+                keep_raw=keep_raw,
+                slurm_bin=slurm_bin,
+                manifest=manifest,
+                progress=progress,
+            )
+    if as_json:
+        print_json(outcome.to_dict())
+        return
+    if quiet:
+        return
+    from gpuyield.times import iso_utc
+
+    console.print(
+        f"{outcome.cluster}: {iso_utc(outcome.since_s)} .. {iso_utc(outcome.until_s)}: "
+        f"jobs {outcome.jobs_new} new, {outcome.jobs_updated} updated "
+        f"({outcome.jobs_unchanged} unchanged); {outcome.node_events} node events read; "
+        f"covered {iso_utc(outcome.covered_since_s)} .. {iso_utc(outcome.until_s)}",
+        highlight=False,
+    )
+    for warning in outcome.ingest.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")

@@ -1,0 +1,314 @@
+"""``gpuyield doctor``: check the things that silently ruin the numbers, with the fix for each.
+
+A Slurm without ``AccountingStoreFlags=job_comment`` drops every ``--comment``, so no job names its
+run and yield reads 0; without ``gres/gpu`` in ``AccountingStorageTRES`` no job has a GPU count. Both
+look like valid, empty results: only a check before trusting the numbers catches them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import duckdb
+
+from gpuyield import manifest as manifest_mod
+from gpuyield import store
+from gpuyield.times import iso_utc
+
+_TIMEOUT_S = 60
+# A store not collected for this long is probably a cron that stopped.
+_STALE_S = 2 * 86400
+
+
+class Status(StrEnum):
+    """Outcome of one check."""
+
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Check:
+    """One check: what was looked at, what was found, and how to fix it."""
+
+    name: str
+    """What is checked."""
+    status: Status
+    """ok, warn, fail or skipped."""
+    detail: str
+    """What was found."""
+    fix: str = ""
+    """How to fix it (empty when ok)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DoctorReport:
+    """Every check, in the order run."""
+
+    checks: tuple[Check, ...]
+    """The checks."""
+
+    @property
+    def failed(self) -> bool:
+        """True when any check failed."""
+        return any(c.status is Status.FAIL for c in self.checks)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return {
+            "ok": not self.failed,
+            "checks": [
+                {"name": c.name, "status": c.status.value, "detail": c.detail, "fix": c.fix}
+                for c in self.checks
+            ],
+        }
+
+
+def run_doctor(
+    *,
+    db: Path | None = None,
+    manifest: Path | None = None,
+    slurm_bin: Path | None = None,
+    now_s: int | None = None,
+) -> DoctorReport:
+    """Run every check that applies: Slurm's when its commands are found, the store's with ``db``."""
+    checks: list[Check] = []
+    runner = _Runner(slurm_bin)
+    checks += _slurm_checks(runner)
+    checks += _environment_checks()
+    checks += _store_checks(db, manifest, int(time.time()) if now_s is None else now_s)
+    return DoctorReport(checks=tuple(checks))
+
+
+class _Runner:
+    def __init__(self, slurm_bin: Path | None) -> None:
+        self.slurm_bin = slurm_bin
+
+    def find(self, name: str) -> str | None:
+        if self.slurm_bin is not None:
+            path = self.slurm_bin / name
+            return str(path) if os.access(path, os.X_OK) else None
+        return shutil.which(name)
+
+    def run(self, *argv: str) -> tuple[int, str]:
+        env = {k: v for k, v in os.environ.items() if k != "SLURM_TIME_FORMAT"}
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, env=env, timeout=_TIMEOUT_S, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return 124, f"no answer in {_TIMEOUT_S} s"
+        except OSError as error:
+            return 127, str(error)
+        return proc.returncode, proc.stdout if proc.returncode == 0 else proc.stderr.strip()
+
+
+def _slurm_checks(runner: _Runner) -> list[Check]:
+    paths = {n: runner.find(n) for n in ("sacct", "sacctmgr", "scontrol")}
+    missing = [n for n, p in paths.items() if p is None]
+    if missing:
+        return [
+            Check(
+                name="Slurm commands",
+                status=Status.SKIPPED if len(missing) == 3 else Status.FAIL,
+                detail=f"not found: {', '.join(missing)}",
+                fix="run on a Slurm login node, or give --slurm-bin DIR",
+            )
+        ]
+    found = [p for p in paths.values() if p is not None]
+    checks = [Check(name="Slurm commands", status=Status.OK, detail=", ".join(found))]
+    rc, out = runner.run(str(paths["sacctmgr"]), "-P", "-n", "show", "cluster", "format=Cluster")
+    checks.append(
+        Check(name="slurmdbd answers", status=Status.OK, detail=f"clusters: {out.split()}")
+        if rc == 0
+        else Check(
+            name="slurmdbd answers",
+            status=Status.FAIL,
+            detail=f"sacctmgr show cluster exited {rc}: {out[-300:]}",
+            fix="start slurmdbd (systemctl start slurmdbd) and check AccountingStorageHost in "
+            "slurm.conf; sacct and collect need it",
+        )
+    )
+    rc, out = runner.run(str(paths["scontrol"]), "show", "config")
+    if rc != 0:
+        checks.append(
+            Check(
+                name="slurmctld answers",
+                status=Status.FAIL,
+                detail=f"scontrol show config exited {rc}: {out[-300:]}",
+                fix="start slurmctld (systemctl start slurmctld); the next checks need it",
+            )
+        )
+        return checks
+    return checks + _config_checks(_parse_config(out))
+
+
+def _parse_config(text: str) -> dict[str, str]:
+    config: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            config[key.strip()] = value.strip()
+    return config
+
+
+def _config_checks(config: dict[str, str]) -> list[Check]:
+    flags = config.get("AccountingStoreFlags", "")
+    tres = config.get("AccountingStorageTRES", "")
+    return [
+        _expect(
+            "job comments stored",
+            "job_comment" in flags.lower(),
+            f"AccountingStoreFlags = {flags or '(none)'}",
+            "add AccountingStoreFlags=job_comment to slurm.conf and run scontrol reconfigure: "
+            "without it sacct shows no --comment, every run is untagged and yield reads 0",
+        ),
+        _expect(
+            "GPUs accounted",
+            "gres/gpu" in tres.lower(),
+            f"AccountingStorageTRES = {tres or '(none)'}",
+            "add gres/gpu to AccountingStorageTRES in slurm.conf (with GresTypes=gpu) and "
+            "restart slurmctld: without it jobs carry no GPU count (jobs_without_gpu_count)",
+        ),
+        Check(
+            name="cluster name",
+            status=Status.OK if config.get("ClusterName") else Status.WARN,
+            detail=f"ClusterName = {config.get('ClusterName') or '(none)'}",
+            fix="" if config.get("ClusterName") else "give gpuyield collect --cluster NAME",
+        ),
+    ]
+
+
+def _expect(name: str, ok: bool, detail: str, fix: str) -> Check:
+    return Check(
+        name=name, status=Status.OK if ok else Status.FAIL, detail=detail, fix="" if ok else fix
+    )
+
+
+def _environment_checks() -> list[Check]:
+    zone = os.environ.get("TZ") or time.tzname[0]
+    utc = zone in ("UTC", "UTC0", "Etc/UTC", "GMT", ":UTC")
+    time_format = os.environ.get("SLURM_TIME_FORMAT")
+    readable = time_format in (None, "", "standard", "%s")
+    return [
+        Check(
+            name="local time zone",
+            status=Status.OK if utc else Status.WARN,
+            detail=f"TZ = {zone}",
+            fix=""
+            if utc
+            else f"Slurm prints local time: ingest files captured here with --tz {zone} "
+            "(gpuyield collect runs Slurm in UTC itself)",
+        ),
+        Check(
+            name="SLURM_TIME_FORMAT",
+            status=Status.OK if readable else Status.FAIL,
+            detail=f"SLURM_TIME_FORMAT = {time_format or '(unset)'}",
+            fix=""
+            if readable
+            else "unset SLURM_TIME_FORMAT (or set it to standard or %s) before capturing: "
+            "other formats cannot be placed in time",
+        ),
+    ]
+
+
+def _store_checks(db: Path | None, manifest: Path | None, now_s: int) -> list[Check]:
+    if db is None:
+        return []
+    if not db.exists():
+        return [
+            Check(
+                name="store",
+                status=Status.FAIL,
+                detail=f"no database at {db}",
+                fix=f"collect first: gpuyield collect --db {db} --since YYYY-MM-DD",
+            )
+        ]
+    con = store.connect(db, read_only=True)
+    try:
+        return [_coverage_check(con, now_s), _manifest_check(con, manifest)]
+    finally:
+        con.close()
+
+
+def _coverage_check(con: duckdb.DuckDBPyConnection, now_s: int) -> Check:
+    rows = _query(con, "SELECT cluster, start_s, end_s FROM coverage ORDER BY 1, 2, 3")
+    if not rows:
+        return Check(
+            name="coverage",
+            status=Status.WARN,
+            detail="the store records no captured time",
+            fix="ingest with --since/--until (sacct's -S/-E), or use gpuyield collect",
+        )
+    spans: list[tuple[str, int, int]] = []
+    for cluster, start_s, end_s in ((str(r[0]), int(r[1]), int(r[2])) for r in rows):  # type: ignore[call-overload]
+        if spans and spans[-1][0] == cluster and start_s <= spans[-1][2]:
+            spans[-1] = (cluster, spans[-1][1], max(spans[-1][2], end_s))
+        else:
+            spans.append((cluster, start_s, end_s))
+    gaps = [
+        f"{a[0]} {iso_utc(a[2])} .. {iso_utc(b[1])}"
+        for a, b in itertools.pairwise(spans)
+        if a[0] == b[0]
+    ]
+    last = max(s[2] for s in spans)
+    covered = "; ".join(f"{s[0]} {iso_utc(s[1])} .. {iso_utc(s[2])}" for s in spans)
+    if gaps:
+        return Check(
+            name="coverage",
+            status=Status.WARN,
+            detail=f"gaps: {'; '.join(gaps)} (covered: {covered})",
+            fix="collect the missing time (gpuyield collect --since START), or report around "
+            "it; report --allow-gaps shows gaps as not captured",
+        )
+    stale = now_s - last > _STALE_S
+    return Check(
+        name="coverage",
+        status=Status.WARN if stale else Status.OK,
+        detail=f"covered: {covered}",
+        fix=f"the last capture ends {iso_utc(last)}: is the collect timer running? "
+        "(systemctl list-timers gpuyield-collect)"
+        if stale
+        else "",
+    )
+
+
+def _manifest_check(con: duckdb.DuckDBPyConnection, path: Path | None) -> Check:
+    if path is not None:
+        manifest = manifest_mod.load_manifest(path)
+    else:
+        manifest = manifest_mod.stored_manifest(con)
+    if not manifest.named_runs:
+        return Check(
+            name="manifest runs in the data",
+            status=Status.WARN,
+            detail="no manifest (or it names no runs): nothing counts as released",
+            fix="write one (docs/manifest.md) and pass it with --manifest",
+        )
+    missing = manifest_mod.missing_runs(manifest, con)
+    return Check(
+        name="manifest runs in the data",
+        status=Status.WARN if missing else Status.OK,
+        detail=f"not in any job: {', '.join(missing)}"
+        if missing
+        else f"all {len(manifest.named_runs)} runs seen",
+        fix="check the names (and the manifest's [runs] match rule), or wait for the runs' jobs"
+        if missing
+        else "",
+    )
+
+
+def _query(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[object, ...]]:
+    try:
+        return con.execute(sql).fetchall()
+    except duckdb.CatalogException:
+        return []

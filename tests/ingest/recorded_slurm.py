@@ -1,0 +1,69 @@
+"""A recorded Slurm for ``gpuyield collect`` and ``doctor`` tests that cannot start the real lab.
+
+``sacct``, ``sacctmgr`` and ``scontrol`` are small shell scripts that print what the real lab printed
+(``examples/slurm-lab/``, Slurm 22.05.8) and log their arguments; ``down`` makes every one fail the
+way a client does when slurmdbd is gone. The real lab runs the same code end to end in
+tests/slurm/test_collect.py.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "slurm-lab"
+CONFIG = """Configuration data as of 2026-11-30T11:00:00
+AccountingStorageTRES   = cpu,mem,energy,node,billing,fs/disk,vmem,pages,gres/gpu
+AccountingStoreFlags    = job_comment
+ClusterName             = lab
+"""
+EMPTY_RESERVATIONS = "Cluster|Name|TimeStart|TimeEnd|Flags|NodeName\n"  # as 22.05 prints it
+
+
+class RecordedSlurm:
+    """Slurm clients in ``root/bin`` printing the files in ``root/out``."""
+
+    def __init__(self, root: Path, *, config: str = CONFIG) -> None:
+        self.bin = root / "bin"
+        self.out = root / "out"
+        self.calls = root / "calls.log"
+        self.bin.mkdir(parents=True)
+        self.out.mkdir(parents=True)
+        self.set_sacct((EXAMPLES / "sacct-X-D-wide.psv").read_text())
+        (self.out / "events").write_text((EXAMPLES / "sacctmgr-event-format.psv").read_text())
+        (self.out / "nodes").write_text((EXAMPLES / "scontrol-show-nodes-oneliner.txt").read_text())
+        (self.out / "reservations").write_text(EMPTY_RESERVATIONS)
+        (self.out / "config").write_text(config)
+        (self.out / "clusters").write_text("lab\n")
+        for name, body in {
+            "sacct": 'cat "$OUT/sacct"',
+            "sacctmgr": 'case "$*" in *event*) cat "$OUT/events";; *reservation*) '
+            'cat "$OUT/reservations";; *) cat "$OUT/clusters";; esac',
+            "scontrol": 'case "$*" in *config*) cat "$OUT/config";; *) cat "$OUT/nodes";; esac',
+        }.items():
+            script = self.bin / name
+            script.write_text(
+                "#!/bin/sh\n"
+                f"OUT={shlex.quote(str(self.out))}\n"
+                f'echo "{name} $*" >> {shlex.quote(str(self.calls))}\n'
+                f'if [ -e "$OUT/down" ]; then echo "{name}: error: Problem talking to the '
+                'database: Connection refused" >&2; exit 1; fi\n'
+                f"{body}\n"
+            )
+            script.chmod(0o755)
+
+    def set_sacct(self, text: str) -> None:
+        """What sacct prints from now on."""
+        (self.out / "sacct").write_text(text)
+
+    def down(self, is_down: bool = True) -> None:
+        """Every client fails from now on (or works again)."""
+        marker = self.out / "down"
+        if is_down:
+            marker.touch()
+        else:
+            marker.unlink(missing_ok=True)
+
+    def call_lines(self) -> list[str]:
+        """Every call so far, ``name args...``."""
+        return self.calls.read_text().splitlines() if self.calls.exists() else []

@@ -1,0 +1,161 @@
+"""``gpuyield collect`` against the real Slurm lab (issue 13's "Done when").
+
+During the session's workload (a requeue, two NODE_FAILs, a drained node, jobs running for
+minutes) ``collect`` ran every 30 s, then once more at the window's end: the store it built must equal,
+category by category and exactly, one ``ingest slurm`` of a single capture of the whole period, and
+its allocated GPU-seconds must equal sacct's own sum. While the daemons were stopped for a restart,
+``collect`` had to fail naming the command, leave the store as it was, and resume afterwards.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shlex
+import shutil
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.slurm import oracle
+from tests.slurm.collector import Collected
+from tests.slurm.conftest import LabRun, gpuyield, ingest_capture, ledger_report
+
+pytestmark = pytest.mark.slurm
+
+# What the whole-period comparison covers: every number of the ledger.
+NUMBERS = (
+    "window", "installed_gpu_seconds", "categories", "subcategories", "allocated_gpu_seconds",
+    "yield", "utilization", "goodput", "jobs_without_gpu_count", "coverage",
+)  # fmt: skip
+FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED")
+
+
+def _collected(lab_run: LabRun) -> Collected:
+    assert lab_run.collected is not None
+    return lab_run.collected
+
+
+def _collected_with_manifest(lab_run: LabRun, name: str) -> Path:
+    """A copy of the collected store with the session's manifest (written after the workload)."""
+    db = lab_run.keep / name
+    shutil.copyfile(_collected(lab_run).db, db)
+    gpuyield("ingest", "slurm", "--db", db, "--manifest", lab_run.manifest)
+    return db
+
+
+def test_every_collection_succeeded(lab_run: LabRun) -> None:
+    """The workload ran over several collections, and each one succeeded."""
+    collected = _collected(lab_run)
+    failed = [r for r in collected.runs if r.rc != 0]
+    assert not failed, f"collect failed: {failed[0].stderr[-2000:]}"
+    # The workload lasts over 150 s (the requeue hold): two 30 s collections at least, then the final one.
+    assert len(collected.runs) >= 3, "the workload should span several 30 s collections"
+    states = {j.state for j in lab_run.jobs}
+    assert {"REQUEUED", "NODE_FAIL"} <= states
+    assert any(e.state.startswith("DRAIN") for e in lab_run.events)
+
+
+def test_jobs_running_across_collections_are_updated_not_doubled(lab_run: LabRun) -> None:
+    """A job Slurm printed RUNNING in one collection and finished in a later one: one row, updated."""
+    collected = _collected(lab_run)
+    seen: dict[tuple[str, str], list[str]] = {}
+    for directory in sorted(collected.raw.iterdir()):
+        text = gzip.decompress((directory / "sacct.psv.gz").read_bytes()).decode()
+        for row in oracle.psv_records(text):
+            seen.setdefault((row["JobIDRaw"], row["Submit"]), []).append(row["State"].split()[0])
+    across = [k for k, states in seen.items() if "RUNNING" in states and states[-1] in FINISHED]
+    assert across, f"no job was collected running and then finished: {seen}"
+    assert sum(r.json()["jobs_updated"] for r in collected.runs) >= len(across)
+    # One row per sacct -X -D row of the whole period: nothing counted twice.
+    assert _count_jobs(collected.db) == len(lab_run.jobs)
+
+
+def _count_jobs(db: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute("SELECT count(*) FROM jobs").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def test_collections_equal_one_capture_of_the_whole_period(lab_run: LabRun) -> None:
+    """Category by category, exactly: collect every 30 s == one ingest of one capture; and
+    allocated == sacct's own sum over the window."""
+    collected = _collected(lab_run)
+    assert collected.end_s == lab_run.window.end_s
+    by_collect = ledger_report(_collected_with_manifest(lab_run, "collected-final.duckdb"))
+    single = lab_run.keep / "single-capture.duckdb"
+    ingest_capture(lab_run, single, since_s=collected.since_s)
+    by_capture = ledger_report(single)
+    assert {k: by_collect[k] for k in NUMBERS} == {k: by_capture[k] for k in NUMBERS}
+    expected = oracle.allocated_gpu_seconds(lab_run.jobs, lab_run.window)
+    got = Fraction(by_collect["allocated_gpu_seconds"]).limit_denominator(10**6)
+    assert abs(got - expected) < Fraction(1, 10**6)
+    assert by_collect["coverage"] == [
+        {
+            "cluster": "lab",
+            "start": oracle.format_time(collected.since_s) + "Z",
+            "end": oracle.format_time(lab_run.window.end_s) + "Z",
+        }
+    ]
+
+
+def test_collect_twice_adds_nothing(lab_run: LabRun) -> None:
+    """The same collection run again: no command, no new rows, the report byte for byte the same."""
+    collected = _collected(lab_run)
+    assert collected.again is not None and collected.again.rc == 0, collected.again
+    again = collected.again.json()
+    assert (again["jobs_new"], again["jobs_updated"], again["commands"]) == (0, 0, [])
+    assert collected.report_before_again
+    assert collected.report_after_again == collected.report_before_again
+
+
+def test_collect_while_slurm_is_stopped_fails_cleanly_and_resumes(lab_run: LabRun) -> None:
+    """Daemons stopped: a clear error naming the command, exit 1, the store unchanged; restarted:
+    collect resumes from the watermark and the coverage stays one span."""
+    collected = _collected(lab_run)
+    stopped, resumed = collected.stopped, collected.resumed
+    assert stopped is not None and resumed is not None
+    assert stopped.rc == 1, stopped
+    assert "error:" in stopped.stderr and "`" in stopped.stderr and "sacct" in stopped.stderr
+    assert "exited" in stopped.stderr and "Traceback" not in stopped.stderr
+    assert collected.stopped_hash_after == collected.stopped_hash_before
+    assert resumed.rc == 0, resumed.stderr[-2000:]
+    outcome: dict[str, Any] = resumed.json()
+    assert outcome["covered_since"] == oracle.format_time(collected.since_s) + "Z"
+    assert outcome["jobs_new"] == 0  # the lab came back without new jobs yet
+
+
+def test_the_store_rebuilds_from_the_kept_raw_output(lab_run: LabRun) -> None:
+    """--keep-raw: each collection's collection.json says how to ingest it again; doing so in
+    order gives the same ledger."""
+    collected = _collected(lab_run)
+    rebuilt = lab_run.keep / "rebuilt.duckdb"
+    for directory in sorted(collected.raw.iterdir()):
+        record = json.loads((directory / "collection.json").read_text())
+        args = [rebuilt if a == "DB" else a for a in shlex.split(record["ingest_again"])[1:]]
+        gpuyield(*args)
+    gpuyield("ingest", "slurm", "--db", rebuilt, "--manifest", lab_run.manifest)
+    original = ledger_report(_collected_with_manifest(lab_run, "collected-rebuild.duckdb"))
+    again = ledger_report(rebuilt)
+    assert {k: again[k] for k in NUMBERS} == {k: original[k] for k in NUMBERS}
+
+
+def test_doctor_on_the_lab(lab_run: LabRun) -> None:
+    """The lab is set up right (comments and GPUs accounted): every check passes; with the daemons
+    stopped, slurmdbd's check fails and says how to fix it."""
+    collected = _collected(lab_run)
+    assert collected.doctor is not None and collected.doctor_stopped is not None
+    assert collected.doctor.rc == 0, collected.doctor.stdout
+    checks = {c["name"]: c for c in collected.doctor.json()["checks"]}
+    for name in ("slurmdbd answers", "job comments stored", "GPUs accounted", "coverage"):
+        assert checks[name]["status"] == "ok", checks[name]
+    assert collected.doctor_stopped.rc == 1
+    stopped = {c["name"]: c for c in collected.doctor_stopped.json()["checks"]}
+    assert stopped["slurmdbd answers"]["status"] == "fail"
+    assert "slurmdbd" in stopped["slurmdbd answers"]["fix"]
