@@ -54,6 +54,7 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 
 clean:
 	rm -rf out bench/out .pytest_cache .mypy_cache .ruff_cache

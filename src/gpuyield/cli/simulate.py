@@ -5,13 +5,47 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, print_json
+from gpuyield.cli._common import call, console, errors_mapped, fail, print_json
+from gpuyield.errors import InputError
+
+E = TypeVar("E", bound=StrEnum)
+
+#: Library field names -> this command's flags, for error messages in the user's words.
+_SWEEP_FLAGS = {
+    "sweep.days": "--days",
+    "sweep.jobs": "--jobs",
+    "sweep.seeds": "--seeds",
+    "sweep.values": "--values",
+}
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip() for w in text.split(",") if w.strip()]
+
+
+def _choice(kind: type[E], word: str, flag: str) -> E:
+    try:
+        return kind(word)
+    except ValueError:
+        fail(
+            InputError(
+                f"unknown {flag} {word!r}", hint="use " + ", ".join(str(k.value) for k in kind)
+            )
+        )
+
+
+def _numbers(text: str, flag: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        fail(InputError(f"{flag} {text!r} is not a list of numbers", hint="write e.g. 1024,4096"))
 
 
 class _RunByDefault(TyperGroup):
@@ -105,22 +139,19 @@ def sweep_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots."""
-    from gpuyield.simulate.sweep import sweep_from_options, sweep_summary
+    from gpuyield.simulate.scenario import Policy
+    from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
+    from gpuyield.simulate.sweep_files import run_and_write_sweep, sweep_summary
 
-    result = call(
-        sweep_from_options,
-        out=out,
-        param=param,
-        values=values,
-        policies=policy,
-        seeds=seeds,
-        days=days,
-        gpus=gpus,
-        interval_s=interval_s,
-        write_s=write_s,
-        jobs=jobs,
-        plots=plots,
-    )
+    which = _choice(SweepParam, param, "--param")
+    chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
+    parsed = _numbers(values, "--values") if values else call(default_values, which)
+    with errors_mapped(_SWEEP_FLAGS):
+        base = base_model(days=days, gpus=gpus, interval_s=interval_s, write_s=write_s)
+        spec = SweepSpec(
+            param=which, values=parsed, policies=chosen or tuple(Policy), seeds=seeds, base=base
+        )
+        result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
     if as_json:
         print_json(sweep_summary(result))
         return
@@ -141,6 +172,5 @@ def sweep_command(
     console.print(table)
     for pol, o in result.optimum.items():
         console.print(
-            f"{pol}: best interval {o['best_s']:g} s; Young {o['young_s']:.0f} s; "
-            f"Daly {o['daly_s']:.0f} s"
+            f"{pol}: best interval {o.best_s:g} s; Young {o.young_s:.0f} s; Daly {o.daly_s:.0f} s"
         )

@@ -4,7 +4,9 @@
   ledger.
 - ``DivergenceWatch``: streaming detector of NaN/Inf, loss spikes, sustained divergence, grad-norm
   explosions and loss-scale collapse, with actions warn/stop/raise.
-- ``scan``: the same detector over a telemetry file (``gpuyield divergence scan``).
+- The same detector over a telemetry file (``gpuyield divergence scan``) is
+  ``gpuyield.ingest.telemetry.scan`` (also ``gpuyield.scan``): it needs the telemetry readers, and
+  guard imports nothing of gpuyield but the core.
 - Callbacks: ``gpuyield.guard.lightning.DivergenceCallback`` and
   ``gpuyield.guard.transformers.DivergenceCallback`` (they import torch and friends; this package
   itself imports only the standard library).
@@ -13,7 +15,6 @@
 from __future__ import annotations
 
 from gpuyield.guard.recorder import Recorder
-from gpuyield.guard.scan import ScanResult, scan
 from gpuyield.guard.watch import (
     Action,
     DivergenceError,
@@ -30,7 +31,5 @@ __all__ = [
     "DivergenceWatch",
     "EventKind",
     "Recorder",
-    "ScanResult",
     "WatchConfig",
-    "scan",
 ]

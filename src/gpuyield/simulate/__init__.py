@@ -14,7 +14,8 @@ from gpuyield.simulate.cluster import SimulationResult, simulate
 from gpuyield.simulate.ettr import JobModel, ModelResult, run_model
 from gpuyield.simulate.output import write_outputs
 from gpuyield.simulate.scenario import Policy, Scenario, bundled_names, load_scenario
-from gpuyield.simulate.sweep import SweepParam, SweepResult, SweepSpec, run_sweep, write_sweep
+from gpuyield.simulate.sweep import SweepParam, SweepResult, SweepSpec, run_sweep
+from gpuyield.simulate.sweep_files import write_sweep
 from gpuyield.simulate.truth import compute_truth
 
 __all__ = [

@@ -7,20 +7,16 @@ from 1k to 1M GPUs takes seconds. Results go to ``sweep.csv``, ``sweep.json`` an
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.simulate.ettr import (
     JobModel,
     daly_interval_s,
@@ -60,12 +56,12 @@ class SweepSpec:
 
     def __post_init__(self) -> None:
         if not self.values:
-            raise InputError("sweep values must not be empty", hint="pass --values 1024,4096")
+            raise FieldError("sweep.values", "must not be empty", example="1024,4096")
         if self.seeds < 1:
-            raise InputError("sweep seeds must be >= 1", hint="pass --seeds 3")
+            raise FieldError("sweep.seeds", "must be >= 1", example="3")
         for value in self.values:
             if not value > 0:
-                raise InputError(f"sweep value {value} must be > 0", hint="use positive values")
+                raise FieldError("sweep.values", f"must be > 0, got {value}", example="1024,4096")
 
     def model(self, policy: Policy, value: float) -> JobModel:
         """The job model of one sweep point."""
@@ -93,13 +89,34 @@ class SweepPoint:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class IntervalOptimum:
+    """The best checkpoint interval of one policy in an interval sweep, beside Young's and Daly's."""
+
+    best_s: float
+    best_ettr: float
+    young_s: float
+    daly_s: float
+    mtbf_s: float
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON shape (``sweep.json``'s ``optimum`` values)."""
+        return {
+            "best_s": self.best_s,
+            "best_ettr": self.best_ettr,
+            "young_s": self.young_s,
+            "daly_s": self.daly_s,
+            "mtbf_s": self.mtbf_s,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SweepResult:
     """All points of a sweep, plus the best checkpoint interval per policy for interval sweeps."""
 
     spec: SweepSpec
     points: tuple[SweepPoint, ...]
-    #: Interval sweeps: policy -> {"best_s", "young_s", "daly_s"}.
-    optimum: dict[str, dict[str, float]]
+    #: Interval sweeps: policy name -> its optimum (empty for size sweeps).
+    optimum: dict[str, IntervalOptimum]
 
 
 def _one(task: tuple[SweepSpec, Policy, float, int, int]) -> tuple[float, float, int, float]:
@@ -113,7 +130,7 @@ def _one(task: tuple[SweepSpec, Policy, float, int, int]) -> tuple[float, float,
 def run_sweep(spec: SweepSpec, *, jobs: int = 1) -> SweepResult:
     """Run every point of ``spec`` (``jobs`` processes; results do not depend on ``jobs``)."""
     if jobs < 1:
-        raise InputError("--jobs must be >= 1", hint="pass --jobs 1 or more")
+        raise FieldError("sweep.jobs", "must be >= 1", example="1")
     grid = [(p, v) for p in spec.policies for v in spec.values]
     tasks = [(spec, p, v, seed, i) for i, (p, v) in enumerate(grid) for seed in range(spec.seeds)]
     if jobs == 1:
@@ -140,7 +157,7 @@ def run_sweep(spec: SweepSpec, *, jobs: int = 1) -> SweepResult:
     return SweepResult(spec=spec, points=tuple(points), optimum=_optimum(spec, points))
 
 
-def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, dict[str, float]]:
+def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, IntervalOptimum]:
     if spec.param is not SweepParam.INTERVAL_S:
         return {}
     mtbf = 1.0 / spec.base.failure_rate_per_s
@@ -148,76 +165,14 @@ def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, dict[st
     for policy in spec.policies:
         mine = [p for p in points if p.policy is policy]
         best = max(mine, key=lambda p: p.ettr_mean)
-        out[policy.value] = {
-            "best_s": best.value,
-            "best_ettr": best.ettr_mean,
-            "young_s": young_interval_s(spec.base.write_s, mtbf),
-            "daly_s": daly_interval_s(spec.base.write_s, mtbf),
-            "mtbf_s": mtbf,
-        }
-    return out
-
-
-def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> list[Path]:
-    """Write ``sweep.csv``, ``sweep.json`` and (with matplotlib) ``sweep.png`` / ``sweep.html``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "sweep.csv", out_dir / "sweep.json"]
-    with written[0].open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(
-            [
-                "policy",
-                result.spec.param.value,
-                "ettr_mean",
-                "ettr_std",
-                "yield_mean",
-                "interruptions_mean",
-                "mttf_h",
-            ]
+        out[policy.value] = IntervalOptimum(
+            best_s=best.value,
+            best_ettr=best.ettr_mean,
+            young_s=young_interval_s(spec.base.write_s, mtbf),
+            daly_s=daly_interval_s(spec.base.write_s, mtbf),
+            mtbf_s=mtbf,
         )
-        for p in result.points:
-            writer.writerow(
-                [
-                    p.policy.value,
-                    _fmt(p.value),
-                    f"{p.ettr_mean:.6f}",
-                    f"{p.ettr_std:.6f}",
-                    f"{p.yield_mean:.6f}",
-                    f"{p.interruptions_mean:.3f}",
-                    f"{p.mttf_h:.4f}",
-                ]
-            )
-    written[1].write_text(json.dumps(sweep_summary(result), indent=2) + "\n", encoding="utf-8")
-    if plots:
-        from gpuyield.simulate.plots import write_plots
-
-        written += write_plots(result, out_dir)
-    return written
-
-
-def sweep_summary(result: SweepResult) -> dict[str, Any]:
-    """JSON-ready view of a sweep."""
-    return {
-        "param": result.spec.param.value,
-        "seeds": result.spec.seeds,
-        "points": [
-            {
-                "policy": p.policy.value,
-                "value": p.value,
-                "ettr_mean": p.ettr_mean,
-                "ettr_std": p.ettr_std,
-                "yield_mean": p.yield_mean,
-                "interruptions_mean": p.interruptions_mean,
-                "mttf_h": p.mttf_h,
-            }
-            for p in result.points
-        ],
-        "optimum": result.optimum,
-    }
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+    return out
 
 
 _DEFAULT_VALUES = {
@@ -226,52 +181,21 @@ _DEFAULT_VALUES = {
 }
 
 
-def sweep_from_options(
-    *,
-    out: Path,
-    param: str,
-    values: str | None,
-    policies: str,
-    seeds: int,
-    days: float,
-    gpus: int,
-    interval_s: int,
-    write_s: int,
-    jobs: int,
-    plots: bool,
-) -> SweepResult:
-    """Parse CLI-style options, run the sweep and write its files."""
-    try:
-        which = SweepParam(param)
-    except ValueError as error:
-        raise InputError(
-            f"unknown --param {param!r}", hint="use cluster-gpus or interval-s"
-        ) from error
-    try:
-        chosen = tuple(Policy(p.strip()) for p in policies.split(",") if p.strip())
-    except ValueError as error:
-        raise InputError(
-            f"unknown policy in {policies!r}", hint="use restart, drop, spares"
-        ) from error
-    try:
-        parsed = tuple(float(v) for v in values.split(",")) if values else _DEFAULT_VALUES[which]
-    except ValueError as error:
-        raise InputError(
-            f"--values {values!r} is not a list of numbers", hint="write e.g. 1024,4096,16384"
-        ) from error
+def default_values(param: SweepParam) -> tuple[float, ...]:
+    """The values a sweep of ``param`` covers when none are given."""
+    return tuple(float(v) for v in _DEFAULT_VALUES[param])
+
+
+def base_model(*, days: float, gpus: int, interval_s: float, write_s: float) -> JobModel:
+    """The job a sweep varies: the whole cluster for ``days``, one spare node per 64 (1.5%)."""
     if not days > 0:
-        raise InputError("--days must be > 0", hint="pass e.g. --days 30")
-    base = JobModel(
-        num_nodes=max(gpus // 8, 1),
+        raise FieldError("sweep.days", "must be > 0", example="30")
+    nodes = max(gpus // 8, 1)
+    return JobModel(
+        num_nodes=nodes,
         node_failures_per_day=3.79e-3,
         duration_s=days * 86400.0,
         interval_s=float(interval_s),
         write_s=float(write_s),
-        spare_nodes=math.ceil(max(gpus // 8, 1) / 64),
+        spare_nodes=math.ceil(nodes / 64),
     )
-    spec = SweepSpec(
-        param=which, values=parsed, policies=chosen or tuple(Policy), seeds=seeds, base=base
-    )
-    result = run_sweep(spec, jobs=jobs)
-    write_sweep(result, out, plots=plots)
-    return result
