@@ -1,6 +1,6 @@
 """End to end: `gpuyield ingest slurm` + `gpuyield report --json` recover truth.json within 0.1%.
 
-Needs the ledger (another part of gpuyield); skipped with a reason until `ingest slurm` exists.
+The report of each scenario is also a golden output (tests/golden/), byte for byte.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,17 +19,13 @@ from gpuyield.simulate.api import RunSummary
 GPUYIELD = [sys.executable, "-m", "gpuyield"]
 
 
-def _ledger_available() -> bool:
-    probe = subprocess.run(
-        [*GPUYIELD, "ingest", "slurm", "--help"], capture_output=True, text=True, check=False
-    )
-    return probe.returncode == 0
-
-
 @pytest.mark.parametrize("fixture", ["ledger_check", "ledger_check_telemetry"])
-def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp_path: Path):
-    if not _ledger_available():
-        pytest.skip("`gpuyield ingest slurm` is not built yet (ledger issue)")
+def test_ledger_recovers_truth(
+    fixture: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    golden: Callable[[str, str], None],
+):
     summary: RunSummary = request.getfixturevalue(fixture)
     work = tmp_path / "dir"
     shutil.copytree(summary.out_dir, work)
@@ -45,6 +42,8 @@ def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp
     report = subprocess.run(
         [*GPUYIELD, "report", "--db", str(db), "--json"], check=True, capture_output=True, text=True
     )
+    # The report names its input files: their temporary directory reads <dir>.
+    golden(f"{fixture.replace('_', '-')}-report.json", report.stdout.replace(str(work), "<dir>"))
     got = json.loads(report.stdout)
     installed = truth["installed_gpu_seconds"]
     assert got["installed_gpu_seconds"] == pytest.approx(installed, rel=1e-3)
