@@ -56,28 +56,18 @@ def report_command(
             else:
                 from gpuyield.report.summary import build_report_with_breakdown
 
-                report, cut = build_report_with_breakdown(
+                result = build_report_with_breakdown(
                     db, since_s=since_s, until_s=until_s, by=by, top=top
                 )
         if html is not None:
             console.print(f"HTML report written to {written}")
             return
     if as_json:
-        data = report.to_dict()
-        if cut is not None:
-            data["breakdown"] = {
-                "by": cut.by,
-                "groups": cut.groups,
-                "top": cut.top,
-                "rows": [
-                    {"key": r.key, **r.attributes, "categories": r.categories} for r in cut.rows
-                ],
-            }
-        print_json(data)
+        print_json(result.to_dict())
         return
-    _print_report(report)
-    if cut is not None:
-        _print_breakdown(cut)
+    _print_report(result.report)
+    if result.breakdown is not None:
+        _print_breakdown(result.breakdown)
 
 
 def _hours(gpu_seconds: float) -> str:
@@ -119,8 +109,8 @@ def _print_report(report: Any) -> None:
     essay = Table(title="beside the essay's typical lab", title_justify="left")
     for column in ("essay bucket", "this cluster", "typical lab"):
         essay.add_column(column, justify="left" if column == "essay bucket" else "right")
-    for bucket, share, typical in report.essay_comparison():
-        essay.add_row(bucket, _share(share), _share(typical))
+    for row in report.essay_comparison():
+        essay.add_row(row.bucket, _share(row.share), _share(row.typical_share))
     console.print(essay)
     for name, how in report.figures.items():
         console.print(f"[dim]{name}: {how}[/]")
