@@ -79,6 +79,10 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise MissingExtraError("html", "matplotlib") from None
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        raise MissingExtraError("html", "jinja2") from None
 
 
 def render_charts(figures: ReportFigures, png_dir: Path | None = None) -> list[RenderedChart]:
