@@ -79,9 +79,10 @@ def run_command(
     """Simulate SCENARIO and write sacct.psv, events.psv, nodes.txt, manifest.toml, truth.json."""
     from gpuyield.simulate.api import run_scenario
 
-    summary = call(run_scenario, scenario, out, seed=seed, days=days)
+    with errors_mapped({"simulate.days": "--days", "simulate.seed": "--seed"}):
+        summary = run_scenario(scenario, out, seed=seed, days=days)
     if as_json:
-        print_json(summary.truth)
+        print_json(summary.truth.to_dict())
         return
     _print_summary(summary)
 
@@ -94,15 +95,15 @@ def _print_summary(summary: Any) -> None:
     table.add_column("category")
     table.add_column("GPU-hours", justify="right")
     table.add_column("share", justify="right")
-    installed = truth["installed_gpu_seconds"]
-    for name, gpu_s in truth["categories"].items():
+    installed = truth.installed_gpu_seconds
+    for name, gpu_s in truth.categories.items():
         table.add_row(name, f"{gpu_s / 3600:,.0f}", f"{gpu_s / installed:.1%}")
     console.print(table)
-    inter = truth["interruptions"]
+    inter = truth.interruptions
     console.print(
-        f"yield {truth['yield']:.1%}; interruptions {inter['unexpected']} unexpected, "
-        f"{inter['planned']} planned; effective training time "
-        + ", ".join(f"{k} {v:.1%}" for k, v in truth["effective_training_time"].items())
+        f"yield {truth.yield_:.1%}; interruptions {inter.unexpected} unexpected, "
+        f"{inter.planned} planned; effective training time "
+        + ", ".join(f"{k} {v:.1%}" for k, v in truth.effective_training_time.items())
     )
     console.print(
         f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs; simulated in "

@@ -6,7 +6,6 @@ import heapq
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -16,12 +15,12 @@ from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.records import JobRow
 from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
-from gpuyield.simulate.truth import compute_truth
+from gpuyield.simulate.truth import Truth, compute_truth
 
 _EXIT = {"FAILED": "1:0", "OUT_OF_MEMORY": "0:125", "CANCELLED": "0:15"}
 
 
-def write_outputs(result: SimulationResult, out_dir: Path) -> dict[str, Any]:
+def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
     """Write the simulator's output directory (docs/contracts.md); returns the truth written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     truth = compute_truth(result)
@@ -38,7 +37,8 @@ def write_outputs(result: SimulationResult, out_dir: Path) -> dict[str, Any]:
         for run in telemetry:
             text = "\n".join(run.telemetry) + "\n"
             (out_dir / "telemetry" / f"{run.run}.jsonl").write_text(text, encoding="utf-8")
-    (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(truth.to_dict(), indent=2) + "\n"
+    (out_dir / "truth.json").write_text(text, encoding="utf-8")
     return truth
 
 
