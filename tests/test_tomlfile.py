@@ -17,9 +17,7 @@ def test_a_bundled_name_and_a_path_load_the_same(tmp_path: Path) -> None:
     bundled = tomlfile.load("ledger-check", folder="scenarios/sim", kind="scenario")
     copy = tmp_path / "mine.toml"
     copy.write_text(
-        tomlfile.resources.files("gpuyield")
-        .joinpath("data/scenarios/sim/ledger-check.toml")
-        .read_text()
+        resources.files("gpuyield").joinpath("data/scenarios/sim/ledger-check.toml").read_text()
     )
     mine = tomlfile.load(copy, folder="scenarios/sim", kind="scenario")
     assert mine.data == bundled.data
