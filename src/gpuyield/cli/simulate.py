@@ -142,7 +142,7 @@ def sweep_command(
     """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots."""
     from gpuyield.simulate.scenario import Policy
     from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
-    from gpuyield.simulate.sweep_files import run_and_write_sweep, sweep_summary
+    from gpuyield.simulate.sweep_files import run_and_write_sweep
 
     which = _choice(SweepParam, param, "--param")
     chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
@@ -154,7 +154,7 @@ def sweep_command(
         )
         result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
     if as_json:
-        print_json(sweep_summary(result))
+        print_json(result.to_dict())
         return
     from rich.table import Table
 

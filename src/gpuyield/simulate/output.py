@@ -42,7 +42,7 @@ def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
     return truth
 
 
-def _names(result: SimulationResult) -> tuple[str, int]:
+def _names(result: SimulationResult) -> st.NodeNaming:
     fleet = result.scenario.fleet
     return st.node_namer(fleet.node_prefix, fleet.num_nodes)
 
@@ -54,7 +54,8 @@ def _lineage_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, i
         for i, row in enumerate(run.rows)
     )
     end = result.scenario.end_s
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     cluster = result.scenario.cluster
     gpn = result.scenario.fleet.gpus_per_node
     for key, row in rows:
@@ -117,7 +118,8 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
     if rows is None or jobs is None or len(rows) == 0:
         return
     sc = result.scenario
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     end = sc.end_s
     order = np.lexsort((np.arange(len(rows)), jobs.job_id[rows.job], rows.submit_s))
     job_id = jobs.job_id[rows.job][order].tolist()
@@ -167,7 +169,8 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
 
 def _events_text(result: SimulationResult) -> str:
     sc, out = result.scenario, result.outages
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     end = sc.end_s
     gpn = sc.fleet.gpus_per_node
     all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
@@ -253,7 +256,8 @@ def _events_text(result: SimulationResult) -> str:
 
 def _nodes_text(result: SimulationResult) -> str:
     sc, out = result.scenario, result.outages
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     end, gpn = sc.end_s, sc.fleet.gpus_per_node
     alloc = np.zeros(sc.fleet.num_nodes, dtype=np.int64)
     for run in result.lineage:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -117,6 +118,26 @@ class SweepResult:
     points: tuple[SweepPoint, ...]
     #: Interval sweeps: policy name -> its optimum (empty for size sweeps).
     optimum: dict[str, IntervalOptimum]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape: ``sweep.json`` and ``gpuyield simulate sweep --json``."""
+        return {
+            "param": self.spec.param.value,
+            "seeds": self.spec.seeds,
+            "points": [
+                {
+                    "policy": p.policy.value,
+                    "value": p.value,
+                    "ettr_mean": p.ettr_mean,
+                    "ettr_std": p.ettr_std,
+                    "yield_mean": p.yield_mean,
+                    "interruptions_mean": p.interruptions_mean,
+                    "mttf_h": p.mttf_h,
+                }
+                for p in self.points
+            ],
+            "optimum": {policy: o.to_dict() for policy, o in self.optimum.items()},
+        }
 
 
 def _one(task: tuple[SweepSpec, Policy, float, int, int]) -> tuple[float, float, int, float]:

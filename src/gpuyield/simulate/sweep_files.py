@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
 
 from gpuyield.simulate.sweep import SweepResult, SweepSpec, run_sweep
 
@@ -42,33 +41,12 @@ def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> li
                     f"{p.mttf_h:.4f}",
                 ]
             )
-    written[1].write_text(json.dumps(sweep_summary(result), indent=2) + "\n", encoding="utf-8")
+    written[1].write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
     if plots:
         from gpuyield.simulate.plots import write_plots
 
         written += write_plots(result, out_dir)
     return written
-
-
-def sweep_summary(result: SweepResult) -> dict[str, Any]:
-    """JSON-ready view of a sweep."""
-    return {
-        "param": result.spec.param.value,
-        "seeds": result.spec.seeds,
-        "points": [
-            {
-                "policy": p.policy.value,
-                "value": p.value,
-                "ettr_mean": p.ettr_mean,
-                "ettr_std": p.ettr_std,
-                "yield_mean": p.yield_mean,
-                "interruptions_mean": p.interruptions_mean,
-                "mttf_h": p.mttf_h,
-            }
-            for p in result.points
-        ],
-        "optimum": {policy: o.to_dict() for policy, o in result.optimum.items()},
-    }
 
 
 def _fmt(value: float) -> str:
