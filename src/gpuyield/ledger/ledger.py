@@ -114,8 +114,10 @@ def compute_ledger(
     evidence: list[dict[str, object]] = []
     telemetry = has_telemetry(backend)
     if telemetry:
-        manifest, evidence = with_detected_divergence(backend, manifest)
-    capacity_table, capacity_warnings = node_capacity(backend, window)
+        detected = with_detected_divergence(backend, manifest)
+        manifest, evidence = detected.manifest, detected.evidence
+    node_gpus = node_capacity(backend, window)
+    capacity_table, capacity_warnings = node_gpus.table, node_gpus.warnings
     window = dataclasses.replace(window, warnings=window.warnings + capacity_warnings)
     capacity = materialize(backend, "gy_capacity", capacity_table)
     jobs = clipped_jobs(backend, window, manifest)
