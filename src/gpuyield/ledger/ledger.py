@@ -143,14 +143,7 @@ def compute_ledger(
         segments = _kept_segments(backend, segments, jobs)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
     totals, lost_jobs = _totals(segments, sorted(manifest.lineage_runs))
-    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
-    allocated_by_node = _sum_gpu_s(allocations, None)
-    if not _close(allocated_by_job, allocated_by_node):
-        raise ConservationError(
-            f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
-            f"({allocated_by_node:.3f})",
-            hint="a bug in the ledger: please report it with the input files",
-        )
+    allocated_by_job = _allocated_both_ways(totals, allocations)
     categories = {c.value: totals.get(c.value, 0.0) for c in Category}
     categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
     _check_conservation(installed, categories)
@@ -172,6 +165,19 @@ def compute_ledger(
         jobs=jobs,
         down=down,
     )
+
+
+def _allocated_both_ways(totals: dict[str, float], allocations: ir.Table) -> float:
+    """Allocated GPU-seconds summed by job; they must equal the same summed by node."""
+    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
+    allocated_by_node = _sum_gpu_s(allocations, None)
+    if not _close(allocated_by_job, allocated_by_node):
+        raise ConservationError(
+            f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
+            f"({allocated_by_node:.3f})",
+            hint="a bug in the ledger: please report it with the input files",
+        )
+    return allocated_by_job
 
 
 def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table) -> ir.Table:

@@ -167,34 +167,10 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
         yield (submit[i], jid, i), line
 
 
-def _events_text(result: SimulationResult) -> str:
+def _node_events(result: SimulationResult) -> list[tuple[int, int, str, int, int | None, str, str]]:
+    """(node, start, state, end in window, end or None if still on, reason, user) per node event."""
     sc, out = result.scenario, result.outages
-    naming = _names(result)
-    prefix, width = naming.prefix, naming.width
     end = sc.end_s
-    gpn = sc.fleet.gpus_per_node
-    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
-    lines = [
-        st.EVENT_HEADER,
-        "|".join(
-            (
-                sc.cluster,
-                all_nodes,
-                "",
-                "Cluster",
-                "1",
-                "",
-                "0",
-                st.time1(sc.start_s),
-                "Unknown",
-                st.duration(end - sc.start_s),
-                "Cluster Registered TRES",
-                "",
-                st.cluster_tres(sc.fleet.num_nodes, gpn),
-            )
-        ),
-    ]
-    tres = st.node_tres(gpn)
     node_events = []
     for i in range(len(out)):
         node = int(out.node[i])
@@ -231,6 +207,38 @@ def _events_text(result: SimulationResult) -> str:
                     "root(0)",
                 )
             )
+    return node_events
+
+
+def _events_text(result: SimulationResult) -> str:
+    sc = result.scenario
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
+    end = sc.end_s
+    gpn = sc.fleet.gpus_per_node
+    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
+    lines = [
+        st.EVENT_HEADER,
+        "|".join(
+            (
+                sc.cluster,
+                all_nodes,
+                "",
+                "Cluster",
+                "1",
+                "",
+                "0",
+                st.time1(sc.start_s),
+                "Unknown",
+                st.duration(end - sc.start_s),
+                "Cluster Registered TRES",
+                "",
+                st.cluster_tres(sc.fleet.num_nodes, gpn),
+            )
+        ),
+    ]
+    tres = st.node_tres(gpn)
+    node_events = _node_events(result)
     for node, start, state, upto, stop, reason, user in sorted(node_events):
         lines.append(
             "|".join(
