@@ -135,12 +135,12 @@ def _cluster_year(quick: bool) -> dict[str, Any]:
         truth = write_outputs(result, Path(tmp))
         figures["write_s"] = time.perf_counter() - began
         figures["sacct_bytes"] = (Path(tmp) / "sacct.psv").stat().st_size
-    figures["yield"] = truth["yield"]
-    figures["effective_training_time"] = truth["effective_training_time"]
+    figures["yield"] = truth.yield_
+    figures["effective_training_time"] = truth.effective_training_time
     print(
         f"  cluster {scenario.fleet.num_gpus:,} GPUs x {scenario.days:g} days: simulated in "
         f"{sim_s:.1f} s ({jobs:,} research jobs, {figures['events_per_s']:,.0f} events/s), "
-        f"written in {figures['write_s']:.1f} s; yield {truth['yield']:.3f}"
+        f"written in {figures['write_s']:.1f} s; yield {truth.yield_:.3f}"
     )
     return figures
 

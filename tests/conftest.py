@@ -1,19 +1,77 @@
-"""Shared fixtures: the real Slurm capture, an in-memory store, builders for small timelines."""
+"""Shared fixtures: the real Slurm capture, an in-memory store, golden outputs; test-wide settings."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, settings
 
 from gpuyield import store
+
+# One Hypothesis profile for every property test: no deadlines (CI machines are shared and loaded, so
+# a test must never depend on machine speed) and CI-sized example counts. Tests that need more or
+# fewer examples say so with their own @settings(max_examples=...). HYPOTHESIS_PROFILE=thorough runs
+# ten times as many examples, for a local hunt.
+settings.register_profile(
+    "ci",
+    deadline=None,
+    max_examples=50,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SLURM_LOCAL = SHARED / "data" / "slurm-local"
 SAMPLE = REPO / "examples" / "slurm-lab"
+GOLDEN = REPO / "tests" / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--regen-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite the golden outputs in tests/golden/ from this tree instead of comparing "
+        "(then review `git diff tests/golden` before committing).",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """``golden(name, text)``: fail unless ``text`` equals tests/golden/NAME byte for byte.
+
+    The checkout's own path reads ``<repo>`` (outputs name their input files), so a clone anywhere
+    compares equal. With ``pytest --regen-golden`` the file is rewritten instead (the test passes).
+    """
+    regen = bool(request.config.getoption("--regen-golden"))
+
+    def check(name: str, text: str) -> None:
+        text = text.replace(str(REPO), "<repo>")
+        path = GOLDEN / name
+        if regen:
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"no golden {path}: run pytest --regen-golden once and commit it"
+        want = path.read_text(encoding="utf-8")
+        if text != want:
+            diff = difflib.unified_diff(
+                want.splitlines(), text.splitlines(), f"golden/{name}", "now", lineterm="", n=2
+            )
+            shown = "\n".join(list(diff)[:60])
+            pytest.fail(
+                f"output differs from tests/golden/{name} (if intended: pytest --regen-golden, "
+                f"then review git diff):\n{shown}"
+            )
+
+    return check
 
 
 @pytest.fixture

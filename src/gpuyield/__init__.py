@@ -37,6 +37,8 @@ _LAZY = {
     "params_from_budget": "gpuyield.estimate",
     "params_from_speed": "gpuyield.estimate",
     "write_html_report": "gpuyield.report.html",
+    "ScanResult": "gpuyield.ingest.telemetry",
+    "scan": "gpuyield.ingest.telemetry",
     "SweepSpec": "gpuyield.simulate",
     "load_scenario": "gpuyield.simulate",
     "run_scenario": "gpuyield.simulate",
@@ -67,6 +69,7 @@ __all__ = [
     "MissingExtraError",
     "ParseError",
     "Recorder",
+    "ScanResult",
     "SlurmInputs",
     "SweepSpec",
     "UnknownFormat",
@@ -88,6 +91,7 @@ __all__ = [
     "params_from_speed",
     "run_scenario",
     "run_sweep",
+    "scan",
     "write_html_report",
 ]
 

@@ -5,6 +5,7 @@ print the message and the hint, and exit with status 1 (no traceback)::
 
     GpuyieldError                 root; carries a one-line ``hint`` saying how to fix it
     ├── InputError (ValueError)   the user's input is wrong: a flag, a number, a config value
+    │   ├── FieldError            a library value is out of range: carries ``field`` (``simulate.days``)
     │   ├── ParseError            a malformed file: carries ``path``, ``line`` and ``field``
     │   │   └── UnknownFormat     a file whose format cannot be recognised
     │   ├── ManifestError         the release manifest is inconsistent (unknown run, bad regex)
@@ -38,6 +39,22 @@ class GpuyieldError(Exception):
 
 class InputError(GpuyieldError, ValueError):
     """The user's input (a flag, a value, a config file) is invalid."""
+
+
+class FieldError(InputError):
+    """A value given to the library is invalid; ``field`` names it as the library does.
+
+    The message is ``"<field> <problem>"`` (``simulate.days must be > 0``). The CLI maps ``field``
+    to its flag (``--days``) so a user reads the name they typed; ``example`` is a valid value for
+    the hint in either spelling.
+    """
+
+    def __init__(self, field: str, problem: str, *, example: str | None = None) -> None:
+        hint = f"set {field} to e.g. {example}" if example is not None else None
+        super().__init__(f"{field} {problem}", hint=hint)
+        self.field = field
+        self.problem = problem
+        self.example = example
 
 
 class ParseError(InputError):

@@ -10,7 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from gpuyield.cli import divergence
-from gpuyield.guard import EventKind, Recorder, WatchConfig, scan
+from gpuyield.guard import EventKind, Recorder, WatchConfig
+from gpuyield.ingest.telemetry import scan
 from tests.telemetry.excerpts import ExcerptLine, load_excerpts, megatron_line
 
 _CHECKPOINT_STEP = 40

@@ -9,9 +9,14 @@ import pytest
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
-from gpuyield.report.breakdown import DEFAULT_TOP, OTHERS, UNALLOCATED
-from gpuyield.report.summary import build_report_with_breakdown
+from gpuyield.report.breakdown import DEFAULT_TOP, OTHERS, UNALLOCATED, Breakdown
+from gpuyield.report.summary import ReportWithBreakdown, YieldReport, build_report_with_breakdown
 from tests.conftest import SAMPLE
+
+
+def _both(result: ReportWithBreakdown) -> tuple[YieldReport, Breakdown]:
+    assert result.breakdown is not None
+    return result.report, result.breakdown
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +37,7 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("by", ["account", "user", "partition", "run", "job", "day", "hour"])
 def test_rows_add_up_to_each_category(sample_db: Path, by: str) -> None:
-    report, cut = build_report_with_breakdown(sample_db, by=by)
+    report, cut = _both(build_report_with_breakdown(sample_db, by=by))
     assert cut is not None
     rows = cut.rows
     for category in Category:
@@ -41,7 +46,7 @@ def test_rows_add_up_to_each_category(sample_db: Path, by: str) -> None:
 
 
 def test_accounts_of_the_sample(sample_db: Path) -> None:
-    _, cut = build_report_with_breakdown(sample_db, by="account")
+    _, cut = _both(build_report_with_breakdown(sample_db, by="account"))
     assert cut is not None
     rows = cut.rows
     keys = [r.key for r in rows]
@@ -65,13 +70,13 @@ def test_equal_totals_are_ordered_by_name(tmp_path: Path) -> None:
     db = tmp_path / "db.duckdb"
     inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
     ingest_slurm(db, inputs, until_s=T0_S + 3600)
-    _, cut = build_report_with_breakdown(db, by="account")
+    _, cut = _both(build_report_with_breakdown(db, by="account"))
     assert cut is not None and [r.key for r in cut.rows] == ["a", "b", "c", UNALLOCATED]
 
 
 def test_job_rows_name_the_line_they_came_from(sample_db: Path) -> None:
     # Every job row points at its own record in the input: that line starts with its JobID.
-    _, cut = build_report_with_breakdown(sample_db, by="job", top=0)
+    _, cut = _both(build_report_with_breakdown(sample_db, by="job", top=0))
     assert cut is not None and cut.top is None
     jobs = [r for r in cut.rows if r.key not in (OTHERS, UNALLOCATED)]
     assert len(jobs) == cut.groups == 38  # every run that held GPUs in the window
@@ -87,9 +92,9 @@ def test_job_rows_name_the_line_they_came_from(sample_db: Path) -> None:
 
 
 def test_top_keeps_the_largest_and_sums_the_rest(sample_db: Path) -> None:
-    report, everything = build_report_with_breakdown(sample_db, by="job", top=0)
-    _, cut = build_report_with_breakdown(sample_db, by="job", top=3)
-    _, default = build_report_with_breakdown(sample_db, by="job")
+    report, everything = _both(build_report_with_breakdown(sample_db, by="job", top=0))
+    _, cut = _both(build_report_with_breakdown(sample_db, by="job", top=3))
+    _, default = _both(build_report_with_breakdown(sample_db, by="job"))
     assert everything is not None and cut is not None and default is not None
     assert [r.key for r in cut.rows] == [r.key for r in everything.rows[:3]] + [
         OTHERS,
@@ -102,7 +107,7 @@ def test_top_keeps_the_largest_and_sums_the_rest(sample_db: Path) -> None:
     for category in Category:
         expected = sum(r.categories[category.value] for r in rest)
         assert others.categories[category.value] == pytest.approx(expected, abs=1e-6)
-    _, accounts = build_report_with_breakdown(sample_db, by="account", top=1)
+    _, accounts = _both(build_report_with_breakdown(sample_db, by="account", top=1))
     assert accounts is not None
     assert [r.key for r in accounts.rows] == ["physics", OTHERS, UNALLOCATED]
     assert sum(r.total_gpu_seconds for r in accounts.rows) == pytest.approx(
@@ -147,8 +152,8 @@ def test_runs_are_cut_at_twenty_unless_told(tmp_path: Path) -> None:
     db = tmp_path / "db.duckdb"
     inputs = SlurmInputs(sacct=files["sacct"], events=files["events"], nodes=files["nodes"])
     ingest_slurm(db, inputs, until_s=T0_S + 3600)
-    report, default = build_report_with_breakdown(db, by="run")
-    _, everything = build_report_with_breakdown(db, by="run", top=0)
+    report, default = _both(build_report_with_breakdown(db, by="run"))
+    _, everything = _both(build_report_with_breakdown(db, by="run", top=0))
     assert default is not None and everything is not None
     assert (default.groups, default.top, everything.top) == (26, 20, None)
     assert [r.key for r in everything.rows[:3]] == ["r00", "r01", "r02"]

@@ -16,6 +16,11 @@ from tests.ledger.timeline import GPUS_PER_NODE, HOUR_S, Cluster, Event, Job
 from tests.ledger.timeline import Registration as Row
 
 
+def _intervals(*args, **kwargs) -> tuple[list[NodeInterval], list[str]]:
+    found = capacity_intervals(*args, **kwargs)
+    return found.intervals, found.warnings
+
+
 def _reg(start_s: int, nodes: str | None, gpus: int | None) -> Registration:
     return Registration(cluster="c", start_s=start_s, num_gpus=gpus, node_list=nodes)
 
@@ -26,14 +31,14 @@ def _spans(intervals: list[NodeInterval]) -> list[tuple[str, int, int, int]]:
 
 def test_inventory_without_listed_registrations_counts_from_the_first_registration() -> None:
     inventory = {("c", "a"): 8, ("c", "b"): 4}
-    found, said = capacity_intervals(inventory, [_reg(50, None, None)], start_s=0, end_s=100)
+    found, said = _intervals(inventory, [_reg(50, None, None)], start_s=0, end_s=100)
     assert _spans(found) == [("a", 8, 50, 100), ("b", 4, 50, 100)] and said == []
 
 
 def test_each_registration_holds_until_the_next() -> None:
     regs = [_reg(0, "n[1-2]", 16), _reg(40, "n[1-3]", 24), _reg(70, "n[2-3]", 16)]
     inventory = {("c", f"n{i}"): 8 for i in (1, 2, 3)}
-    found, said = capacity_intervals(inventory, regs, start_s=10, end_s=100)
+    found, said = _intervals(inventory, regs, start_s=10, end_s=100)
     # n2 is in every registration: one merged interval; n1 leaves at 70, n3 joins at 40.
     assert _spans(found) == [("n1", 8, 10, 70), ("n2", 8, 10, 100), ("n3", 8, 40, 100)]
     assert said == []
@@ -41,7 +46,7 @@ def test_each_registration_holds_until_the_next() -> None:
 
 def test_a_removed_node_gets_what_the_inventory_does_not_account_for() -> None:
     regs = [_reg(0, "n[1-3]", 20), _reg(50, "n[1-2]", 16)]
-    found, _ = capacity_intervals({("c", "n1"): 8, ("c", "n2"): 8}, regs, start_s=0, end_s=100)
+    found, _ = _intervals({("c", "n1"): 8, ("c", "n2"): 8}, regs, start_s=0, end_s=100)
     assert ("n3", 4, 0, 50) in _spans(found)
 
 
@@ -54,23 +59,21 @@ def test_an_uneven_remainder_is_an_error_naming_the_nodes() -> None:
 
 def test_a_total_that_disagrees_with_the_inventory_is_said() -> None:
     regs = [_reg(0, "n[1-2]", 32)]
-    found, said = capacity_intervals({("c", "n1"): 8, ("c", "n2"): 8}, regs, start_s=0, end_s=100)
+    found, said = _intervals({("c", "n1"): 8, ("c", "n2"): 8}, regs, start_s=0, end_s=100)
     assert [i.num_gpus for i in found] == [8, 8]
     assert len(said) == 1 and "32 GPUs" in said[0] and "inventory" in said[0]
 
 
 def test_repeated_registrations_count_once_and_conflicting_ones_are_refused() -> None:
     same = [_reg(0, "n[1-2]", 16), _reg(0, "n[1-2]", 16)]
-    found, _ = capacity_intervals({}, same, start_s=0, end_s=10)
+    found, _ = _intervals({}, same, start_s=0, end_s=10)
     assert _spans(found) == [("n1", 8, 0, 10), ("n2", 8, 0, 10)]
     with pytest.raises(DataConsistencyError, match="two different registrations"):
         capacity_intervals({}, [*same, _reg(0, "n[1-3]", 24)], start_s=0, end_s=10)
 
 
 def test_a_job_before_the_first_registration_moves_it_back_and_says_so() -> None:
-    found, said = capacity_intervals(
-        {}, [_reg(50, "n1", 8)], start_s=0, end_s=100, first_job_s={"c": 20}
-    )
+    found, said = _intervals({}, [_reg(50, "n1", 8)], start_s=0, end_s=100, first_job_s={"c": 20})
     assert _spans(found) == [("n1", 8, 20, 100)]
     assert "before its first registration" in said[0]
 
@@ -198,7 +201,7 @@ def _resizes(draw: st.DrawFn) -> tuple[dict[tuple[str, str], int], list[Registra
 @given(case=_resizes())
 def test_installed_is_each_registration_over_its_span(case) -> None:
     inventory, regs, start_s, end_s = case
-    found, said = capacity_intervals(inventory, regs, start_s=start_s, end_s=end_s)
+    found, said = _intervals(inventory, regs, start_s=start_s, end_s=end_s)
     assert said == []  # totals agree with the inventory by construction
     expected = 0
     for i, reg in enumerate(regs):

@@ -294,7 +294,7 @@ def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -
     try:
         backend = backend_for(con)
         window = resolve_window(backend, since_s=None, until_s=None)
-        capacity, _ = node_capacity(backend, window)
+        capacity = node_capacity(backend, window).table
         manifest = compute_ledger(backend).manifest
         jobs = clipped_jobs(backend, window, manifest)
         allocations = job_node_allocations(backend, jobs, capacity)

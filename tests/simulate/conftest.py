@@ -23,9 +23,7 @@ def ledger_check_telemetry(tmp_path_factory: pytest.TempPathFactory) -> RunSumma
 
 def window_end(summary: RunSummary) -> int:
     """Window end (epoch s) from truth.json."""
-    from datetime import datetime
-
-    return int(datetime.fromisoformat(summary.truth["window"]["end"]).timestamp())
+    return summary.truth.window_end_s
 
 
 def out_files(out: Path) -> dict[str, bytes]:

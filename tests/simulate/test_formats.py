@@ -175,6 +175,6 @@ def test_maintenance_drains_nodes_and_requeues_their_jobs(ledger_check: RunSumma
         if r["End"] == "2026-11-02T12:00:00" and set(expand_hostlist(r["NodeList"])) & first
     ]
     assert cut and all(r["State"] == "REQUEUED" for r in cut)
-    planned = ledger_check.truth["subcategories"]["down.planned"]
+    planned = ledger_check.truth.subcategories["down.planned"]
     most = 8 * (6 * 6 + 4 * 4.8) * 3600  # every node of both windows, GPUs x hours
     assert 0 < planned <= most

@@ -1,6 +1,6 @@
 """End to end: `gpuyield ingest slurm` + `gpuyield report --json` recover truth.json within 0.1%.
 
-Needs the ledger (another part of gpuyield); skipped with a reason until `ingest slurm` exists.
+The report of each scenario is also a golden output (tests/golden/), byte for byte.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,17 +19,13 @@ from gpuyield.simulate.api import RunSummary
 GPUYIELD = [sys.executable, "-m", "gpuyield"]
 
 
-def _ledger_available() -> bool:
-    probe = subprocess.run(
-        [*GPUYIELD, "ingest", "slurm", "--help"], capture_output=True, text=True, check=False
-    )
-    return probe.returncode == 0
-
-
 @pytest.mark.parametrize("fixture", ["ledger_check", "ledger_check_telemetry"])
-def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp_path: Path):
-    if not _ledger_available():
-        pytest.skip("`gpuyield ingest slurm` is not built yet (ledger issue)")
+def test_ledger_recovers_truth(
+    fixture: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    golden: Callable[[str, str], None],
+):
     summary: RunSummary = request.getfixturevalue(fixture)
     work = tmp_path / "dir"
     shutil.copytree(summary.out_dir, work)
@@ -57,6 +54,8 @@ def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp
     report = subprocess.run(
         [*GPUYIELD, "report", "--db", str(db), "--json"], check=True, capture_output=True, text=True
     )
+    # The report names its input files: their temporary directory reads <dir>.
+    golden(f"{fixture.replace('_', '-')}-report.json", report.stdout.replace(str(work), "<dir>"))
     got = json.loads(report.stdout)
     installed = truth["installed_gpu_seconds"]
     assert got["installed_gpu_seconds"] == pytest.approx(installed, rel=1e-3)
@@ -66,10 +65,11 @@ def test_ledger_recovers_truth(fixture: str, request: pytest.FixtureRequest, tmp
         assert abs(got["subcategories"].get(sub, 0) - value) <= 1e-3 * installed, sub
 
 
-def _ledger_categories(out_dir: Path, tmp_path: Path, end: str) -> dict:
+def _ledger_categories(out_dir: Path, tmp_path: Path, start: str, end: str) -> dict:
     db = tmp_path / "ledger.duckdb"
+    window = ["--since", start, "--until", end]
     subprocess.run(
-        [*GPUYIELD, "ingest", "slurm", "--dir", str(out_dir), "--db", str(db), "--until", end],
+        [*GPUYIELD, "ingest", "slurm", "--dir", str(out_dir), "--db", str(db), *window],
         check=True,
         capture_output=True,
         text=True,
@@ -88,15 +88,14 @@ def test_llama3_405b_without_telemetry_within_half_a_percent(tmp_path: Path):
     """
     from gpuyield.simulate.api import run_scenario
 
-    if not _ledger_available():
-        pytest.skip("`gpuyield ingest slurm` is not built yet (ledger issue)")
     path = tmp_path / "no-telemetry.toml"
     _write_scenario(path, "llama3-405b")
     out = tmp_path / "out"
     summary = run_scenario(path, out, days=7)
-    truth = summary.truth
+    truth = summary.truth.to_dict()
     (out / "truth.json").unlink()
-    got = _ledger_categories(out, tmp_path, truth["window"]["end"].removesuffix("Z"))
+    start, end = (truth["window"][k].removesuffix("Z") for k in ("start", "end"))
+    got = _ledger_categories(out, tmp_path, start, end)
     installed = truth["installed_gpu_seconds"]
     assert truth["categories"]["overhead"] > 0.02 * installed
     for category, value in truth["categories"].items():

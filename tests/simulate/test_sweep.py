@@ -10,7 +10,8 @@ import pytest
 from gpuyield.errors import MissingExtraError
 from gpuyield.simulate.ettr import JobModel
 from gpuyield.simulate.scenario import Policy
-from gpuyield.simulate.sweep import SweepParam, SweepSpec, run_sweep, write_sweep
+from gpuyield.simulate.sweep import SweepParam, SweepSpec, run_sweep
+from gpuyield.simulate.sweep_files import write_sweep
 
 
 def _interval_spec() -> SweepSpec:
@@ -40,8 +41,8 @@ def test_best_interval_is_near_young_and_daly():
     result = run_sweep(_interval_spec(), jobs=1)
     opt = result.optimum["restart"]
     # Young: sqrt(2 * 30 s * M), M = 86400 / (2048 * 3.79e-3) s: about 817 s; grid steps are x2.
-    assert opt["young_s"] == pytest.approx((2 * 30 * 86400 / (2048 * 3.79e-3)) ** 0.5)
-    assert opt["daly_s"] / 2 <= opt["best_s"] <= opt["daly_s"] * 2
+    assert opt.young_s == pytest.approx((2 * 30 * 86400 / (2048 * 3.79e-3)) ** 0.5)
+    assert opt.daly_s / 2 <= opt.best_s <= opt.daly_s * 2
 
 
 def test_ettr_falls_with_cluster_size_for_restart():

@@ -35,17 +35,17 @@ def test_llama3_405b_interruptions_mix_and_ettr(seed: int | None):
         scenario = scenario.with_overrides(seed=seed)
     result = simulate(scenario)
     truth = compute_truth(result)
-    inter = truth["interruptions"]
+    inter = truth.interruptions
     # About 419 unexpected interruptions (Table 5); rates were calibrated on wall time, and the job
     # is exposed only while it runs, so the exact expectation is rate x running node-seconds.
-    assert within_poisson(inter["unexpected"], LLAMA3_UNEXPECTED)
+    assert within_poisson(inter.unexpected, LLAMA3_UNEXPECTED)
     rates = scenario.failure_rates()
     running = result.lineage[0].running_node_s
     expected = {cause: rate * running for cause, rate in rates.items()}
-    assert within_poisson(inter["unexpected"], sum(expected.values()))
-    assert within_poisson(inter["planned"], LLAMA3_PLANNED)
+    assert within_poisson(inter.unexpected, sum(expected.values()))
+    assert within_poisson(inter.planned, LLAMA3_PLANNED)
     # The Table 5 mix: chi-square over causes (expected < 5 pooled into one bin).
-    observed = inter["by_cause"]
+    observed = inter.by_cause
     stat, pool_obs, pool_exp, bins = 0.0, 0.0, 0.0, 0
     for cause in (c.id for c in LLAMA3_CAUSES):
         obs, exp = observed.get(cause, 0), expected[cause]
@@ -57,7 +57,7 @@ def test_llama3_405b_interruptions_mix_and_ettr(seed: int | None):
     stat += (pool_obs - pool_exp) ** 2 / pool_exp
     bins += 1
     assert stat < chi2_quantile_999(bins - 1)
-    assert truth["effective_training_time"]["llama3-405b-pt"] > 0.90
+    assert truth.effective_training_time["llama3-405b-pt"] > 0.90
 
 
 @pytest.mark.parametrize(("interval_s", "meta_reported"), [(3600, 0.70), (300, 0.93)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from gpuyield.errors import GpuyieldError
+from gpuyield.errors import FieldError, GpuyieldError
 
 T = TypeVar("T")
 
@@ -29,11 +29,25 @@ def fail(error: GpuyieldError) -> NoReturn:
     raise typer.Exit(code=1)
 
 
+def as_flag(error: FieldError, flags: Mapping[str, str]) -> GpuyieldError:
+    """The same error in the user's words: the library's field name replaced by the flag typed."""
+    flag = flags.get(error.field)
+    if flag is None:
+        return error
+    hint = f"pass e.g. {flag} {error.example}" if error.example is not None else error.hint
+    return GpuyieldError(f"{flag} {error.problem}", hint=hint)
+
+
 @contextmanager
-def errors_mapped() -> Iterator[None]:
-    """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback."""
+def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback.
+
+    ``flags`` maps library field names (``simulate.days``) to the command's flags (``--days``).
+    """
     try:
         yield
+    except FieldError as error:
+        fail(as_flag(error, flags or {}))
     except GpuyieldError as error:
         fail(error)
 

@@ -44,7 +44,7 @@ def scan_command(
 ) -> None:
     """List the divergence events in FILE, with evidence and the checkpoint to roll back to."""
     from gpuyield.cli._common import call, console, print_json
-    from gpuyield.guard.scan import scan
+    from gpuyield.ingest.telemetry import scan
 
     result = call(scan, file, format)
     if as_json:

@@ -70,7 +70,7 @@ def report_command(
             else:
                 from gpuyield.report.summary import build_report_with_breakdown
 
-                report, cut = build_report_with_breakdown(
+                result = build_report_with_breakdown(
                     db, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
                 )
         if html is not None:
@@ -80,11 +80,11 @@ def report_command(
         from gpuyield.report.document import report_json_text
 
         # One writer for this and `gpuyield serve`'s /api/report, so the two never differ.
-        sys.stdout.write(report_json_text(report, cut) + "\n")
+        sys.stdout.write(report_json_text(result.report, result.breakdown) + "\n")
         return
-    _print_report(report)
-    if cut is not None:
-        _print_breakdown(cut)
+    _print_report(result.report)
+    if result.breakdown is not None:
+        _print_breakdown(result.breakdown)
 
 
 def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:
@@ -139,8 +139,8 @@ def _print_report(report: Any) -> None:
     essay = Table(title="beside the essay's typical lab", title_justify="left")
     for column in ("essay bucket", "this cluster", "typical lab"):
         essay.add_column(column, justify="left" if column == "essay bucket" else "right")
-    for bucket, share, typical in report.essay_comparison():
-        essay.add_row(bucket, _share(share), _share(typical))
+    for row in report.essay_comparison():
+        essay.add_row(row.bucket, _share(row.share), _share(row.typical_share))
     console.print(essay)
     for name, how in report.figures.items():
         console.print(f"[dim]{name}: {how}[/]")

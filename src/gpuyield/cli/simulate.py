@@ -5,13 +5,47 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, print_json
+from gpuyield.cli._common import call, console, errors_mapped, fail, print_json
+from gpuyield.errors import InputError
+
+E = TypeVar("E", bound=StrEnum)
+
+#: Library field names -> this command's flags, for error messages in the user's words.
+_SWEEP_FLAGS = {
+    "sweep.days": "--days",
+    "sweep.jobs": "--jobs",
+    "sweep.seeds": "--seeds",
+    "sweep.values": "--values",
+}
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip() for w in text.split(",") if w.strip()]
+
+
+def _choice(kind: type[E], word: str, flag: str) -> E:
+    try:
+        return kind(word)
+    except ValueError:
+        fail(
+            InputError(
+                f"unknown {flag} {word!r}", hint="use " + ", ".join(str(k.value) for k in kind)
+            )
+        )
+
+
+def _numbers(text: str, flag: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        fail(InputError(f"{flag} {text!r} is not a list of numbers", hint="write e.g. 1024,4096"))
 
 
 class _RunByDefault(TyperGroup):
@@ -45,9 +79,10 @@ def run_command(
     """Simulate SCENARIO and write sacct.psv, events.psv, nodes.txt, manifest.toml, truth.json."""
     from gpuyield.simulate.api import run_scenario
 
-    summary = call(run_scenario, scenario, out, seed=seed, days=days)
+    with errors_mapped({"simulate.days": "--days", "simulate.seed": "--seed"}):
+        summary = run_scenario(scenario, out, seed=seed, days=days)
     if as_json:
-        print_json(summary.truth)
+        print_json(summary.truth.to_dict())
         return
     _print_summary(summary)
 
@@ -60,15 +95,15 @@ def _print_summary(summary: Any) -> None:
     table.add_column("category")
     table.add_column("GPU-hours", justify="right")
     table.add_column("share", justify="right")
-    installed = truth["installed_gpu_seconds"]
-    for name, gpu_s in truth["categories"].items():
+    installed = truth.installed_gpu_seconds
+    for name, gpu_s in truth.categories.items():
         table.add_row(name, f"{gpu_s / 3600:,.0f}", f"{gpu_s / installed:.1%}")
     console.print(table)
-    inter = truth["interruptions"]
+    inter = truth.interruptions
     console.print(
-        f"yield {truth['yield']:.1%}; interruptions {inter['unexpected']} unexpected, "
-        f"{inter['planned']} planned; effective training time "
-        + ", ".join(f"{k} {v:.1%}" for k, v in truth["effective_training_time"].items())
+        f"yield {truth.yield_:.1%}; interruptions {inter.unexpected} unexpected, "
+        f"{inter.planned} planned; effective training time "
+        + ", ".join(f"{k} {v:.1%}" for k, v in truth.effective_training_time.items())
     )
     console.print(
         f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs; simulated in "
@@ -166,31 +201,33 @@ def sweep_command(
     With --param ladder-skip-share: the research workload's waste at each share of jobs skipping
     their lower rung, against the ladder enforced (docs/ladder.md).
     """
-    from gpuyield.simulate.sweep import sweep_from_options, sweep_summary
-
     if param == "ladder-skip-share":
         from gpuyield.cli.ladder import ladder_sweep_command
 
         ladder_sweep_command(out, values, seeds, days, gpus, skip_failure_multiplier, as_json)
         return
+    from gpuyield.simulate.scenario import Policy
+    from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
+    from gpuyield.simulate.sweep_files import run_and_write_sweep
 
-    result = call(
-        sweep_from_options,
-        out=out,
-        param=param,
-        values=values,
-        policies=policy,
-        seeds=seeds,
-        days=days,
-        gpus=gpus,
-        interval_s=interval_s,
-        write_s=write_s,
-        jobs=jobs,
-        plots=plots,
-        scenario=scenario,
-    )
+    which = _choice(SweepParam, param, "--param")
+    chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
+    parsed = _numbers(values, "--values") if values else call(default_values, which)
+    with errors_mapped(_SWEEP_FLAGS):
+        base = base_model(
+            days=days, gpus=gpus, interval_s=interval_s, write_s=write_s, scenario=scenario
+        )
+        spec = SweepSpec(
+            param=which,
+            values=parsed,
+            policies=chosen or tuple(Policy),
+            seeds=seeds,
+            base=base.model,
+            gpus_per_node=base.gpus_per_node,
+        )
+        result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
     if as_json:
-        print_json(sweep_summary(result))
+        print_json(result.to_dict())
         return
     from rich.table import Table
 
@@ -209,6 +246,5 @@ def sweep_command(
     console.print(table)
     for pol, o in result.optimum.items():
         console.print(
-            f"{pol}: best interval {o['best_s']:g} s; Young {o['young_s']:.0f} s; "
-            f"Daly {o['daly_s']:.0f} s"
+            f"{pol}: best interval {o.best_s:g} s; Young {o.young_s:.0f} s; Daly {o.daly_s:.0f} s"
         )

@@ -7,14 +7,13 @@ that lists the closest ids.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.estimate.numbers import Range, parse_range
 
@@ -227,12 +226,8 @@ def _lookup(kind: str, wanted: str, table: Mapping[str, Any]) -> Any:
 
 
 def _read_catalog(name: str) -> tuple[str, dict[str, Any]]:
-    resource = resources.files("gpuyield").joinpath("data").joinpath("catalog").joinpath(name)
-    text = resource.read_text(encoding="utf-8")
-    try:
-        return str(resource), tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParseError(str(error), path=str(resource)) from error
+    doc = tomlfile.read_bundled("catalog", name.removesuffix(".toml"))
+    return doc.origin, doc.data
 
 
 @cache

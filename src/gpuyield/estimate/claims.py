@@ -6,16 +6,21 @@ tolerance: the larger of half the place value of the figure's last written digit
 rounded). Otherwise it is *off*. A claim that the essay's stated inputs do not determine is
 *not_reproducible*; a figure the essay takes from elsewhere is *sourced*.
 
-The claims themselves live in ``essay_meta`` (Meta and Llama) and ``essay_labs`` (xAI, Anthropic,
-OpenAI, the waste breakdown); ``essay.check_essay`` lists them all.
+The claims' words, stated figures and sources are data: ``gpuyield/data/essay/claims.toml``, read
+by ``claim`` below. The computations live in ``essay_method``, ``essay_meta`` (Meta and Llama) and
+``essay_labs`` (xAI, Anthropic, OpenAI, the waste breakdown); ``essay.check_essay`` lists them all
+in the data file's order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
+from gpuyield import tomlfile
+from gpuyield.errors import ParseError
 from gpuyield.estimate.numbers import Range, last_digit_unit, parse_number
 from gpuyield.estimate.worksheet import DOWN, UP, Step, compute, show
 
@@ -194,3 +199,42 @@ def ratio_step(name: str, label: str, formula: str, a: Range, b: Range, unit: st
     return compute(
         name, label, formula, "{a} / {b}", lambda a, b: a / b, {"a": UP, "b": DOWN}, unit, a=a, b=b
     )
+
+
+_CLAIM_KEYS = ("id", "kind", "section", "claim", "reading", "stated", "unit", "source", "reason")
+_KINDS = {"computed": computed, "sourced": sourced, "unreproducible": unreproducible}
+
+
+@cache
+def claim_data() -> tuple[dict[str, str], ...]:
+    """The essay's claims from ``data/essay/claims.toml``, in the essay's order."""
+    doc = tomlfile.read_bundled("essay", "claims")
+    entries = tuple(doc.data.get("claim", ()))
+    for index, entry in enumerate(entries):
+        tomlfile.check_keys(entry, _CLAIM_KEYS, origin=doc.origin, where=f"claim[{index}]")
+        if entry.get("kind") not in _KINDS:
+            raise ParseError(
+                f"unknown kind {entry.get('kind')!r}",
+                path=doc.origin,
+                field=f"claim[{index}].kind",
+                hint="kinds: " + ", ".join(_KINDS),
+            )
+    return entries
+
+
+def claim(claim_id: str, **computed_fields: Any) -> ClaimCheck:
+    """The claim ``claim_id`` of the data file, judged with what the caller computed.
+
+    ``computed_fields`` are the parts only code can give: ``steps``, and any word or figure that
+    depends on a catalog value (a source line, a stated value formatted from data).
+    """
+    entry = next((e for e in claim_data() if e["id"] == claim_id), None)
+    if entry is None:
+        raise ParseError(
+            f"no claim {claim_id!r}",
+            path="claims.toml",
+            field="claim.id",
+            hint="add it to the file",
+        )
+    fields = {k: v for k, v in entry.items() if k != "kind"} | computed_fields
+    return _KINDS[entry["kind"]](**fields)  # type: ignore[operator]

@@ -8,15 +8,18 @@ from __future__ import annotations
 from collections import Counter
 
 from gpuyield.estimate import essay_labs, essay_meta, essay_method
-from gpuyield.estimate.claims import ClaimCheck, Verdict
+from gpuyield.estimate.claims import ClaimCheck, Verdict, claim_data
 
 
 def check_essay() -> list[ClaimCheck]:
     """Every numeric claim of the essay, in the essay's order, recomputed and judged."""
-    checks = [*essay_method.claims(), *essay_meta.claims(), *essay_labs.claims()]
-    ids = [check.id for check in checks]
-    assert len(ids) == len(set(ids)), "claim ids must be unique"
-    return checks
+    computed = [*essay_method.claims(), *essay_meta.claims(), *essay_labs.claims()]
+    by_id = {check.id: check for check in computed}
+    assert len(by_id) == len(computed), "claim ids must be unique"
+    order = [entry["id"] for entry in claim_data()]
+    # The data file and the computations must name the same claims: one without the other is a bug.
+    assert sorted(order) == sorted(by_id), set(order) ^ set(by_id)
+    return [by_id[claim_id] for claim_id in order]
 
 
 def verdict_counts(checks: list[ClaimCheck]) -> dict[str, int]:

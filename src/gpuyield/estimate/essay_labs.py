@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.catalog import get_accelerator, get_model
-from gpuyield.estimate.claims import ClaimCheck, computed, ratio_step, sourced, unreproducible
+from gpuyield.estimate.claims import ClaimCheck, claim, ratio_step
 from gpuyield.estimate.numbers import Range, format_number
 from gpuyield.estimate.sizing import params_from_budget, params_from_speed
 from gpuyield.estimate.train import estimate_train, flops_step
@@ -63,28 +63,11 @@ def _dgx_bandwidth() -> ClaimCheck:
         n=P(8),
         b=P(chip.hbm_bandwidth_tbps),
     )
-    return computed(
-        id="dgx-bandwidth",
-        section=XAI,
-        stated="25",
-        unit="TB/s",
-        claim="A DGX box has a memory bandwidth 25T/s.",
-        reading="a DGX H100: 8 x H100 SXM at 3.35 TB/s each",
-        steps=[step],
-        reason="8 x 3.35 = 26.8 TB/s; the essay rounds down, which only tightens its bounds.",
-    )
+    return claim("dgx-bandwidth", steps=[step])
 
 
 def _grok_speed() -> ClaimCheck:
-    return sourced(
-        id="grok-speed",
-        section=XAI,
-        stated="68",
-        unit="tokens/s",
-        claim="Grok generates tokens as 68/s",
-        source="the essay's observation of Grok's serving speed",
-        reason="Observed serving speed; not a published figure.",
-    )
+    return claim("grok-speed")
 
 
 def _grok_bound(efficiency: str) -> list[Step]:
@@ -99,29 +82,11 @@ def _grok_bound(efficiency: str) -> list[Step]:
 
 
 def _grok_max_size() -> ClaimCheck:
-    return computed(
-        id="grok-max-size",
-        section=XAI,
-        stated="400B",
-        unit="params",
-        claim="so its models can be at most 400G",
-        reading="25 TB/s / 68 tokens/s, FP8 weights (1 byte), full bandwidth, batch 1",
-        steps=_grok_bound("1"),
-        reason="25e12 / 68 = 368B active parameters at most; a bound on active, not total.",
-    )
+    return claim("grok-max-size", steps=_grok_bound("1"))
 
 
 def _grok_likely_size() -> ClaimCheck:
-    return computed(
-        id="grok-likely-size",
-        section=XAI,
-        stated="200B",
-        unit="params",
-        claim="but 200G is more likely",
-        reading="the same bound at a typical 50-80% of peak bandwidth (facts.md section 4)",
-        steps=_grok_bound("0.5:0.8"),
-        reason="At 50-80% achieved bandwidth the bound is 184-294B.",
-    )
+    return claim("grok-likely-size", steps=_grok_bound("0.5:0.8"))
 
 
 def _grok_hours() -> ClaimCheck:
@@ -129,14 +94,8 @@ def _grok_hours() -> ClaimCheck:
     llama = get_model("llama-3.1-405b")
     assert llama.reported_gpu_hours is not None and llama.tokens is not None
     scaled = llama.reported_gpu_hours.central * (200e9 * 40e12) / (405e9 * llama.tokens.central)
-    return computed(
-        id="grok-hours",
-        section=XAI,
-        stated="40M",
-        unit="GPU-h",
-        claim="Let's assume they serve quantized at fp8, but trained in bf16. They most likely "
-        "trained for 40T tokens. This would be 40M H100 hours.",
-        reading="200B active, 40T tokens, BF16 at 40% MFU on H100",
+    return claim(
+        "grok-hours",
         steps=run.worksheet.steps,
         reason=f"6ND at 40% MFU gives 33.7M; 40M matches scaling Llama 3.1 405B's actual hours "
         f"({format_number(scaled)}).",
@@ -155,29 +114,12 @@ def _xai_fleet_hours() -> ClaimCheck:
         g=Range(low=100e3, central=100e3, high=200e3),
         d=P(180),
     )
-    return computed(
-        id="xai-fleet-hours",
-        section=XAI,
-        stated="432M",
-        unit="GPU-h",
-        claim="They have between 100k or 200k GPUs for at least 6 months before releasing Grok 3 "
-        "... This is 432M H100 hours.",
-        reading="100k-200k H100 for 180 days",
-        steps=[step],
-        reason="100k x 180 days x 24 h = 432M, the low end; 200k GPUs give 864M.",
-    )
+    return claim("xai-fleet-hours", steps=[step])
 
 
 def _xai_yield() -> ClaimCheck:
-    return computed(
-        id="xai-yield",
-        section=XAI,
-        stated="10%",
-        unit="%",
-        claim="By these numbers, xAI has perhaps 10% efficiency at training.",
-        reading="the essay's 40M over its 432M",
-        steps=[ratio_step("yield", "yield", "40M / 432M", P(40e6), P(432e6), "%")],
-        reason="40M / 432M = 9.3% (7.8% with the recomputed 33.7M).",
+    return claim(
+        "xai-yield", steps=[ratio_step("yield", "yield", "40M / 432M", P(40e6), P(432e6), "%")]
     )
 
 
@@ -193,14 +135,8 @@ def _opus_speed_size() -> ClaimCheck:
     at_full = steps[-1].value.central
     dgx_exact = 8 * get_accelerator(H100).hbm_bandwidth_tbps * f.TBPS / 27
     needed = (600e9 / dgx_exact, 600e9 / at_full)
-    return computed(
-        id="opus-size",
-        section=ANTHROPIC,
-        stated="600B",
-        unit="params",
-        claim="A similar analysis suggests Claude 3 Opus is about 600G in size (as it serves at "
-        "27 tokens a second).",
-        reading="25 TB/s / 27 tokens/s with FP8 weights, full bandwidth, batch 1",
+    return claim(
+        "opus-size",
         steps=steps,
         reason=f"The bound is {format_number(at_full)}; 600B needs eta "
         f"{needed[0]:.2f}-{needed[1]:.2f}, which the essay does not state.",
@@ -208,31 +144,16 @@ def _opus_speed_size() -> ClaimCheck:
 
 
 def _sonnet37_compute() -> ClaimCheck:
-    return sourced(
-        id="sonnet37-compute",
-        section=ANTHROPIC,
-        stated="1e26",
-        unit="FLOP",
-        claim="Claude 3.7 Sonnet, cost 'a few tens of millions of dollars' to train using less "
-        "than 1026 FLOPs",
-        source="Ethan Mollick's X post (Feb 2025) relaying Anthropic; '1026' means 10^26",
-        reason="Quoted; an upper bound, consistent with the ~2e25 FLOP recomputed below.",
-    )
+    return claim("sonnet37-compute")
 
 
 def _llama405_flops() -> ClaimCheck:
     run = estimate_train(model="llama-3.1-405b")
     tokens = P(run.worksheet.step("tokens").value.central)
     flops = flops_step(P(405e9), tokens)
-    return computed(
-        id="llama405-flops",
-        section=ANTHROPIC,
-        stated="3.8e25",
-        unit="FLOP",
-        claim="Using a baseline the Llama 3, 405B model usage of 3.8x1025 Flops",
-        reading="'3.8x1025' is 3.8e25; 6 x 405B x 15.6T tokens (the paper's count)",
+    return claim(
+        "llama405-flops",
         steps=[given("tokens", "training tokens", tokens, source="Llama 3 paper"), flops],
-        reason="6 x 405e9 x 15.6e12 = 3.8e25 FLOP (3.6e25 with 15T).",
     )
 
 
@@ -241,33 +162,17 @@ def _budget_hours() -> Step:
 
 
 def _sonnet_hours() -> ClaimCheck:
-    return computed(
-        id="sonnet-hours",
-        section=ANTHROPIC,
-        stated="15M",
-        unit="GPU-h",
-        claim="a few tens of millions means $30M, then that buys (at $2 a H100 hour) 15M GPU "
-        "hours.",
-        reading="$30M at $2 per H100-hour",
-        steps=[_budget_hours()],
-        reason="$30M / $2 = 15M GPU-hours.",
-    )
+    return claim("sonnet-hours", steps=[_budget_hours()])
 
 
 def _sonnet_vs_llama() -> ClaimCheck:
     llama = get_model("llama-3.1-405b").reported_gpu_hours
     assert llama is not None
-    return computed(
-        id="sonnet-vs-llama",
-        section=ANTHROPIC,
-        stated="0.5",
-        unit="x",
-        claim="This is half of what Llama 405B used.",
-        reading="15M over Llama 3.1 405B's reported 30.84M GPU-hours",
+    return claim(
+        "sonnet-vs-llama",
         steps=[
             ratio_step("ratio", "Sonnet / Llama 405B hours", "15M / H_llama", P(15e6), llama, "x")
         ],
-        reason="15M / 30.84M = 0.49.",
     )
 
 
@@ -290,15 +195,8 @@ def _sonnet_size() -> ClaimCheck:
     fp8 = params_from_budget(
         dollars=30e6, price_per_gpu_hour=2, tokens=30e12, accelerator=H100, mfu=mfu, precision="fp8"
     )
-    return computed(
-        id="sonnet-size",
-        section=ANTHROPIC,
-        stated="200B",
-        unit="params",
-        claim="If Sonnet was trained for 30T tokens, then this suggests it is about 200B "
-        "parameters in size.",
-        reading="15M H100-hours at 40% of BF16 peak (low end: Llama 3.1 405B's implied MFU), 30T "
-        "tokens",
+    return claim(
+        "sonnet-size",
         steps=bf16.worksheet.steps,
         reason=f"BF16 gives {format_number(bf16.active_params.low)}-"
         f"{format_number(bf16.active_params.high)}; 200B only at 40% of FP8 peak "
@@ -318,14 +216,8 @@ def _opus_size_bound() -> ClaimCheck:
         "params",
         n=sonnet,
     )
-    return computed(
-        id="opus-size-bound",
-        section=ANTHROPIC,
-        stated="400B",
-        unit="params",
-        claim="Opus runs at more than half the speed of Sonnet, and this suggests it is in the "
-        "range of < 400B parameters.",
-        reading="decode time grows with active parameters, so Opus < 2 x Sonnet",
+    return claim(
+        "opus-size-bound",
         steps=[given("sonnet", "Sonnet active parameters (recomputed)", sonnet), step],
         reason=f"Twice the essay's 200B Sonnet; with Sonnet at {format_number(sonnet.low)}-"
         f"{format_number(sonnet.high)} the bound is < {format_number(step.value.high)}.",
@@ -343,105 +235,40 @@ def _anthropic_released() -> ClaimCheck:
         "USD",
         a=P(30e6),
     )
-    return computed(
-        id="anthropic-released",
-        section=ANTHROPIC,
-        stated="150M",
-        unit="USD",
-        claim="Thus, Antrophic likely trained three models that cost $30M each, and one that cost "
-        "time that in the last year. This is aggregately $150M in released training.",
-        reading="'cost time that' is 'cost twice that'",
-        steps=[step],
-        reason="3 x $30M + $60M = $150M.",
-    )
+    return claim("anthropic-released", steps=[step])
 
 
 def _anthropic_spend() -> ClaimCheck:
-    return sourced(
-        id="anthropic-spend",
-        section=ANTHROPIC,
-        stated="2.7B",
-        unit="USD",
-        claim="Over that time they report using $2.7B in training",
-        source="Anthropic's reported training spend, quoted by the essay",
-        reason="Quoted.",
-    )
+    return claim("anthropic-spend")
 
 
 def _anthropic_yield() -> ClaimCheck:
-    return computed(
-        id="anthropic-yield",
-        section=ANTHROPIC,
-        stated="5.5%",
-        unit="%",
-        claim="for a yield of 5.5%.",
-        reading="$150M over $2.7B",
+    return claim(
+        "anthropic-yield",
         steps=[ratio_step("yield", "yield", "$150M / $2.7B", P(150e6), P(2.7e9), "%")],
-        reason="150 / 2,700 = 5.6%.",
     )
 
 
 def _openai_spend() -> ClaimCheck:
-    return sourced(
-        id="openai-spend",
-        section=OPENAI,
-        stated="3B",
-        unit="USD",
-        claim="Open AI's claimed training costs of $3B",
-        source="OpenAI's reported training spend, quoted by the essay",
-        reason="Quoted.",
-    )
+    return claim("openai-spend")
 
 
 def _openai_yield() -> ClaimCheck:
-    return computed(
-        id="openai-yield",
-        section=OPENAI,
-        stated="5%",
-        unit="%",
-        claim="If their costs are similar, then Open AI's claimed training costs of $3B gives them "
-        "a yield of 5%.",
-        reading="Anthropic's $150M of releases over $3B",
-        steps=[ratio_step("yield", "yield", "$150M / $3B", P(150e6), P(3e9), "%")],
-        reason="150 / 3,000 = 5%.",
+    return claim(
+        "openai-yield", steps=[ratio_step("yield", "yield", "$150M / $3B", P(150e6), P(3e9), "%")]
     )
 
 
 def _openai_small_models() -> ClaimCheck:
-    return unreproducible(
-        id="openai-small-models",
-        section=OPENAI,
-        stated="30B",
-        unit="params",
-        claim="GPT4.1 and O4 Mini may be in the range of 30B and 8B",
-        reading="sizes of GPT-4.1 and o4-mini",
-        reason="The essay gives no speed, cost or token count for these models to compute from.",
-    )
+    return claim("openai-small-models")
 
 
 def _ul2_anecdote() -> ClaimCheck:
-    return sourced(
-        id="ul2-anecdote",
-        section=GOOGLE,
-        stated="1T",
-        unit="tokens",
-        claim="the UL20 model ... was trained on 1T tokens over a month at Christmas because he "
-        "forgot to turn off the job",
-        source="Yi Tay, as recounted by the essay",
-        reason="Anecdote; 'UL20' is UL2 (20B).",
-    )
+    return claim("ul2-anecdote")
 
 
 def _search_efficiency() -> ClaimCheck:
-    return sourced(
-        id="search-efficiency",
-        section=GOOGLE,
-        stated="70%",
-        unit="%",
-        claim="those clusters would, in well managed companies, manage about 70% efficiency",
-        source="the author's experience with search-engine clusters",
-        reason="Personal experience; no published figure.",
-    )
+    return claim("search-efficiency")
 
 
 def _waste_breakdown() -> ClaimCheck:
@@ -456,17 +283,4 @@ def _waste_breakdown() -> ClaimCheck:
         "%",
         **{key: P(value) for key, value in lost.items()},
     )
-    return computed(
-        id="waste-breakdown",
-        section=WASTE,
-        stated="3%",
-        unit="%",
-        claim="20% of time being lost to machines being physically unavailable ... The second "
-        "20% is wasted on plain idleness ... The third 20% is lost to people running jobs that "
-        "they realize are bad ideas half way through ... The fourth 20% is actual divergence "
-        "and failed jobs ... Perhaps 10% of the time is spent on valuable experiments ... That "
-        "leaves 3% of released work",
-        reading="the five shares the essay names, subtracted from 100%",
-        steps=[step],
-        reason="They leave 10%; only 3% released plus 'double that' (6%) unreleased comes close.",
-    )
+    return claim("waste-breakdown", steps=[step])

@@ -11,14 +11,13 @@ yield = released GPU-hours / fleet GPU-hours.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield import tomlfile
+from gpuyield.errors import InputError, ParseError
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.catalog import get_accelerator, get_model, parse_precision
 from gpuyield.estimate.numbers import (
@@ -48,6 +47,8 @@ _ENTRY_KEYS = frozenset(
         "model",
     }
 )
+# Bundled lab scenarios: gpuyield/data/scenarios/labs/<id>.toml.
+_FOLDER = "scenarios/labs"
 _TOP_KEYS = frozenset(
     {
         "id",
@@ -101,18 +102,13 @@ def _json(value: Range | None) -> Any:
 
 def list_lab_scenarios() -> list[str]:
     """Ids of the bundled lab scenarios."""
-    folder = _scenario_folder()
-    return sorted(
-        item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml")
-    )
+    return tomlfile.bundled_names(_FOLDER)
 
 
 def estimate_lab(scenario: str | Path) -> LabEstimate:
     """The yield of a bundled scenario (by id) or of a scenario file (by path)."""
     path, data = _load(scenario)
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise ParseError(f"unknown keys {unknown}", path=path)
+    tomlfile.check_keys(data, _TOP_KEYS, origin=path)
     default_price = data.get("price_per_gpu_hour")
     fleet_steps, fleet = _section(data, "fleet", path, default_price)
     released_steps, released = _section(data, "released", path, default_price)
@@ -147,26 +143,9 @@ def estimate_lab(scenario: str | Path) -> LabEstimate:
     )
 
 
-def _scenario_folder() -> Any:
-    return resources.files("gpuyield").joinpath("data").joinpath("scenarios").joinpath("labs")
-
-
 def _load(scenario: str | Path) -> tuple[str, dict[str, Any]]:
-    candidate = Path(scenario)
-    if candidate.suffix == ".toml" or candidate.exists():
-        if not candidate.is_file():
-            raise InputError(f"scenario file {str(candidate)!r} does not exist")
-        text, path = candidate.read_text(encoding="utf-8"), str(candidate)
-    else:
-        known = list_lab_scenarios()
-        if str(scenario) not in known:
-            raise UnknownIdError("lab scenario", str(scenario), known)
-        resource = _scenario_folder().joinpath(f"{scenario}.toml")
-        text, path = resource.read_text(encoding="utf-8"), str(resource)
-    try:
-        return path, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParseError(str(error), path=path) from error
+    doc = tomlfile.load(scenario, folder=_FOLDER, kind="lab scenario")
+    return doc.origin, doc.data
 
 
 def _section(

@@ -4,7 +4,9 @@
   ledger.
 - ``DivergenceWatch``: streaming detector of NaN/Inf, loss spikes, sustained divergence, grad-norm
   explosions and loss-scale collapse, with actions warn/stop/raise.
-- ``scan``: the same detector over a telemetry file (``gpuyield divergence scan``).
+- The same detector over a telemetry file (``gpuyield divergence scan``) is
+  ``gpuyield.ingest.telemetry.scan`` (also ``gpuyield.scan``): it needs the telemetry readers, and
+  guard imports nothing of gpuyield but the core.
 - ``check_init`` / ``clip_init_``: values of a model's initial weights beyond 3 standard deviations,
   and OLMo's remedy (``gpuyield.guard.init``; needs torch, loaded on first use).
 - Callbacks: ``gpuyield.guard.lightning.DivergenceCallback`` and
@@ -17,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpuyield.guard.recorder import Recorder
-from gpuyield.guard.scan import ScanResult, scan
 from gpuyield.guard.watch import (
     Action,
     DivergenceError,
@@ -34,11 +35,9 @@ __all__ = [
     "DivergenceWatch",
     "EventKind",
     "Recorder",
-    "ScanResult",
     "WatchConfig",
     "check_init",
     "clip_init_",
-    "scan",
 ]
 
 # Torch loads only when these are used: the rest of the package runs in any training job.

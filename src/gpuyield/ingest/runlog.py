@@ -17,7 +17,6 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield import store
-from gpuyield.guard.scan import scan_log
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.telemetry import (
     CheckpointLoaded,
@@ -27,6 +26,7 @@ from gpuyield.ingest.telemetry import (
     StepRecord,
     TelemetryLog,
     read,
+    scan_log,
 )
 
 SOURCE = "telemetry"

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import tempfile
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import record_sacct_coverage
+from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
 
 # Names the simulator (and `capture` scripts) write into a directory for `--dir`.
@@ -40,26 +40,8 @@ DIR_FILES = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FileResult:
-    """What happened to one input file."""
-
-    source: str
-    """Source kind: slurm.sacct, slurm.events, slurm.nodes, manifest."""
-    path: str
-    """The file."""
-    sha256: str
-    """Content hash."""
-    ingest_id: int
-    """Provenance id (an earlier one when the file was skipped as already ingested)."""
-    skipped: bool
-    """True when the same content had been ingested before: nothing changed."""
-    rows_read: int = 0
-    """Records read."""
-    rows_rejected: int = 0
-    """Records rejected (lenient mode)."""
-    rows_skipped: int = 0
-    """Records deliberately not loaded (sacct step rows, duplicates)."""
+#: The outcome of one file (the name this module used before every source shared the type).
+FileResult = IngestOutcome
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,7 +50,7 @@ class IngestSummary:
 
     db: str
     """The store written."""
-    files: tuple[FileResult, ...]
+    files: tuple[IngestOutcome, ...]
     """One entry per input file."""
     as_of_s: int | None
     """Capture time used for running jobs and open events (``--until`` or latest time seen)."""
@@ -188,21 +170,34 @@ def _ingest_plain(
     own = con is None
     con = con if con is not None else store.connect(db)
     try:
-        scanned = _scan_all(inputs, progress)
-        text = json.dumps(
-            {"tz": options["tz"], "fields": options["fields"], "until_s": options["until_s"]}
+        params = _Params(
+            con=con,
+            scanned=_scan_all(inputs, progress),
+            inputs=inputs,
+            options=json.dumps(
+                {"tz": options["tz"], "fields": options["fields"], "until_s": options["until_s"]}
+            ),
+            progress=progress,
+            renamed=renamed,
+            **options,
         )
-        run = partial(_ingest_covered, con, scanned, inputs, text, since_s=since_s,
-                      renamed=renamed, progress=progress, **options)  # fmt: skip
         try:
             with store.transaction(con):
                 # Strict mode loads sacct straight into the store; lenient mode stages it to
                 # keep and count every rejected row.
-                summary = run(direct=not options["lenient"])
+                done = _ingest_covered(params, direct=not params.lenient, since_s=since_s)
         except sacct_load.DirectLoadFailed:
             with store.transaction(con):
-                summary = run(direct=False)  # names the record that stopped the direct load
-        return IngestSummary(db=str(db), files=summary[0], as_of_s=summary[1], warnings=summary[2])
+                # names the record that stopped it
+                done = _ingest_covered(params, direct=False, since_s=since_s)
+        results = tuple(
+            dataclasses.replace(r, path=renamed.get(r.path, r.path)) for r in done.results
+        )
+        for copy, original in renamed.items():
+            done.warnings = [w.replace(copy, original) for w in done.warnings]
+        return IngestSummary(
+            db=str(db), files=results, as_of_s=done.as_of, warnings=tuple(done.warnings)
+        )
     finally:
         if own:
             con.close()
@@ -218,26 +213,22 @@ def plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dic
     return dataclasses.replace(inputs, **changes), renamed
 
 
-def _ingest_covered(
-    con: duckdb.DuckDBPyConnection,
-    scanned: dict[str, FileInfo],
-    inputs: SlurmInputs,
-    options: str,
-    *,
-    since_s: int | None,
-    renamed: dict[str, str],
-    **kwargs: Any,
-) -> tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]:
+def _ingest_covered(params: _Params, *, direct: bool, since_s: int | None) -> _Attempt:
     """The ingest, then (same transaction) its coverage and the paths the user gave."""
-    results, as_of, warnings = _ingest_scanned(con, scanned, inputs, options, **kwargs)
+    attempt = _ingest_scanned(params, direct=direct)
     note = record_sacct_coverage(
-        con, results, since_s=since_s, as_of_s=as_of, cluster=kwargs["cluster"]
+        params.con,
+        tuple(attempt.results),
+        since_s=since_s,
+        as_of_s=attempt.as_of,
+        cluster=params.cluster,
     )
-    for copy, original in renamed.items():
-        con.execute("UPDATE ingests SET path = ? WHERE path = ?", [original, copy])
-        con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
-    results = tuple(dataclasses.replace(r, path=renamed.get(r.path, r.path)) for r in results)
-    return results, as_of, warnings + ((note,) if note else ())
+    for copy, original in params.renamed.items():
+        params.con.execute("UPDATE ingests SET path = ? WHERE path = ?", [original, copy])
+        params.con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
+    if note:
+        attempt.warnings.append(note)
+    return attempt
 
 
 def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
@@ -254,154 +245,209 @@ def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
     return scanned
 
 
-def _ingest_scanned(
-    con: duckdb.DuckDBPyConnection,
-    scanned: dict[str, FileInfo],
-    inputs: SlurmInputs,
-    options: str,
-    *,
-    until_s: int | None,
-    tz: str,
-    lenient: bool,
-    fields: list[str] | None,
-    cluster: str | None,
-    progress: Progress,
-    direct: bool,
-    strict_manifest: bool = False,
-) -> tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]:
-    results: list[FileResult] = []
-    warnings: list[str] = []
-    as_of_candidates: list[int] = []
-    staged: list[tuple[str, FileInfo, int, sacct_mod.SacctStage]] = []
-    events_stage = None
-    if "events" in scanned and not _already(
-        con, events_mod.SOURCE, scanned["events"], results, options
-    ):
-        progress.phase("parsing node events")
-        events_stage = events_mod.read_events(
-            scanned["events"].path,
-            tz=tz,
-            lenient=lenient,
-            default_cluster=cluster or "default",
-            info=scanned["events"],
-        )
-        if events_stage.as_of_s is not None:
-            as_of_candidates.append(events_stage.as_of_s)
-    default_cluster = cluster or _single_cluster(con, events_stage) or "default"
-    if "sacct" in scanned and not _already(
-        con, sacct_mod.SOURCE, scanned["sacct"], results, options
-    ):
-        progress.phase("parsing sacct records")
-        ingest_id = store.next_ingest_id(con)
-        stage = _read_sacct(
-            con,
-            scanned["sacct"],
-            progress,
-            direct=direct,
-            lenient=lenient,
-            ingest_id=ingest_id,
-            fields=fields,
-            tz=tz,
-            default_cluster=default_cluster,
-        )
-        if stage.as_of_s is not None:
-            as_of_candidates.append(stage.as_of_s)
-        if stage.gpu_count_missing:
-            warnings.append(
-                "the sacct file has no AllocTRES column: GPU counts are unknown; "
-                "add AllocTRES to --format"
-            )
-        staged.append(("sacct", scanned["sacct"], ingest_id, stage))
-    as_of = (
-        until_s if until_s is not None else (max(as_of_candidates) if as_of_candidates else None)
-    )
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Params:
+    """Everything one ingest attempt reads (it may run twice: direct, then staged)."""
+
+    con: duckdb.DuckDBPyConnection
+    scanned: dict[str, FileInfo]
+    inputs: SlurmInputs
+    options: str
+    until_s: int | None
+    tz: str
+    lenient: bool
+    fields: list[str] | None
+    cluster: str | None
+    progress: Progress
+    strict_manifest: bool = False
+    #: Plain copies of stdin/compressed inputs -> the path the user gave.
+    renamed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, slots=True)
+class _Attempt:
+    """What one attempt has done so far (mutable; rolled back with its transaction on failure)."""
+
+    params: _Params
+    direct: bool
+    results: list[IngestOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    as_of_candidates: list[int] = field(default_factory=list)
+    as_of: int | None = None
+    default_cluster: str = "default"
+
+    def fresh(self, kind: str, source: str) -> FileInfo | None:
+        """The file of ``kind`` when given and new to the store (a seen one is a skipped outcome)."""
+        info = self.params.scanned.get(kind)
+        if info is None:
+            return None
+        seen = already_ingested(self.params.con, source, info, self.params.options)
+        if seen is not None:
+            self.results.append(seen)
+            return None
+        return info
+
+    def register(
+        self, source: str, info: FileInfo, ingest_id: int, as_of: int | None, **counts: int
+    ) -> None:
+        con, options = self.params.con, self.params.options
+        self.results.append(register(con, source, info, ingest_id, as_of, options, **counts))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _StagedSacct:
+    info: FileInfo
+    ingest_id: int
+    stage: sacct_mod.SacctStage
+
+
+def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
+    """Read and stage events and sacct (they fix the capture time and cluster), then load every
+    source in order: events, jobs, nodes, reservations, manifest, telemetry."""
+    attempt = _Attempt(params=params, direct=direct)
+    events_stage = _read_events(attempt)
+    cluster = params.cluster or _single_cluster(params.con, events_stage)
+    attempt.default_cluster = cluster or "default"
+    staged = _read_sacct_file(attempt)
+    if params.until_s is not None:
+        attempt.as_of = params.until_s
+    elif attempt.as_of_candidates:
+        attempt.as_of = max(attempt.as_of_candidates)
     if events_stage is not None:
-        ingest_id = store.next_ingest_id(con)
-        events_mod.load_events(con, events_stage, ingest_id, scanned["events"].path)
-        _record(
-            con,
-            results,
+        ingest_id = store.next_ingest_id(params.con)
+        events_mod.load_events(params.con, events_stage, ingest_id, params.scanned["events"].path)
+        attempt.register(
             events_mod.SOURCE,
-            scanned["events"],
+            params.scanned["events"],
             ingest_id,
-            as_of,
-            options,
+            attempt.as_of,
             read=events_stage.rows_read,
             rejected=events_stage.rows_rejected,
         )
-    for _, info, ingest_id, stage in staged:
-        progress.phase("storing jobs")
-        if stage.loaded:
-            sacct_load.finish_direct(con, ingest_id)
-        else:
-            sacct_load.load_staged(con, ingest_id)
-        progress.phase("jobs stored, recording provenance")
-        _record(
-            con,
-            results,
-            sacct_mod.SOURCE,
-            info,
-            ingest_id,
-            as_of,
-            options,
-            read=stage.rows_read,
-            rejected=stage.rows_rejected,
-            skipped=stage.rows_skipped,
+    if staged is not None:
+        _load_sacct(attempt, staged)
+    _ingest_nodes(attempt)
+    _ingest_reservations(attempt)
+    _ingest_manifest(attempt)
+    _ingest_telemetry(attempt)
+    return attempt
+
+
+def _read_events(attempt: _Attempt) -> events_mod.EventsStage | None:
+    info = attempt.fresh("events", events_mod.SOURCE)
+    if info is None:
+        return None
+    params = attempt.params
+    params.progress.phase("parsing node events")
+    stage = events_mod.read_events(
+        info.path,
+        tz=params.tz,
+        lenient=params.lenient,
+        default_cluster=params.cluster or "default",
+        info=info,
+    )
+    if stage.as_of_s is not None:
+        attempt.as_of_candidates.append(stage.as_of_s)
+    return stage
+
+
+def _read_sacct_file(attempt: _Attempt) -> _StagedSacct | None:
+    info = attempt.fresh("sacct", sacct_mod.SOURCE)
+    if info is None:
+        return None
+    params = attempt.params
+    params.progress.phase("parsing sacct records")
+    ingest_id = store.next_ingest_id(params.con)
+    stage = _read_sacct(
+        params.con,
+        info,
+        params.progress,
+        direct=attempt.direct,
+        lenient=params.lenient,
+        ingest_id=ingest_id,
+        fields=params.fields,
+        tz=params.tz,
+        default_cluster=attempt.default_cluster,
+    )
+    if stage.as_of_s is not None:
+        attempt.as_of_candidates.append(stage.as_of_s)
+    if stage.gpu_count_missing:
+        attempt.warnings.append(
+            "the sacct file has no AllocTRES column: GPU counts are unknown; "
+            "add AllocTRES to --format"
         )
-    if "nodes" in scanned and not _already(
-        con, nodes_mod.SOURCE, scanned["nodes"], results, options
-    ):
-        nodes_stage = nodes_mod.read_nodes(
-            scanned["nodes"].path, lenient=lenient, cluster=default_cluster
+    return _StagedSacct(info=info, ingest_id=ingest_id, stage=stage)
+
+
+def _load_sacct(attempt: _Attempt, staged: _StagedSacct) -> None:
+    con, progress = attempt.params.con, attempt.params.progress
+    progress.phase("storing jobs")
+    if staged.stage.loaded:
+        sacct_load.finish_direct(con, staged.ingest_id)
+    else:
+        sacct_load.load_staged(con, staged.ingest_id)
+    progress.phase("jobs stored, recording provenance")
+    attempt.register(
+        sacct_mod.SOURCE,
+        staged.info,
+        staged.ingest_id,
+        attempt.as_of,
+        read=staged.stage.rows_read,
+        rejected=staged.stage.rows_rejected,
+        skipped=staged.stage.rows_skipped,
+    )
+
+
+def _ingest_nodes(attempt: _Attempt) -> None:
+    info = attempt.fresh("nodes", nodes_mod.SOURCE)
+    if info is None:
+        return
+    con = attempt.params.con
+    stage = nodes_mod.read_nodes(
+        info.path, lenient=attempt.params.lenient, cluster=attempt.default_cluster
+    )
+    ingest_id = store.next_ingest_id(con)
+    _load_nodes(con, stage, ingest_id, info.path)
+    attempt.register(
+        nodes_mod.SOURCE,
+        info,
+        ingest_id,
+        attempt.as_of,
+        read=stage.rows_read,
+        rejected=len(stage.problems),
+    )
+
+
+def _ingest_manifest(attempt: _Attempt) -> None:
+    info = attempt.fresh("manifest", manifest_mod.SOURCE)
+    if info is None:
+        return
+    con = attempt.params.con
+    manifest = manifest_mod.load_manifest(info.path, tz=attempt.params.tz)
+    if attempt.params.strict_manifest:
+        manifest_mod.check_runs_exist(manifest, con, info.path)
+    elif missing := manifest_mod.missing_runs(manifest, con):
+        attempt.warnings.append(
+            f"{info.path}: runs not in the data (yet): {', '.join(missing)}; "
+            "they count once jobs carry them (--strict-manifest makes this an error)"
         )
-        ingest_id = store.next_ingest_id(con)
-        _load_nodes(con, nodes_stage, ingest_id, scanned["nodes"].path)
-        _record(
-            con,
-            results,
-            nodes_mod.SOURCE,
-            scanned["nodes"],
-            ingest_id,
-            as_of,
-            options,
-            read=nodes_stage.rows_read,
-            rejected=len(nodes_stage.problems),
-        )
-    if "reservations" in scanned and not _already(
-        con, reservations_mod.SOURCE, scanned["reservations"], results, options
-    ):
-        _ingest_reservations(
-            con, scanned["reservations"], results, as_of, options, tz=tz, lenient=lenient,
-            default_cluster=default_cluster,
-        )  # fmt: skip
-    if "manifest" in scanned and not _already(
-        con, manifest_mod.SOURCE, scanned["manifest"], results, options
-    ):
-        manifest = manifest_mod.load_manifest(scanned["manifest"].path, tz=tz)
-        if strict_manifest:
-            manifest_mod.check_runs_exist(manifest, con, scanned["manifest"].path)
-        elif missing := manifest_mod.missing_runs(manifest, con):
-            warnings.append(
-                f"{scanned['manifest'].path}: runs not in the data (yet): {', '.join(missing)}; "
-                "they count once jobs carry them (--strict-manifest makes this an error)"
-            )
-        ingest_id = store.next_ingest_id(con)
-        manifest_mod.store_manifest(con, manifest, ingest_id)
-        _record(
-            con,
-            results,
-            manifest_mod.SOURCE,
-            scanned["manifest"],
-            ingest_id,
-            None,
-            options,
-            read=len(manifest.releases) + len(manifest.diverged),
-        )
-    for run, path in inputs.telemetry:
-        progress.phase(f"reading telemetry of {run}")
-        done = runlog.ingest_telemetry(con, run, path)
-        results.append(
-            FileResult(
+    ingest_id = store.next_ingest_id(con)
+    manifest_mod.store_manifest(con, manifest, ingest_id)
+    attempt.register(
+        manifest_mod.SOURCE,
+        info,
+        ingest_id,
+        None,
+        read=len(manifest.releases) + len(manifest.diverged),
+    )
+
+
+def _ingest_telemetry(attempt: _Attempt) -> None:
+    for run, path in attempt.params.inputs.telemetry:
+        attempt.params.progress.phase(f"reading telemetry of {run}")
+        done = runlog.ingest_telemetry(attempt.params.con, run, path)
+        attempt.results.append(
+            IngestOutcome(
                 source=runlog.SOURCE,
                 path=str(path),
                 sha256=done.sha256,
@@ -412,9 +458,8 @@ def _ingest_scanned(
             )
         )
     # Inside the transaction: preflight never sees jobs without their ladder summary.
-    progress.phase("updating the ladder summary")
-    rungs.refresh_summary(con)
-    return tuple(results), as_of, tuple(warnings)
+    attempt.params.progress.phase("updating the ladder summary")
+    rungs.refresh_summary(attempt.params.con)
 
 
 def _read_sacct(
@@ -468,109 +513,26 @@ def _single_cluster(con: duckdb.DuckDBPyConnection, stage: object) -> str | None
     return names.pop() if len(names) == 1 else None
 
 
-def _already(
-    con: duckdb.DuckDBPyConnection,
-    source: str,
-    info: FileInfo,
-    results: list[FileResult],
-    options: str,
-) -> bool:
-    """Skip a file whose content this store has seen; different options for it are an error."""
-    rows = con.execute(
-        "SELECT ingest_id, options FROM ingests WHERE source = ? AND sha256 = ? LIMIT 1",
-        [source, info.sha256],
-    ).fetchall()
-    if not rows:
-        return False
-    row = rows[0]
-    if source != manifest_mod.SOURCE and _parsing(row[1]) != _parsing(options):
-        raise InputError(
-            f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
-            hint="re-ingest with the same --tz/--fields/--until, or use a new --db",
-        )
-    results.append(
-        FileResult(
-            source=source,
-            path=str(info.path),
-            sha256=info.sha256,
-            ingest_id=int(row[0]),
-            skipped=True,
-        )
-    )
-    return True
-
-
-def _parsing(options: str) -> dict[str, object]:
-    """The options that change how a file is read: an unchanged file under a new ``--until``
-    (yesterday's inventory in today's cron run) is the same data."""
-    parsed: dict[str, object] = json.loads(options)
-    parsed.pop("until_s", None)
-    return parsed
-
-
-def _record(
-    con: duckdb.DuckDBPyConnection,
-    results: list[FileResult],
-    source: str,
-    info: FileInfo,
-    ingest_id: int,
-    as_of: int | None,
-    options: str,
-    *,
-    read: int,
-    rejected: int = 0,
-    skipped: int = 0,
-) -> None:
-    con.execute(
-        "INSERT INTO ingests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
-        [
-            ingest_id,
-            source,
-            str(info.path),
-            info.sha256,
-            info.size_bytes,
-            read,
-            rejected,
-            skipped,
-            as_of,
-            options,
-        ],
-    )
-    results.append(
-        FileResult(
-            source=source,
-            path=str(info.path),
-            sha256=info.sha256,
-            ingest_id=ingest_id,
-            skipped=False,
-            rows_read=read,
-            rows_rejected=rejected,
-            rows_skipped=skipped,
-        )
-    )
-
-
-def _ingest_reservations(
-    con: duckdb.DuckDBPyConnection,
-    info: FileInfo,
-    results: list[FileResult],
-    as_of: int | None,
-    options: str,
-    *,
-    tz: str,
-    lenient: bool,
-    default_cluster: str,
-) -> None:
+def _ingest_reservations(attempt: _Attempt) -> None:
+    info = attempt.fresh("reservations", reservations_mod.SOURCE)
+    if info is None:
+        return
+    params = attempt.params
     stage = reservations_mod.read_reservations(
-        info.path, tz=tz, lenient=lenient, default_cluster=default_cluster
+        info.path, tz=params.tz, lenient=params.lenient, default_cluster=attempt.default_cluster
     )
-    ingest_id = store.next_ingest_id(con)
-    store_rejects(con, ingest_id, info.path, list(stage.problems))
-    events_mod.replace_node_events(con, stage.node_events, ingest_id)
-    _record(
-        con, results, reservations_mod.SOURCE, info, ingest_id, as_of, options,
-        read=stage.rows_read, rejected=len(stage.problems), skipped=stage.rows_skipped,
-    )  # fmt: skip
+    ingest_id = store.next_ingest_id(params.con)
+    store_rejects(params.con, ingest_id, info.path, list(stage.problems))
+    events_mod.replace_node_events(params.con, stage.node_events, ingest_id)
+    attempt.register(
+        reservations_mod.SOURCE,
+        info,
+        ingest_id,
+        attempt.as_of,
+        read=stage.rows_read,
+        rejected=len(stage.problems),
+        skipped=stage.rows_skipped,
+    )
 
 
 def _load_nodes(

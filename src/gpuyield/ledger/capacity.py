@@ -57,6 +57,14 @@ class NodeInterval:
     """First second after."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CapacityIntervals:
+    """Every node's installed GPUs over a window, and what the user should know about them."""
+
+    intervals: list[NodeInterval]
+    warnings: list[str]
+
+
 def capacity_intervals(
     inventory: dict[tuple[str, str], int],
     registrations: list[Registration],
@@ -64,7 +72,7 @@ def capacity_intervals(
     start_s: int,
     end_s: int,
     first_job_s: dict[str, int] | None = None,
-) -> tuple[list[NodeInterval], list[str]]:
+) -> CapacityIntervals:
     """Every node's installed GPUs over ``[start_s, end_s)``, and what the user should know.
 
     ``inventory`` maps (cluster, node) to GPUs. Intervals of one node never overlap, and
@@ -129,7 +137,7 @@ def capacity_intervals(
             "installed capacity is unknown: no node inventory and no cluster TRES event",
             hint="give --nodes (scontrol -o show nodes) or --events in the long format with TRES",
         )
-    return _merged(intervals), warnings
+    return CapacityIntervals(intervals=_merged(intervals), warnings=warnings)
 
 
 def _distinct_by_start(regs: list[Registration]) -> list[Registration]:

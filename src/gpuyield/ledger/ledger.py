@@ -143,8 +143,10 @@ def _compute_window(
     evidence: list[dict[str, object]] = []
     telemetry = has_telemetry(backend)
     if telemetry:
-        manifest, evidence = with_detected_divergence(backend, manifest)
-    capacity_table, capacity_warnings = node_capacity(backend, window)
+        detected = with_detected_divergence(backend, manifest)
+        manifest, evidence = detected.manifest, detected.evidence
+    node_gpus = node_capacity(backend, window)
+    capacity_table, capacity_warnings = node_gpus.table, node_gpus.warnings
     window = dataclasses.replace(window, warnings=window.warnings + capacity_warnings)
     capacity = materialize(backend, "gy_capacity", capacity_table)
     jobs = clipped_jobs(backend, window, manifest)
@@ -177,14 +179,7 @@ def _compute_window(
         segments = _kept_segments(backend, segments, jobs)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
     totals, lost_jobs = _totals(segments, sorted(manifest.lineage_runs))
-    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
-    allocated_by_node = _sum_gpu_s(allocations, None)
-    if not _close(allocated_by_job, allocated_by_node):
-        raise ConservationError(
-            f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
-            f"({allocated_by_node:.3f})",
-            hint="a bug in the ledger: please report it with the input files",
-        )
+    allocated_by_job = _allocated_both_ways(totals, allocations)
     categories = {c.value: totals.get(c.value, 0.0) for c in Category}
     categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
     _check_conservation(installed, categories)
@@ -242,6 +237,19 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
         jobs=united(lambda p: p.jobs),
         down=united(lambda p: p.down),
     )
+
+
+def _allocated_both_ways(totals: dict[str, float], allocations: ir.Table) -> float:
+    """Allocated GPU-seconds summed by job; they must equal the same summed by node."""
+    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
+    allocated_by_node = _sum_gpu_s(allocations, None)
+    if not _close(allocated_by_job, allocated_by_node):
+        raise ConservationError(
+            f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
+            f"({allocated_by_node:.3f})",
+            hint="a bug in the ledger: please report it with the input files",
+        )
+    return allocated_by_job
 
 
 def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table) -> ir.Table:

@@ -11,6 +11,7 @@ lineage job with telemetry:
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import ibis
 import ibis.expr.types as ir
@@ -70,9 +71,16 @@ def overhead_intervals(backend: ibis.BaseBackend, jobs: ir.Table, manifest: Mani
     return startup.union(stalls)
 
 
-def with_detected_divergence(
-    backend: ibis.BaseBackend, manifest: Manifest
-) -> tuple[Manifest, list[dict[str, object]]]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DetectedDivergence:
+    """The manifest with the runs the watch found diverged, and every finding as evidence."""
+
+    manifest: Manifest
+    #: The stored divergence events, one row each (run, step, t_s, kind, metric, value, ...).
+    evidence: list[dict[str, object]]
+
+
+def with_detected_divergence(backend: ibis.BaseBackend, manifest: Manifest) -> DetectedDivergence:
     """Add runs the divergence watch found diverged (outside release lineages) to the manifest.
 
     A released model's run recovered from whatever the watch saw (it shipped), so its findings are
@@ -86,7 +94,7 @@ def with_detected_divergence(
         if row["kind"] in DIVERGED_KINDS and row["t_s"] is not None and row["run"] not in lineage:
             first.setdefault(row["run"], row["t_s"])
     if not first:
-        return manifest, rows
+        return DetectedDivergence(manifest=manifest, evidence=rows)
     declared = {d.run: d for d in manifest.diverged}
     merged = []
     for run in sorted(set(declared) | set(first)):
@@ -98,4 +106,5 @@ def with_detected_divergence(
         if declared_after is not None:
             candidates.append(declared_after)
         merged.append(DivergedRun(run=run, after_s=min(candidates)))
-    return dataclasses.replace(manifest, diverged=tuple(merged)), rows
+    merged_manifest = dataclasses.replace(manifest, diverged=tuple(merged))
+    return DetectedDivergence(manifest=merged_manifest, evidence=rows)

@@ -143,7 +143,15 @@ def _plain_window(
     return Window(start_s=since_s, end_s=end, as_of_s=as_of, warnings=tuple(warnings))
 
 
-def node_capacity(backend: ibis.BaseBackend, window: Window) -> tuple[ir.Table, tuple[str, ...]]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeCapacity:
+    """Installed GPUs per node interval, as a table, with what the user should know."""
+
+    table: ir.Table
+    warnings: tuple[str, ...]
+
+
+def node_capacity(backend: ibis.BaseBackend, window: Window) -> NodeCapacity:
     """Installed GPUs per node over time in the window, and doubts about them.
 
     Columns ``cluster, node, num_gpus, start_s, end_s, node_id``: a row per node and stretch of
@@ -172,13 +180,14 @@ def node_capacity(backend: ibis.BaseBackend, window: Window) -> tuple[ir.Table, 
     ran = jobs.filter(jobs.start_s.notnull() & (jobs.start_s < window.end_s))
     first_jobs = ran.group_by("cluster").aggregate(first_s=ran.start_s.min())
     first_job_s = {r["cluster"]: int(r["first_s"]) for r in first_jobs.to_pyarrow().to_pylist()}
-    intervals, warnings = capacity_intervals(
+    found = capacity_intervals(
         inventory,
         registrations,
         start_s=window.start_s,
         end_s=window.end_s,
         first_job_s=first_job_s,
     )
+    intervals = found.intervals
     node_ids: dict[tuple[str, str], int] = {}
     for item in intervals:  # sorted by cluster and node
         node_ids.setdefault((item.cluster, item.node), len(node_ids) + 1)
@@ -192,4 +201,4 @@ def node_capacity(backend: ibis.BaseBackend, window: Window) -> tuple[ir.Table, 
             "node_id": pa.array([node_ids[(i.cluster, i.node)] for i in intervals], pa.int64()),
         }
     )
-    return ibis.memtable(table), tuple(warnings)
+    return NodeCapacity(table=ibis.memtable(table), warnings=tuple(found.warnings))

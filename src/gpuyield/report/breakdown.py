@@ -59,6 +59,15 @@ class Breakdown:
     top: int | None
     """The cut, None for every group."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape (the ``breakdown`` key of ``gpuyield report --by X --json``)."""
+        return {
+            "by": self.by,
+            "groups": self.groups,
+            "top": self.top,
+            "rows": [{"key": r.key, **r.attributes, "categories": r.categories} for r in self.rows],
+        }
+
 
 def breakdown(
     ledger: Ledger, by: str, *, top: int | None = None, backend: ibis.BaseBackend | None = None

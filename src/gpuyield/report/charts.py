@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from gpuyield.report.summary import EssayShare
+
 # A 16:9 slide (13.33 x 7.5 in) at 150 dpi is 2000 x 1125 pixels: sharp on a projector, small enough to mail.
 SLIDE_SIZE_IN = (40 / 3, 7.5)
 SLIDE_DPI = 150
@@ -77,6 +79,10 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise MissingExtraError("html", "matplotlib") from None
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        raise MissingExtraError("html", "jinja2") from None
 
 
 def render_charts(figures: ReportFigures, png_dir: Path | None = None) -> list[RenderedChart]:
@@ -199,19 +205,19 @@ def draw_where(figures: ReportFigures) -> Figure:
     return fig
 
 
-def _draw_essay(ax: Axes, rows: list[tuple[str, float | None, float]]) -> None:
+def _draw_essay(ax: Axes, rows: list[EssayShare]) -> None:
     """This cluster's shares next to the essay's typical lab, bucket by bucket."""
     import numpy as np
 
     y = np.arange(len(rows))
-    ours = [0.0 if share is None else share * 100 for _, share, _ in rows]
-    typical = [t * 100 for _, _, t in rows]
+    ours = [0.0 if r.share is None else r.share * 100 for r in rows]
+    typical = [r.typical_share * 100 for r in rows]
     mine = ax.barh(y - 0.2, ours, height=0.4, color="#1f77b4", label="this cluster")
     theirs = ax.barh(y + 0.2, typical, height=0.4, color="#bbbbbb", label="essay's typical lab")
-    ax.bar_label(mine, labels=[_share_text(share) for _, share, _ in rows], padding=3, fontsize=10)
+    ax.bar_label(mine, labels=[_share_text(r.share) for r in rows], padding=3, fontsize=10)
     ax.bar_label(theirs, labels=[f"{t:.0f}%" for t in typical], padding=3, fontsize=10,
                  color="#555555")  # fmt: skip
-    ax.set_yticks(y, [bucket for bucket, _, _ in rows])
+    ax.set_yticks(y, [r.bucket for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("share of installed GPU-time (%)")
     ax.set_title("Beside the essay's typical lab", loc="left")

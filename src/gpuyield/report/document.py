@@ -17,12 +17,7 @@ def report_document(report: YieldReport, cut: Breakdown | None = None) -> JsonOb
     """The report (and its breakdown, when one was asked for) in the docs/contracts.md shape."""
     data: JsonObject = report.to_dict()
     if cut is not None:
-        data["breakdown"] = {
-            "by": cut.by,
-            "groups": cut.groups,
-            "top": cut.top,
-            "rows": [{"key": r.key, **r.attributes, "categories": r.categories} for r in cut.rows],
-        }
+        data["breakdown"] = cut.to_dict()
     return data
 
 

@@ -28,6 +28,18 @@ ESSAY_BUCKETS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class EssayShare:
+    """One of the essay's buckets: this cluster's share of installed time beside the essay's."""
+
+    bucket: str
+    """The essay's name for it ("unavailable", "bad runs", ...)."""
+    share: float | None
+    """This cluster's share of installed GPU-time (None when nothing is installed)."""
+    typical_share: float
+    """The essay's typical lab."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class YieldReport:
     """Everything ``gpuyield report`` shows."""
 
@@ -82,13 +94,13 @@ class YieldReport:
         """Released / allocated."""
         return _ratio(self.categories["released"], self.allocated_gpu_seconds)
 
-    def essay_comparison(self) -> list[tuple[str, float | None, float]]:
-        """(essay bucket, this cluster's share, the essay's typical share)."""
+    def essay_comparison(self) -> list[EssayShare]:
+        """This cluster beside the essay's typical lab, bucket by bucket."""
         return [
-            (
-                bucket,
-                _ratio(sum(self.categories[c] for c in cats), self.installed_gpu_seconds),
-                TYPICAL_LAB_SHARES[bucket],
+            EssayShare(
+                bucket=bucket,
+                share=_ratio(sum(self.categories[c] for c in cats), self.installed_gpu_seconds),
+                typical_share=TYPICAL_LAB_SHARES[bucket],
             )
             for bucket, cats in ESSAY_BUCKETS.items()
         ]
@@ -110,7 +122,10 @@ class YieldReport:
             "jobs_without_gpu_count": self.jobs_without_gpu_count,
             "allocated_gpu_seconds": _number(self.allocated_gpu_seconds),
             "figures": self.figures,
-            "typical_lab": {b: {"share": s, "typical": t} for b, s, t in self.essay_comparison()},
+            "typical_lab": {
+                e.bucket: {"share": e.share, "typical": e.typical_share}
+                for e in self.essay_comparison()
+            },
             "warnings": list(self.warnings),
             "sources": list(self.sources),
             "divergence_evidence": list(self.divergence_evidence),
@@ -243,6 +258,22 @@ def build_report(
         con.close()
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReportWithBreakdown:
+    """A report and, when one was asked for, its breakdown: ``gpuyield report --by``."""
+
+    report: YieldReport
+    breakdown: Breakdown | None
+    """None without ``by``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape: the report's, plus ``breakdown`` when there is one."""
+        data = self.report.to_dict()
+        if self.breakdown is not None:
+            data["breakdown"] = self.breakdown.to_dict()
+        return data
+
+
 def build_report_with_breakdown(
     db: str | Path,
     *,
@@ -251,7 +282,7 @@ def build_report_with_breakdown(
     by: str | None = None,
     top: int | None = None,
     allow_gaps: bool = False,
-) -> tuple[YieldReport, Breakdown | None]:
+) -> ReportWithBreakdown:
     """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
     from gpuyield.report.breakdown import breakdown
 
@@ -262,6 +293,6 @@ def build_report_with_breakdown(
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
         ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
         rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
-        return report_from_ledger(ledger, con), rows
+        return ReportWithBreakdown(report=report_from_ledger(ledger, con), breakdown=rows)
     finally:
         con.close()

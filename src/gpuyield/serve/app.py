@@ -167,14 +167,14 @@ def _report_text(state: ServeState, params: dict[str, str]) -> str:
     until_s = _instant(params.get("until"), tz, "until")
     top = _top(params.get("top"))
     with _LEDGER_SLOTS, state.store_lock.reading():
-        report, cut = build_report_with_breakdown(
+        result = build_report_with_breakdown(
             state.settings.db,
             since_s=since_s,
             until_s=until_s,
             by=params.get("by") or None,
             top=top,
         )
-    return report_json_text(report, cut)
+    return report_json_text(result.report, result.breakdown)
 
 
 def _instant(text: str | None, tz: str, name: str) -> int | None:

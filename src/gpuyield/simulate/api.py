@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.simulate.cluster import simulate
 from gpuyield.simulate.output import write_outputs
 from gpuyield.simulate.scenario import load_scenario
+from gpuyield.simulate.truth import Truth
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -19,7 +20,7 @@ class RunSummary:
 
     scenario: str
     out_dir: Path
-    truth: dict[str, Any]
+    truth: Truth
     num_events: int
     research_jobs: int
     simulate_s: float
@@ -34,11 +35,11 @@ def run_scenario(
     changes: dict[str, Any] = {}
     if seed is not None:
         if seed < 0:
-            raise InputError("--seed must be >= 0", hint="pass a non-negative integer")
+            raise FieldError("simulate.seed", "must be >= 0", example="7")
         changes["seed"] = seed
     if days is not None:
         if not days > 0:
-            raise InputError("--days must be > 0", hint="pass e.g. --days 7")
+            raise FieldError("simulate.days", "must be > 0", example="7")
         changes["days"] = days
     if changes:
         scenario = scenario.with_overrides(**changes)

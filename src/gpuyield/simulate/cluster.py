@@ -61,7 +61,7 @@ def simulate(scenario: Scenario) -> SimulationResult:
         need = scenario.run_nodes(run)
         group = list(range(cursor, cursor + need))
         spares = list(range(cursor + need, cursor + need + run.spare_nodes))
-        result, next_id = simulate_lineage(
+        result = simulate_lineage(
             scenario,
             run,
             group,
@@ -70,6 +70,7 @@ def simulate(scenario: Scenario) -> SimulationResult:
             rng_for(scenario, _STREAM_LINEAGE + index),
             next_id,
         )
+        next_id = result.next_job_id
         results.append(result)
         groups.append((cursor, need, run.spare_nodes))
         cursor += need + run.spare_nodes

@@ -58,6 +58,8 @@ class LineageResult:
     #: Node-seconds the job was running (exposure of the failure process).
     running_node_s: int
     completed_s: int | None
+    #: The first Slurm job id after this run's jobs (the next run numbers on from it).
+    next_job_id: int
     #: Divergence rollbacks (restarts from an earlier checkpoint).
     rollbacks: int = 0
 
@@ -180,11 +182,11 @@ def simulate_lineage(
     outages: Outages,
     rng: np.random.Generator,
     next_job_id: int,
-) -> tuple[LineageResult, int]:
-    """Simulate one lineage run on ``group`` (+ ``spares``); returns it and the next free job id."""
+) -> LineageResult:
+    """Simulate one lineage run on ``group`` (+ ``spares``), numbering its jobs from ``next_job_id``."""
     sim = _RunSim(scenario, run, group, spares, outages, rng, next_job_id)
     sim.simulate()
-    return sim.result(), sim.next_job_id
+    return sim.result()
 
 
 class _RunSim:
@@ -543,6 +545,7 @@ class _RunSim:
     def result(self) -> LineageResult:
         stop = self.completed if self.completed is not None else self.end
         return LineageResult(
+            next_job_id=self.next_job_id,
             run=self.run.name,
             release=self.run.release,
             rows=tuple(self.rows),

@@ -16,12 +16,12 @@ from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.records import JobRow
 from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
-from gpuyield.simulate.truth import compute_truth
+from gpuyield.simulate.truth import Truth, compute_truth
 
 _EXIT = {"FAILED": "1:0", "OUT_OF_MEMORY": "0:125", "CANCELLED": "0:15"}
 
 
-def write_outputs(result: SimulationResult, out_dir: Path) -> dict[str, Any]:
+def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
     """Write the simulator's output directory (docs/contracts.md); returns the truth written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     truth = compute_truth(result)
@@ -38,11 +38,12 @@ def write_outputs(result: SimulationResult, out_dir: Path) -> dict[str, Any]:
         for run in telemetry:
             text = "\n".join(run.telemetry) + "\n"
             (out_dir / "telemetry" / f"{run.run}.jsonl").write_text(text, encoding="utf-8")
-    (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(truth.to_dict(), indent=2) + "\n"
+    (out_dir / "truth.json").write_text(text, encoding="utf-8")
     return truth
 
 
-def _names(result: SimulationResult) -> tuple[str, int]:
+def _names(result: SimulationResult) -> st.NodeNaming:
     fleet = result.scenario.fleet
     return st.node_namer(fleet.node_prefix, fleet.num_nodes)
 
@@ -54,7 +55,8 @@ def _lineage_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, i
         for i, row in enumerate(run.rows)
     )
     end = result.scenario.end_s
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     cluster = result.scenario.cluster
     gpn = result.scenario.fleet.gpus_per_node
     for key, row in rows:
@@ -117,7 +119,8 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
     if rows is None or jobs is None or len(rows) == 0:
         return
     sc = result.scenario
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     end = sc.end_s
     order = np.lexsort((np.arange(len(rows)), jobs.job_id[rows.job], rows.submit_s))
     job_id = jobs.job_id[rows.job][order].tolist()
@@ -165,33 +168,10 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
         yield (submit[i], jid, i), line
 
 
-def _events_text(result: SimulationResult) -> str:
+def _node_events(result: SimulationResult) -> list[tuple[int, int, str, int, int | None, str, str]]:
+    """(node, start, state, end in window, end or None if still on, reason, user) per node event."""
     sc, out = result.scenario, result.outages
-    prefix, width = _names(result)
     end = sc.end_s
-    gpn = sc.fleet.gpus_per_node
-    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
-    lines = [
-        st.EVENT_HEADER,
-        "|".join(
-            (
-                sc.cluster,
-                all_nodes,
-                "",
-                "Cluster",
-                "1",
-                "",
-                "0",
-                st.time1(sc.start_s),
-                "Unknown",
-                st.duration(end - sc.start_s),
-                "Cluster Registered TRES",
-                "",
-                st.cluster_tres(sc.fleet.num_nodes, gpn),
-            )
-        ),
-    ]
-    tres = st.node_tres(gpn)
     node_events = []
     for i in range(len(out)):
         node = int(out.node[i])
@@ -228,6 +208,38 @@ def _events_text(result: SimulationResult) -> str:
                     "root(0)",
                 )
             )
+    return node_events
+
+
+def _events_text(result: SimulationResult) -> str:
+    sc = result.scenario
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
+    end = sc.end_s
+    gpn = sc.fleet.gpus_per_node
+    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
+    lines = [
+        st.EVENT_HEADER,
+        "|".join(
+            (
+                sc.cluster,
+                all_nodes,
+                "",
+                "Cluster",
+                "1",
+                "",
+                "0",
+                st.time1(sc.start_s),
+                "Unknown",
+                st.duration(end - sc.start_s),
+                "Cluster Registered TRES",
+                "",
+                st.cluster_tres(sc.fleet.num_nodes, gpn),
+            )
+        ),
+    ]
+    tres = st.node_tres(gpn)
+    node_events = _node_events(result)
     for node, start, state, upto, stop, reason, user in sorted(node_events):
         lines.append(
             "|".join(
@@ -253,7 +265,8 @@ def _events_text(result: SimulationResult) -> str:
 
 def _nodes_text(result: SimulationResult) -> str:
     sc, out = result.scenario, result.outages
-    prefix, width = _names(result)
+    naming = _names(result)
+    prefix, width = naming.prefix, naming.width
     end, gpn = sc.end_s, sc.fleet.gpus_per_node
     alloc = np.zeros(sc.fleet.num_nodes, dtype=np.int64)
     for run in result.lineage:

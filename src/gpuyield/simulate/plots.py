@@ -45,8 +45,8 @@ def write_plots(result: SweepResult, out_dir: Path) -> list[Path]:
     if not sizes:
         opt = next(iter(result.optimum.values()), None)
         if opt is not None:
-            axes[0].axvline(opt["young_s"], color="grey", linestyle="--", label="Young")
-            axes[0].axvline(opt["daly_s"], color="black", linestyle=":", label="Daly")
+            axes[0].axvline(opt.young_s, color="grey", linestyle="--", label="Young")
+            axes[0].axvline(opt.daly_s, color="black", linestyle=":", label="Daly")
             axes[0].legend()
     fig.suptitle("gpuyield simulate sweep (failure-only model, mean over seeds)")
     fig.tight_layout()
@@ -68,8 +68,8 @@ def _html(result: SweepResult, png: bytes) -> str:
         for p in result.points
     )
     optimum = "".join(
-        f"<li>{html.escape(pol)}: best {o['best_s']:g} s (ETTR {o['best_ettr']:.4f}); "
-        f"Young {o['young_s']:.0f} s; Daly {o['daly_s']:.0f} s; MTBF {o['mtbf_s']:.0f} s</li>"
+        f"<li>{html.escape(pol)}: best {o.best_s:g} s (ETTR {o.best_ettr:.4f}); "
+        f"Young {o.young_s:.0f} s; Daly {o.daly_s:.0f} s; MTBF {o.mtbf_s:.0f} s</li>"
         for pol, o in result.optimum.items()
     )
     image = base64.b64encode(png).decode("ascii")

@@ -174,6 +174,32 @@ def skip_end_states(outcomes: list[str], probs: np.ndarray, multiplier: float) -
     return scaled / scaled.sum()
 
 
+def _expected_jobs(
+    lay: _Layout,
+    outcomes: list[str],
+    probs: np.ndarray,
+    gpn: int,
+    span_s: float,
+    lent_node_s: int,
+    load: float,
+) -> float:
+    """Mean number of jobs of one class that keep its nodes ``load`` busy over the window."""
+    cls = lay.cls
+    mean_full = min(cls.median_duration_s * np.exp(cls.duration_sigma**2 / 2), cls.time_limit_s)
+    # Jobs that stop early run half their duration on average (uniform fraction below).
+    mean_run = mean_full * (probs[outcomes.index("completed")] if "completed" in outcomes else 0)
+    mean_run += (
+        mean_full
+        * 0.5
+        * (1 - (probs[outcomes.index("completed")] if "completed" in outcomes else 0))
+    )
+    capacity = lay.num_nodes * gpn * span_s
+    # Lent lineage nodes bring their own demand, so they are not just idle capacity; while the run
+    # holds them the borrowing class queues more (research is squeezed by the big run).
+    capacity += lent_node_s * gpn
+    return float(load * capacity / (mean_run * cls.num_gpus))
+
+
 def draw_jobs(
     scenario: Scenario,
     layouts: list[_Layout],
@@ -194,22 +220,9 @@ def draw_jobs(
         cls = lay.cls
         if lay.num_units == 0:
             continue
-        mean_full = min(cls.median_duration_s * np.exp(cls.duration_sigma**2 / 2), cls.time_limit_s)
-        # Jobs that stop early run half their duration on average (uniform fraction below).
-        mean_run = mean_full * (
-            probs[outcomes.index("completed")] if "completed" in outcomes else 0
-        )
-        mean_run += (
-            mean_full
-            * 0.5
-            * (1 - (probs[outcomes.index("completed")] if "completed" in outcomes else 0))
-        )
-        capacity = lay.num_nodes * gpn * float(end - start)
-        if index == borrower_class(layouts):
-            # Lent lineage nodes bring their own demand, so they are not just idle capacity; while
-            # the run holds them this class queues more (research is squeezed by the big run).
-            capacity += lent_node_s * gpn
-        count = int(rng.poisson(cfg.load * capacity / (mean_run * cls.num_gpus)))
+        lent = lent_node_s if index == borrower_class(layouts) else 0
+        expected = _expected_jobs(lay, outcomes, probs, gpn, float(end - start), lent, cfg.load)
+        count = int(rng.poisson(expected))
         submit = rng.integers(start, end, size=count, dtype=np.int64)
         full = np.exp(rng.normal(np.log(cls.median_duration_s), cls.duration_sigma, size=count))
         full = np.clip(np.rint(full), 60, cls.time_limit_s).astype(np.int64)

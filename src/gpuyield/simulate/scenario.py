@@ -8,17 +8,19 @@ Every field is validated in ``__post_init__`` with its dotted name, so a typo in
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
 from gpuyield.simulate.scenario_types import check_table
+
+# Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
+_FOLDER = "scenarios/sim"
 
 
 class Policy(StrEnum):
@@ -433,30 +435,13 @@ def _catalog_peak(accelerator: str, run: str) -> float:
 
 def bundled_names() -> list[str]:
     """Names of the scenarios shipped with gpuyield."""
-    root = resources.files("gpuyield").joinpath("data/scenarios/sim")
-    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+    return tomlfile.bundled_names(_FOLDER)
 
 
 def load_scenario(name_or_path: str | Path) -> Scenario:
     """Load a bundled scenario by name, or a scenario TOML file by path."""
-    path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists():
-        if not path.is_file():
-            raise InputError(f"scenario file {path} does not exist", hint="check the path")
-        text = path.read_text(encoding="utf-8")
-        origin = str(path)
-    else:
-        name = str(name_or_path)
-        if name not in bundled_names():
-            raise UnknownIdError("scenario", name, bundled_names())
-        res = resources.files("gpuyield").joinpath(f"data/scenarios/sim/{name}.toml")
-        text = res.read_text(encoding="utf-8")
-        origin = f"{name}.toml"
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParseError(str(error), path=origin, hint="fix the TOML syntax") from error
-    return scenario_from_dict(data, origin=origin)
+    doc = tomlfile.load(name_or_path, folder=_FOLDER, kind="scenario")
+    return scenario_from_dict(doc.data, origin=doc.origin)
 
 
 def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scenario:

@@ -9,6 +9,7 @@ jobs have NodeList ``None assigned``, node lists use hostlist ranges (``n[001-00
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -80,9 +81,17 @@ def duration(seconds: int) -> str:
     return f"{days}-{clock}" if days else clock
 
 
-def node_namer(prefix: str, num_nodes: int) -> tuple[str, int]:
-    """Prefix and zero-padding width of node names (node index i is named ``prefix + (i+1)``)."""
-    return prefix, len(str(num_nodes))
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeNaming:
+    """How nodes are named: node index i is ``prefix`` + (i+1) zero-padded to ``width`` digits."""
+
+    prefix: str
+    width: int
+
+
+def node_namer(prefix: str, num_nodes: int) -> NodeNaming:
+    """The naming of a fleet of ``num_nodes`` nodes (padded to the widest number)."""
+    return NodeNaming(prefix=prefix, width=len(str(num_nodes)))
 
 
 def node_name(index: int, prefix: str, width: int) -> str:

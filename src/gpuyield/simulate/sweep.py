@@ -7,20 +7,17 @@ from 1k to 1M GPUs takes seconds. Results go to ``sweep.csv``, ``sweep.json`` an
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.simulate.ettr import (
     JobModel,
     daly_interval_s,
@@ -64,12 +61,12 @@ class SweepSpec:
 
     def __post_init__(self) -> None:
         if not self.values:
-            raise InputError("sweep values must not be empty", hint="pass --values 1024,4096")
+            raise FieldError("sweep.values", "must not be empty", example="1024,4096")
         if self.seeds < 1:
-            raise InputError("sweep seeds must be >= 1", hint="pass --seeds 3")
+            raise FieldError("sweep.seeds", "must be >= 1", example="3")
         for value in self.values:
             if not value > 0:
-                raise InputError(f"sweep value {value} must be > 0", hint="use positive values")
+                raise FieldError("sweep.values", f"must be > 0, got {value}", example="1024,4096")
 
     def model(self, policy: Policy, value: float) -> JobModel:
         """The job model of one sweep point."""
@@ -99,13 +96,56 @@ class SweepPoint:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class IntervalOptimum:
+    """The best checkpoint interval of one policy in an interval sweep, beside Young's and Daly's."""
+
+    best_s: float
+    best_ettr: float
+    young_s: float
+    daly_s: float
+    mtbf_s: float
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON shape (``sweep.json``'s ``optimum`` values)."""
+        return {
+            "best_s": self.best_s,
+            "best_ettr": self.best_ettr,
+            "young_s": self.young_s,
+            "daly_s": self.daly_s,
+            "mtbf_s": self.mtbf_s,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SweepResult:
     """All points of a sweep, plus the best checkpoint interval per policy for interval sweeps."""
 
     spec: SweepSpec
     points: tuple[SweepPoint, ...]
-    #: Interval sweeps: policy -> {"best_s", "young_s", "daly_s"}.
-    optimum: dict[str, dict[str, float]]
+    #: Interval sweeps: policy name -> its optimum (empty for size sweeps).
+    optimum: dict[str, IntervalOptimum]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape: ``sweep.json`` and ``gpuyield simulate sweep --json``."""
+        return {
+            "param": self.spec.param.value,
+            "seeds": self.spec.seeds,
+            "points": [
+                {
+                    "policy": p.policy.value,
+                    "value": p.value,
+                    "ettr_mean": p.ettr_mean,
+                    "ettr_std": p.ettr_std,
+                    "yield_mean": p.yield_mean,
+                    "interruptions_mean": p.interruptions_mean,
+                    "mttf_h": p.mttf_h,
+                    # Seed s is the same failure draws for every policy (common random numbers).
+                    "ettr_by_seed": list(p.ettr_by_seed),
+                }
+                for p in self.points
+            ],
+            "optimum": {policy: o.to_dict() for policy, o in self.optimum.items()},
+        }
 
 
 def _one(task: tuple[SweepSpec, float, int, int]) -> list[tuple[float, float, int, float]]:
@@ -127,7 +167,7 @@ def run_sweep(spec: SweepSpec, *, jobs: int = 1) -> SweepResult:
     difference between policies is the policies', not sampling noise.
     """
     if jobs < 1:
-        raise InputError("--jobs must be >= 1", hint="pass --jobs 1 or more")
+        raise FieldError("sweep.jobs", "must be >= 1", example="1")
     tasks = [(spec, v, seed, i) for i, v in enumerate(spec.values) for seed in range(spec.seeds)]
     if jobs == 1:
         outs = [_one(t) for t in tasks]
@@ -159,7 +199,7 @@ def _point(
     )
 
 
-def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, dict[str, float]]:
+def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, IntervalOptimum]:
     if spec.param is not SweepParam.INTERVAL_S:
         return {}
     mtbf = 1.0 / spec.base.failure_rate_per_s
@@ -167,77 +207,14 @@ def _optimum(spec: SweepSpec, points: Sequence[SweepPoint]) -> dict[str, dict[st
     for policy in spec.policies:
         mine = [p for p in points if p.policy is policy]
         best = max(mine, key=lambda p: p.ettr_mean)
-        out[policy.value] = {
-            "best_s": best.value,
-            "best_ettr": best.ettr_mean,
-            "young_s": young_interval_s(spec.base.write_s, mtbf),
-            "daly_s": daly_interval_s(spec.base.write_s, mtbf),
-            "mtbf_s": mtbf,
-        }
-    return out
-
-
-def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> list[Path]:
-    """Write ``sweep.csv``, ``sweep.json`` and (with matplotlib) ``sweep.png`` / ``sweep.html``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "sweep.csv", out_dir / "sweep.json"]
-    with written[0].open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(
-            [
-                "policy",
-                result.spec.param.value,
-                "ettr_mean",
-                "ettr_std",
-                "yield_mean",
-                "interruptions_mean",
-                "mttf_h",
-            ]
+        out[policy.value] = IntervalOptimum(
+            best_s=best.value,
+            best_ettr=best.ettr_mean,
+            young_s=young_interval_s(spec.base.write_s, mtbf),
+            daly_s=daly_interval_s(spec.base.write_s, mtbf),
+            mtbf_s=mtbf,
         )
-        for p in result.points:
-            writer.writerow(
-                [
-                    p.policy.value,
-                    _fmt(p.value),
-                    f"{p.ettr_mean:.6f}",
-                    f"{p.ettr_std:.6f}",
-                    f"{p.yield_mean:.6f}",
-                    f"{p.interruptions_mean:.3f}",
-                    f"{p.mttf_h:.4f}",
-                ]
-            )
-    written[1].write_text(json.dumps(sweep_summary(result), indent=2) + "\n", encoding="utf-8")
-    if plots:
-        from gpuyield.simulate.plots import write_plots
-
-        written += write_plots(result, out_dir)
-    return written
-
-
-def sweep_summary(result: SweepResult) -> dict[str, Any]:
-    """JSON-ready view of a sweep."""
-    return {
-        "param": result.spec.param.value,
-        "seeds": result.spec.seeds,
-        "points": [
-            {
-                "policy": p.policy.value,
-                "value": p.value,
-                "ettr_mean": p.ettr_mean,
-                "ettr_std": p.ettr_std,
-                "yield_mean": p.yield_mean,
-                "interruptions_mean": p.interruptions_mean,
-                "mttf_h": p.mttf_h,
-                "ettr_by_seed": list(p.ettr_by_seed),
-            }
-            for p in result.points
-        ],
-        "optimum": result.optimum,
-    }
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+    return out
 
 
 _DEFAULT_VALUES = {
@@ -246,75 +223,44 @@ _DEFAULT_VALUES = {
 }
 
 
-def sweep_from_options(
+def default_values(param: SweepParam) -> tuple[float, ...]:
+    """The values a sweep of ``param`` covers when none are given."""
+    return tuple(float(v) for v in _DEFAULT_VALUES[param])
+
+
+def base_model(
     *,
-    out: Path,
-    param: str,
-    values: str | None,
-    policies: str,
-    seeds: int,
     days: float,
     gpus: int,
-    interval_s: int | None,
-    write_s: int | None,
-    jobs: int,
-    plots: bool,
+    interval_s: float | None = None,
+    write_s: float | None = None,
     scenario: str = DEFAULT_SCENARIO,
-) -> SweepResult:
-    """Parse CLI-style options, run the sweep and write its files.
+) -> SweepBase:
+    """The job a sweep varies (the whole cluster for ``days``), with its failure model and restart
+    costs from ``scenario`` (bundled name or TOML path), and the scenario's GPUs per node.
 
-    The failure model and restart costs come from ``scenario`` (bundled name or TOML path);
-    ``interval_s`` and ``write_s`` replace its run's checkpoint interval and write stall.
+    ``interval_s`` and ``write_s`` replace the scenario run's checkpoint interval and write stall.
     """
     from gpuyield.simulate.from_scenario import job_model
     from gpuyield.simulate.scenario import load_scenario
 
-    which = _param(param)
-    chosen = _policies(policies)
-    try:
-        parsed = tuple(float(v) for v in values.split(",")) if values else _DEFAULT_VALUES[which]
-    except ValueError as error:
-        raise InputError(
-            f"--values {values!r} is not a list of numbers", hint="write e.g. 1024,4096,16384"
-        ) from error
     if not days > 0:
-        raise InputError("--days must be > 0", hint="pass e.g. --days 30")
+        raise FieldError("sweep.days", "must be > 0", example="30")
     loaded = load_scenario(scenario)
     gpn = loaded.fleet.gpus_per_node
-    base = job_model(
+    model = job_model(
         loaded,
         num_nodes=max(gpus // gpn, 1),
         duration_s=days * 86400.0,
         interval_s=None if interval_s is None else float(interval_s),
         write_s=None if write_s is None else float(write_s),
     )
-    spec = SweepSpec(
-        param=which,
-        values=parsed,
-        policies=chosen or tuple(Policy),
-        seeds=seeds,
-        base=base,
-        gpus_per_node=gpn,
-    )
-    result = run_sweep(spec, jobs=jobs)
-    write_sweep(result, out, plots=plots)
-    return result
+    return SweepBase(model=model, gpus_per_node=gpn)
 
 
-def _param(param: str) -> SweepParam:
-    try:
-        return SweepParam(param)
-    except ValueError as error:
-        raise InputError(
-            f"unknown --param {param!r}", hint="use cluster-gpus or interval-s"
-        ) from error
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SweepBase:
+    """What ``base_model`` gives a sweep: the job it varies and the fleet's node size."""
 
-
-def _policies(policies: str) -> tuple[Policy, ...]:
-    try:
-        return tuple(Policy(p.strip()) for p in policies.split(",") if p.strip())
-    except ValueError as error:
-        raise InputError(
-            f"unknown policy in {policies!r}",
-            hint=f"use {', '.join(p.value for p in Policy)}",
-        ) from error
+    model: JobModel
+    gpus_per_node: int

@@ -7,6 +7,7 @@ here, vectorised. ``down`` is every node event's GPU-seconds minus GPUs allocate
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,8 +39,65 @@ _BLAME_BEFORE_S = 600
 _BLAME_AFTER_S = 300
 
 
-def compute_truth(result: SimulationResult) -> dict[str, Any]:
-    """``truth.json`` content: the report shape plus interruptions and effective training time."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Interruptions:
+    """How often the lineage runs were interrupted."""
+
+    unexpected: int
+    planned: int
+    #: Unexpected interruptions per failure cause id, in name order.
+    by_cause: dict[str, int]
+    #: Divergence rollbacks; None when the scenario has none (truth.json then omits the key).
+    rollbacks: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Truth:
+    """What the ledger must reproduce from the simulator's files (``truth.json``)."""
+
+    window_start_s: int
+    window_end_s: int
+    installed_gpu_seconds: int
+    #: GPU-seconds per category, in the ledger's order.
+    categories: dict[str, int | float]
+    subcategories: dict[str, int | float]
+    #: Released / installed.
+    yield_: float
+    utilization: float
+    goodput: float
+    interruptions: Interruptions
+    #: Released / all GPU-time of each lineage run's jobs.
+    effective_training_time: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``truth.json``: the report's JSON shape plus interruptions and effective training time."""
+        return {
+            "window": {"start": iso_utc(self.window_start_s), "end": iso_utc(self.window_end_s)},
+            "installed_gpu_seconds": self.installed_gpu_seconds,
+            "categories": self.categories,
+            "subcategories": self.subcategories,
+            "yield": self.yield_,
+            "utilization": self.utilization,
+            "goodput": self.goodput,
+            # The simulator writes clean Slurm logs: nothing to reject, every job has GPUs.
+            "rejected_rows": 0,
+            "jobs_without_gpu_count": 0,
+            "interruptions": {
+                "unexpected": self.interruptions.unexpected,
+                "planned": self.interruptions.planned,
+                "by_cause": self.interruptions.by_cause,
+                **(
+                    {}
+                    if self.interruptions.rollbacks is None
+                    else {"rollbacks": self.interruptions.rollbacks}
+                ),
+            },
+            "effective_training_time": self.effective_training_time,
+        }
+
+
+def compute_truth(result: SimulationResult) -> Truth:
+    """What the ledger must find: the report's figures plus interruptions and effective training time."""
     sc = result.scenario
     installed = sc.fleet.num_gpus * (sc.end_s - sc.start_s)
     tally = Tally()
@@ -60,31 +118,31 @@ def compute_truth(result: SimulationResult) -> dict[str, Any]:
     for run in result.lineage:
         for cause, count in run.interruptions.items():
             by_cause[cause] = by_cause.get(cause, 0) + count
-    return {
-        "window": {"start": iso_utc(sc.start_s), "end": iso_utc(sc.end_s)},
-        "installed_gpu_seconds": installed,
-        "categories": categories,
-        "subcategories": subs,
-        "yield": categories["released"] / installed,
-        "utilization": allocated / (installed - down) if installed > down else 0.0,
-        "goodput": categories["released"] / allocated if allocated else 0.0,
-        "rejected_rows": 0,
-        "jobs_without_gpu_count": 0,
-        "interruptions": {
-            "unexpected": sum(by_cause.values()),
-            "planned": sum(r.planned_interruptions for r in result.lineage),
-            "by_cause": {c: by_cause[c] for c in sorted(by_cause)},
-            **_rollbacks(result),
-        },
-        "effective_training_time": {r.run: r.effective_training_time for r in result.lineage},
-    }
+    return Truth(
+        window_start_s=sc.start_s,
+        window_end_s=sc.end_s,
+        installed_gpu_seconds=installed,
+        categories=categories,
+        subcategories=subs,
+        yield_=categories["released"] / installed,
+        utilization=allocated / (installed - down) if installed > down else 0.0,
+        goodput=categories["released"] / allocated if allocated else 0.0,
+        interruptions=Interruptions(
+            unexpected=sum(by_cause.values()),
+            planned=sum(r.planned_interruptions for r in result.lineage),
+            by_cause={c: by_cause[c] for c in sorted(by_cause)},
+            rollbacks=_rollbacks(result),
+        ),
+        effective_training_time={r.run: r.effective_training_time for r in result.lineage},
+    )
 
 
-def _rollbacks(result: SimulationResult) -> dict[str, int]:
-    """``rollbacks`` when the scenario has divergence rollbacks (older truth files stay as they
-    were without them)."""
-    count = sum(r.rollbacks for r in result.lineage)
-    return {"rollbacks": count} if result.scenario.failures.rollbacks_per_day > 0 else {}
+def _rollbacks(result: SimulationResult) -> int | None:
+    """Divergence rollbacks when the scenario has them (None keeps older truth files as they
+    were)."""
+    if result.scenario.failures.rollbacks_per_day > 0:
+        return sum(r.rollbacks for r in result.lineage)
+    return None
 
 
 def _num(value: float) -> int | float:

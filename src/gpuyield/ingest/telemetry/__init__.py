@@ -28,6 +28,7 @@ from gpuyield.ingest.telemetry.records import (
     TelemetryFormat,
     TelemetryLog,
 )
+from gpuyield.ingest.telemetry.scan import ScanResult, scan, scan_log
 
 __all__ = [
     "CheckpointLoaded",
@@ -36,11 +37,14 @@ __all__ = [
     "JobEnd",
     "JobStart",
     "Record",
+    "ScanResult",
     "StepRecord",
     "TelemetryFormat",
     "TelemetryLog",
     "detect",
     "read",
+    "scan",
+    "scan_log",
 ]
 
 #: How many bytes of a file detection looks at: enough for a Megatron log's argument dump to end.

@@ -1,4 +1,7 @@
-"""Offline divergence scan: read a telemetry file, replay it through the watch, list the events.
+"""Offline divergence scan: read a telemetry file, replay it through the guard's watch, list the events.
+
+It lives in ingest, not guard: guard runs inside training jobs and imports only the core, while a scan
+needs the telemetry readers (``.importlinter`` holds the rule).
 
 Each event carries the step of the last checkpoint saved before it (when the source logs checkpoint
 saves: gpuyield JSONL and Megatron logs do), which is where to roll back to.
@@ -10,12 +13,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpuyield.guard.watch import DivergenceEvent, DivergenceWatch, WatchConfig
-
-if TYPE_CHECKING:
-    from gpuyield.ingest.telemetry import TelemetryLog
+from gpuyield.ingest.telemetry.records import CheckpointSaved, StepRecord, TelemetryLog
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,7 +63,7 @@ def scan(
     path: str | Path, format: str | None = None, config: WatchConfig | None = None
 ) -> ScanResult:
     """Read ``path`` (format detected unless given) and return the watch's events in it."""
-    # Imported here so that ``import gpuyield.guard`` stays standard-library only.
+    # Imported here: the package's __init__ imports this module to re-export ``scan``.
     from gpuyield.ingest.telemetry import read
 
     return scan_log(read(path, format), config)
@@ -71,8 +71,6 @@ def scan(
 
 def scan_log(log: TelemetryLog, config: WatchConfig | None = None) -> ScanResult:
     """Replay an already-read telemetry log through the watch (no second read of the file)."""
-    from gpuyield.ingest.telemetry import CheckpointSaved, StepRecord
-
     watch = DivergenceWatch(config, action="warn", act_on=())
     last_checkpoint: int | None = None
     events: list[DivergenceEvent] = []

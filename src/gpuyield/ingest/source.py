@@ -1,0 +1,117 @@
+"""The shape every ingest source shares: read -> stage -> load, one ``IngestOutcome`` per file.
+
+- **read**: parse the file into typed rows (an Arrow table or a DuckDB stage), with every bad row
+  named by file, line and field (kept and counted in lenient mode).
+- **stage**: hold what was read until the whole ingest knows its capture time (``as_of``) and the
+  default cluster (events before sacct, sacct before nodes).
+- **load**: replace rows with the same natural key (``_sql.replace_rows``), then ``register`` the
+  file in ``ingests`` with its SHA-256 and counts, inside the caller's transaction.
+
+A file whose content this store has ingested before from the same source is not read again
+(``already_ingested``): the outcome says it was skipped and names the earlier ingest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import duckdb
+
+from gpuyield.errors import InputError
+from gpuyield.ingest._files import FileInfo
+
+# The manifest is a statement, not a capture: the same manifest under other options is the same.
+_OPTIONS_FREE_SOURCES = frozenset({"manifest"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IngestOutcome:
+    """What happened to one input file."""
+
+    source: str
+    """Source kind: slurm.sacct, slurm.events, slurm.nodes, slurm.reservations, manifest, ..."""
+    path: str
+    """The file."""
+    sha256: str
+    """Content hash."""
+    ingest_id: int
+    """Provenance id (an earlier one when the file was skipped as already ingested)."""
+    skipped: bool
+    """True when the same content had been ingested before: nothing changed."""
+    rows_read: int = 0
+    """Records read."""
+    rows_rejected: int = 0
+    """Records rejected (lenient mode)."""
+    rows_skipped: int = 0
+    """Records deliberately not loaded (sacct step rows, duplicates)."""
+
+
+def already_ingested(
+    con: duckdb.DuckDBPyConnection, source: str, info: FileInfo, options: str
+) -> IngestOutcome | None:
+    """The skipped outcome when this store has seen the file's content; different options for it
+    are an error (the same capture read another way would give other rows)."""
+    rows = con.execute(
+        "SELECT ingest_id, options FROM ingests WHERE source = ? AND sha256 = ? LIMIT 1",
+        [source, info.sha256],
+    ).fetchall()
+    if not rows:
+        return None
+    row = rows[0]
+    if source not in _OPTIONS_FREE_SOURCES and _parsing(row[1]) != _parsing(options):
+        raise InputError(
+            f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
+            hint="re-ingest with the same --tz/--fields/--until, or use a new --db",
+        )
+    return IngestOutcome(
+        source=source, path=str(info.path), sha256=info.sha256, ingest_id=int(row[0]), skipped=True
+    )
+
+
+def _parsing(options: str) -> dict[str, object]:
+    """The options that change how a file is read: an unchanged file under a new ``--until``
+    (yesterday's inventory in today's cron run) is the same data."""
+    parsed: dict[str, object] = json.loads(options)
+    parsed.pop("until_s", None)
+    return parsed
+
+
+def register(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    info: FileInfo,
+    ingest_id: int,
+    as_of: int | None,
+    options: str,
+    *,
+    read: int,
+    rejected: int = 0,
+    skipped: int = 0,
+) -> IngestOutcome:
+    """Record a loaded file in ``ingests`` (its provenance) and say what it added."""
+    con.execute(
+        "INSERT INTO ingests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+        [
+            ingest_id,
+            source,
+            str(info.path),
+            info.sha256,
+            info.size_bytes,
+            read,
+            rejected,
+            skipped,
+            as_of,
+            options,
+        ],
+    )
+    return IngestOutcome(
+        source=source,
+        path=str(info.path),
+        sha256=info.sha256,
+        ingest_id=ingest_id,
+        skipped=False,
+        rows_read=read,
+        rows_rejected=rejected,
+        rows_skipped=skipped,
+    )

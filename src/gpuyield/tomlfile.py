@@ -1,0 +1,90 @@
+"""One loader for "a bundled name or a path to a TOML file": scenarios, lab scenarios, catalogs.
+
+Bundled files live under ``gpuyield/data/`` and are read with ``importlib.resources`` (they work from
+a wheel or a zip); a user's file is any path. Errors name the file, the line of a syntax error and
+the key that is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gpuyield.errors import InputError, ParseError, UnknownIdError
+
+_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TomlDocument:
+    """A parsed TOML file and where it came from."""
+
+    #: What errors name: the path given, or the bundled file's name.
+    origin: str
+    #: The parsed tables, as tomllib returns them; the caller validates their keys and values.
+    data: dict[str, Any]
+
+
+def bundled_names(folder: str) -> list[str]:
+    """The names of the TOML files bundled in ``gpuyield/data/<folder>``, sorted."""
+    root = resources.files("gpuyield").joinpath("data").joinpath(folder)
+    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def parse(text: str, origin: str) -> TomlDocument:
+    """Parse TOML text; a syntax error becomes a ``ParseError`` with the file and line."""
+    try:
+        return TomlDocument(origin=origin, data=tomllib.loads(text))
+    except tomllib.TOMLDecodeError as error:
+        found = _LINE.search(str(error))
+        raise ParseError(
+            str(error),
+            path=origin,
+            line=int(found.group(1)) if found else None,
+            hint="fix the TOML syntax",
+        ) from error
+
+
+def read_bundled(folder: str, name: str) -> TomlDocument:
+    """The bundled ``gpuyield/data/<folder>/<name>.toml``."""
+    resource = resources.files("gpuyield").joinpath("data").joinpath(folder)
+    return parse(resource.joinpath(f"{name}.toml").read_text(encoding="utf-8"), f"{name}.toml")
+
+
+def load(name_or_path: str | Path, *, folder: str, kind: str) -> TomlDocument:
+    """A bundled ``kind`` by name (from ``data/<folder>``), or a TOML file by path.
+
+    A value ending in ``.toml``, or naming an existing file, is a path; anything else is a bundled
+    name, and an unknown one gets the closest bundled names as a hint.
+    """
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise InputError(f"{kind} file {path} does not exist", hint="check the path")
+        return parse(path.read_text(encoding="utf-8"), str(path))
+    name = str(name_or_path)
+    known = bundled_names(folder)
+    if name not in known:
+        raise UnknownIdError(kind, name, known)
+    return read_bundled(folder, name)
+
+
+def check_keys(
+    table: Mapping[str, Any], known: Iterable[str], *, origin: str, where: str = ""
+) -> None:
+    """Refuse a key not in ``known``: the error names it (``fleet.num_gpu``) and lists the keys."""
+    allowed = sorted(known)
+    for key in table:
+        if key not in allowed:
+            field = f"{where}.{key}" if where else key
+            raise ParseError(
+                f"unknown key {field!r}",
+                path=origin,
+                field=field,
+                hint=f"known: {', '.join(allowed)}",
+            )

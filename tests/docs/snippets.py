@@ -1,0 +1,107 @@
+"""Code blocks of the README and docs/: found, parsed and (where they are sessions) run."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Block:
+    """One fenced code block."""
+
+    page: Path
+    line: int
+    lang: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Step:
+    """One ``$ command`` of a shell session and the output shown under it."""
+
+    command: str
+    shown: str
+
+
+def blocks(lang: str | None = None) -> list[Block]:
+    """Every fenced block of the manual (``lang`` "" for unlabelled ones)."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in _FENCE.finditer(text):
+            if lang is None or match.group(1) == lang:
+                line = text.count("\n", 0, match.start()) + 1
+                found.append(Block(page=page, line=line, lang=match.group(1), text=match.group(2)))
+    return found
+
+
+def session(block: Block) -> list[Step]:
+    """The ``$ `` commands of a block (continuation lines joined) with the output under each."""
+    steps: list[Step] = []
+    lines = block.text.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("$ "):
+            i += 1
+            continue
+        command = lines[i][2:]
+        while command.endswith("\\"):
+            i += 1
+            command = command[:-1] + " " + lines[i].strip()
+        i += 1
+        shown = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            shown.append(lines[i])
+            i += 1
+        steps.append(Step(command=command, shown="\n".join(shown)))
+    return steps
+
+
+def gpuyield_commands(text: str) -> list[list[str]]:
+    """The ``gpuyield`` invocations in a command line: pipes, ``&&`` and comments cut off."""
+    text = re.sub(r"\s+#.*$", "", text)
+    found = []
+    for part in re.split(r"\s&&\s|\s\|\s", text):
+        words = shlex.split(part)
+        if words and words[0] == "gpuyield":
+            found.append(words[1:])
+    return found
+
+
+def jq(data: Any, program: list[str]) -> str:
+    """The two jq forms the manual uses: a path (``.a.b[0]``) and ``-c '{a, b}'``."""
+    compact = program[0] == "-c"
+    expr = program[-1]
+    if expr.startswith("{"):
+        keys = [k.strip() for k in expr.strip("{}").split(",")]
+        data = {k: data[k] for k in keys}
+    else:
+        for key, index in re.findall(r"\.(\w+)|\[(\d+)\]", expr):
+            data = data[key] if key else data[int(index)]
+    if compact:
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def shown_in(shown: str, actual: str) -> bool:
+    """Whether the output the manual shows is in the real output, whitespace aside.
+
+    Rich wraps long lines at the terminal's width, so only the words and their order count.
+    """
+    want, got = shown.split(), actual.split()
+    if not want:
+        return True
+    return any(got[i : i + len(want)] == want for i in range(len(got) - len(want) + 1))
