@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
+from gpuyield import store
 from gpuyield.errors import ParseError, UnknownFormat
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import (
@@ -195,7 +196,7 @@ def read_events_fast(
     """
     if not _plain_ascii(info.path):
         return None
-    con = duckdb.connect()
+    con = store.duckdb_connect()
     try:
         con.execute("SET enable_progress_bar = false")
         con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {csv_source(info.path, len(keys), 1)}")

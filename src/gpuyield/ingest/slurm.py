@@ -24,6 +24,7 @@ from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
+from gpuyield.ingest._paths import check_input_file
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.progress import NoProgress, Progress
 
@@ -184,8 +185,7 @@ def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
         if path is None:
             continue
         path = Path(path)
-        if not path.is_file():
-            raise InputError(f"{path}: no such file", hint=f"check the --{kind} path")
+        check_input_file(path, flag=kind)
         progress.phase(f"reading {path.name}", total=path.stat().st_size)
         scanned[kind] = scan_file(path, progress=progress.advance)
     return scanned
