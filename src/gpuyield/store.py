@@ -114,7 +114,10 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
         # os.stat, not Path.exists: that says False for a symlink loop instead of why.
         exists = os.path.lexists(path) and bool(os.stat(path))
         is_file = path.is_file()
-        head = path.open("rb").read(16) if is_file else b""
+        head = b""
+        if is_file:
+            with path.open("rb") as handle:
+                head = handle.read(16)
     except OSError as error:  # a symlink loop, a file that cannot be read
         raise InputError(
             f"cannot open database {path}: {error.strerror or error}", hint="check the --db path"

@@ -22,6 +22,8 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES
+from gpuyield.ingest import sacct_checks
 from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import (
     LOCAL_TIME_HINT,
@@ -217,12 +219,14 @@ def stage_sacct(
     lenient: bool,
     default_cluster: str,
     progress: Progress | None = None,
+    max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> SacctStage:
     """Parse ``info.path`` into the temp view ``sacct_staged`` (typed, checked, with line numbers)."""
     names, header_lines = read_header(info.path, fields)
     columns = column_map(info.path, names)
+    con.execute(HOSTLIST_MACRO_SQL)
     typed = lambda source, with_line: typed_select(  # noqa: E731
-        columns, tz, default_cluster, source=source, with_line=with_line
+        columns, tz, default_cluster, source=source, with_line=with_line, max_nodes=max_nodes
     )
     shape_problems: list[tuple[int, str, str]] = []
     fast = False
@@ -249,7 +253,30 @@ def stage_sacct(
         raise ParseError(
             first.message, path=info.path, line=first.line, field=first.field, hint=hint
         )
+    problems += _duplicate_problems(con, info, lenient=lenient)
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
+
+
+def _duplicate_problems(
+    con: duckdb.DuckDBPyConnection, info: FileInfo, *, lenient: bool
+) -> list[Problem]:
+    """Records of one run that disagree: an error (strict), or all of them rejected (lenient)."""
+    rows = "SELECT * FROM sacct_staged WHERE NOT is_step AND problems = ''"
+    pairs = sacct_checks.conflicting_duplicates(con, rows, limit=1)
+    if not pairs:
+        return []
+    if not lenient:
+        raise sacct_checks.duplicate_error(info.path, pairs)
+    lines = sacct_checks.conflicting_lines(con, rows)
+    return [
+        Problem(
+            line=line,
+            field="JobIDRaw",
+            message="same JobIDRaw and Submit as another line, with different values",
+            raw=None,
+        )
+        for line in lines
+    ]
 
 
 def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
@@ -473,8 +500,9 @@ _PROBLEMS = {
     "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
     "nnodes": ("nnodes", "not a node count: {value}"),
     "nodelist": ("nodelist", "cannot read node list: {value}"),
+    **sacct_checks.PROBLEMS,
 }
-_NODE_LIST_RE = (
+NODE_LIST_RE = (
     r"([^,\[\]]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?[^,\[\]]*)"
     r"(,[^,\[\]]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?[^,\[\]]*)*"
 )
@@ -488,6 +516,7 @@ def typed_select(
     source: str,
     with_line: bool,
     codes: bool = True,
+    max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> str:
     """One SELECT from raw fields (``f0``...) to typed job columns plus ``problems``.
 
@@ -502,7 +531,9 @@ def typed_select(
     states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
 
     def bad_time(key: str) -> tuple[str, str]:
-        return key, bad_time_sql(f(key), f"{key}_s")
+        # Start and End as read, before Unknown ones are derived from ElapsedRaw.
+        parsed = "submit_s" if key == "submit" else f"{key}_parsed"
+        return key, bad_time_sql(f(key), parsed)
 
     # (code, condition): the row has the problem when the condition is true.
     checks = [
@@ -521,7 +552,7 @@ def typed_select(
         (
             "nodelist",
             f"""(contains(node_list, '[') OR contains(node_list, ',') OR contains(node_list, ']'))
-                AND NOT regexp_full_match(node_list, '{_NODE_LIST_RE}')""",
+                AND NOT regexp_full_match(node_list, '{NODE_LIST_RE}')""",
         ),
     ]
     if "submit" in columns:
@@ -534,6 +565,7 @@ def typed_select(
         checks.append(
             ("nnodes", f"{f('nnodes')} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)")
         )
+    checks += sacct_checks.checks(gres, has_nnodes="nnodes" in columns, max_nodes=max_nodes)
     if codes:
         problems = (
             "concat_ws(',', "
@@ -544,22 +576,18 @@ def typed_select(
         problems = (
             "CASE WHEN " + " OR ".join(f"({cond})" for _, cond in checks) + " THEN '?' ELSE '' END"
         )
-    gres_count = rf"regexp_extract({gres}, '(?:^|,)gpu(?::[^:,(]+)?:(\d+)', 1)"
     # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
     num_gpus = f"""CASE
         -- The value after the first "gres/gpu=" when it starts a key (first, or after a comma):
         -- string functions on its position, twice cheaper than splitting the whole list.
         WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres}, gpu_at - 1, 1) = ',') THEN
-             TRY_CAST(split_part(substr({tres}, gpu_at + 9), ',', 1) AS BIGINT)
+             {sacct_checks.whole_sql(f"split_part(substr({tres}, gpu_at + 9), ',', 1)")}
         -- Not a key there (some other key ends in it): the value after ",gres/gpu=" anywhere.
         WHEN gpu_at > 0 THEN
-             TRY_CAST(split_part(split_part(',' || {tres}, ',gres/gpu=', 2), ',', 1) AS BIGINT)
-        WHEN contains({tres}, 'gres/gpu:') THEN list_sum(list_transform(
-             regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1),
-             lambda x: TRY_CAST(x AS BIGINT)))
+             {sacct_checks.whole_sql(f"split_part(split_part(',' || {tres}, ',gres/gpu=', 2), ',', 1)")}
+        WHEN contains({tres}, 'gres/gpu:') THEN {sacct_checks.typed_gpus_sql(tres)}
         WHEN {tres} IS NOT NULL THEN 0
-        WHEN {gres_count} <> '' THEN TRY_CAST({gres_count} AS BIGINT)
-        WHEN {gres} IS NOT NULL THEN 0
+        ELSE gres_gpus
     END"""
     line = "line, " if with_line else ""
     return f"""
@@ -568,6 +596,11 @@ def typed_select(
             gpu_type, num_nodes, node_list, comment, reason, is_step,
             {problems} AS problems
         FROM (
+            SELECT * EXCLUDE (start_parsed, end_parsed),
+                {sacct_checks.start_sql("start_parsed", "end_parsed", "elapsed_s")} AS start_s,
+                {sacct_checks.end_sql("start_parsed", "end_parsed", "elapsed_s", "state")} AS end_s,
+                start_parsed, end_parsed
+            FROM (
             SELECT *,
                 coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
                 {job_id} AS job_id, {job_id_raw} AS job_id_raw,
@@ -575,10 +608,10 @@ def typed_select(
                 {f("partition")} AS partition, {f("qos")} AS qos, {f("state")} AS state_raw,
                 upper(split_part({f("state")}, ' ', 1)) AS state, {f("exitcode")} AS exit_code,
                 {epoch_sql(f("submit"), tz)} AS submit_s,
-                {epoch_sql(f("start"), tz)} AS start_s,
-                {epoch_sql(f("end"), tz)} AS end_s,
-                TRY_CAST({f("elapsedraw")} AS BIGINT) AS elapsed_s,
-                TRY_CAST({f("nnodes")} AS BIGINT) AS num_nodes,
+                {epoch_sql(f("start"), tz)} AS start_parsed,
+                {epoch_sql(f("end"), tz)} AS end_parsed,
+                {sacct_checks.whole_sql(f("elapsedraw"))} AS elapsed_s,
+                {sacct_checks.whole_sql(f("nnodes"))} AS num_nodes,
                 {num_gpus} AS num_gpus,
                 CASE WHEN contains({tres}, 'gres/gpu:') THEN
                     nullif(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
@@ -587,7 +620,9 @@ def typed_select(
                      ELSE {f("nodelist")} END AS node_list,
                 {f("comment")} AS comment, {f("reason")} AS reason,
                 strpos({job_id}, '.') > 0 OR strpos({job_id_raw}, '.') > 0 AS is_step
-            FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at FROM {source})
+            FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at,
+                    {sacct_checks.gres_gpus_sql(gres)} AS gres_gpus FROM {source})
+            )
         )
     """
 
@@ -670,13 +705,18 @@ def _finish(
     ]
     store_rejects(con, ingest_id, info.path, all_problems)
     keep = "NOT is_step AND problems = ''"
+    stage_table = "sacct_stage"
+    conflicting = sorted({p.line for p in problems if p.field == "JobIDRaw" and p.raw is None})
+    if conflicting:  # lenient: runs whose records disagree are rejected, every record of them
+        keep += f" AND line NOT IN ({', '.join(map(str, conflicting))})"
+        stage_table = "sacct_staged"  # the fast path's table has no line column, its view does
     summary = con.execute(
         f"""SELECT count(*), count(*) FILTER (WHERE is_step AND problems = ''),
                    count(*) FILTER (WHERE {keep}),
                    count(DISTINCT hash(cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
                        FILTER (WHERE {keep}),
                    max({LATEST_TIME_SQL}) FILTER (WHERE {keep})
-            FROM sacct_stage"""
+            FROM {stage_table}"""
     ).fetchall()[0]
     records, steps, valid_runs, distinct_hashes, as_of = summary
     # Distinct hashes first (an integer aggregate, 4x cheaper than on the key's strings); only
@@ -687,12 +727,12 @@ def _finish(
             valid_runs
             - con.execute(
                 f"""SELECT count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
-                FROM sacct_stage WHERE {keep}"""
+                FROM {stage_table} WHERE {keep}"""
             ).fetchall()[0][0]
         )
     if duplicates:
-        # Within one file the last record of a run wins (sacct never prints one twice; a
-        # concatenated capture can): ties on (cluster, job_id_raw, submit_s) keep the later line.
+        # A run printed twice with the same values (a concatenated capture) is stored once;
+        # records that disagree were refused or rejected above (_duplicate_problems).
         con.execute(
             f"""CREATE OR REPLACE TEMP VIEW stage_jobs AS
                 SELECT * EXCLUDE (rn) FROM (

@@ -21,7 +21,7 @@ from gpuyield.errors import InputError
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
-from gpuyield.ingest import runlog, sacct_load
+from gpuyield.ingest import runlog, sacct_checks, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
 from gpuyield.ingest._paths import check_input_file
@@ -224,6 +224,15 @@ def _ingest_scanned(
         if events_stage.as_of_s is not None:
             as_of_candidates.append(events_stage.as_of_s)
     default_cluster = cluster or _single_cluster(con, events_stage) or "default"
+    nodes_stage = None
+    # Read before sacct: the inventory bounds how many nodes one job's NodeList may name.
+    if "nodes" in scanned and not _already(
+        con, nodes_mod.SOURCE, scanned["nodes"], results, options
+    ):
+        nodes_stage = nodes_mod.read_nodes(
+            scanned["nodes"].path, lenient=lenient, cluster=default_cluster
+        )
+    max_nodes = sacct_checks.node_cap(con, 0 if nodes_stage is None else nodes_stage.nodes.num_rows)
     if "sacct" in scanned and not _already(
         con, sacct_mod.SOURCE, scanned["sacct"], results, options
     ):
@@ -239,6 +248,7 @@ def _ingest_scanned(
             fields=fields,
             tz=tz,
             default_cluster=default_cluster,
+            max_nodes=max_nodes,
         )
         if stage.as_of_s is not None:
             as_of_candidates.append(stage.as_of_s)
@@ -284,12 +294,7 @@ def _ingest_scanned(
             rejected=stage.rows_rejected,
             skipped=stage.rows_skipped,
         )
-    if "nodes" in scanned and not _already(
-        con, nodes_mod.SOURCE, scanned["nodes"], results, options
-    ):
-        nodes_stage = nodes_mod.read_nodes(
-            scanned["nodes"].path, lenient=lenient, cluster=default_cluster
-        )
+    if nodes_stage is not None:
         ingest_id = store.next_ingest_id(con)
         _load_nodes(con, nodes_stage, ingest_id, scanned["nodes"].path)
         _record(
@@ -355,6 +360,7 @@ def _read_sacct(
     fields: list[str] | None,
     tz: str,
     default_cluster: str,
+    max_nodes: int,
 ) -> sacct_mod.SacctStage:
     """Straight into ``jobs`` when allowed and possible, else staged (see ingest/sacct_load.py)."""
     if direct:
@@ -366,6 +372,7 @@ def _read_sacct(
             tz=tz,
             default_cluster=default_cluster,
             progress=progress,
+            max_nodes=max_nodes,
         )
         if stage is not None:
             return stage
@@ -378,6 +385,7 @@ def _read_sacct(
         lenient=lenient,
         default_cluster=default_cluster,
         progress=progress,
+        max_nodes=max_nodes,
     )
 
 
@@ -402,14 +410,11 @@ def _already(
     results: list[FileResult],
     options: str,
 ) -> bool:
-    """Skip a file whose content this store has seen; different options for it are an error."""
-    rows = con.execute(
-        "SELECT ingest_id, options FROM ingests WHERE source = ? AND sha256 = ? LIMIT 1",
-        [source, info.sha256],
-    ).fetchall()
-    if not rows:
+    """Skip a file whose content is the latest ingest of its kind; different options for it are
+    an error."""
+    row = _latest_ingest(con, source, info.sha256)
+    if row is None:
         return False
-    row = rows[0]
     if source != manifest_mod.SOURCE and json.loads(row[1]) != json.loads(options):
         raise InputError(
             f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
@@ -425,6 +430,25 @@ def _already(
         )
     )
     return True
+
+
+def _latest_ingest(
+    con: duckdb.DuckDBPyConnection, source: str, sha256: str
+) -> tuple[int, str] | None:
+    """(ingest id, options) of the latest ingest of ``source`` when it had this content, else None.
+
+    Only the latest one makes a file a no-op: manifest A, then B, then A again must put A back in
+    effect (the latest ingest of a kind wins, whatever its hash), which skipping A as "seen
+    before" would not.
+    """
+    rows = con.execute(
+        "SELECT ingest_id, options, sha256 FROM ingests WHERE source = ? "
+        "ORDER BY ingest_id DESC LIMIT 1",
+        [source],
+    ).fetchall()
+    if not rows or rows[0][2] != sha256:
+        return None
+    return int(rows[0][0]), str(rows[0][1])
 
 
 def _record(
