@@ -70,7 +70,9 @@ CREATE TABLE IF NOT EXISTS divergence_events (
 """
 
 
-def duckdb_connect(target: str = ":memory:", *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def duckdb_connect(
+    target: str = ":memory:", *, read_only: bool = False
+) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection as gpuyield opens every one: never downloading or loading extensions.
 
     DuckDB installs and loads "known" extensions on demand (opening an SQLite file fetches the
@@ -79,7 +81,10 @@ def duckdb_connect(target: str = ":memory:", *, read_only: bool = False) -> duck
     return duckdb.connect(target, read_only=read_only, config=_NO_EXTENSIONS)
 
 
-_NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STORE_HINT = "the store is derived from the input files: ingest them again into a new --db"
 
@@ -139,7 +144,11 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
 def _open_error(target: str, error: duckdb.Error) -> InputError:
     """The reason DuckDB could not open a store, in words a user can act on."""
     text = str(error)
-    if "set lock" in text or "Conflicting lock" in text or isinstance(error, duckdb.ConnectionException):
+    if (
+        "set lock" in text
+        or "Conflicting lock" in text
+        or isinstance(error, duckdb.ConnectionException)
+    ):
         return InputError(
             f"cannot open database {target}: another process holds it ({text.splitlines()[0]})",
             hint="is another gpuyield process using it? DuckDB allows one writer at a time",

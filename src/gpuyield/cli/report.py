@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from gpuyield.cli._common import console, err_console, errors_mapped, print_json
 from gpuyield.cli.ingest import parse_instant
+from gpuyield.safetext import visible
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day or hour."
@@ -135,11 +137,12 @@ def _print_report(report: Any) -> None:
             f"({event['metric']}={event['value']}, threshold {event['threshold']})"
         )
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
 
 
 def _print_breakdown(cut: Any) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from gpuyield.categories import Category
 
@@ -153,9 +156,10 @@ def _print_breakdown(cut: Any) -> None:
         table.add_column(category.value, justify="right")
     table.add_column("total", justify="right")
     for row in cut.rows:
+        # Text, not markup: keys are job comments, users, accounts, written by users.
         table.add_row(
-            row.key,
-            *[row.attributes.get(name) or "" for name in extra],
+            Text(visible(row.key)),
+            *[Text(visible(row.attributes.get(name) or "")) for name in extra],
             *[_hours(row.categories[c.value]) for c in Category],
             _hours(row.total_gpu_seconds),
         )

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from gpuyield.errors import InputError
+from gpuyield.errors import InputError, ParseError
 
 
 def check_input_file(path: Path, *, flag: str) -> None:
@@ -40,3 +40,26 @@ def check_input_file(path: Path, *, flag: str) -> None:
         )
     if not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied", hint="check the file's permissions")
+
+
+# DuckDB's CSV reader refuses a line longer than this (its max_line_size default).
+MAX_LINE_BYTES = 2_000_000
+
+
+def long_line_error(paths: list[Path], error: Exception) -> Exception:
+    """The error to raise for a DuckDB error while reading ``paths``: a ParseError naming the file
+    and line when the reader refused a line longer than ``MAX_LINE_BYTES``, else ``error``."""
+    if "Maximum line size" not in str(error):
+        return error
+    for path in paths:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if len(line) > MAX_LINE_BYTES:
+                    return ParseError(
+                        f"line of {len(line):,} bytes, more than {MAX_LINE_BYTES:,}",
+                        path=path,
+                        line=number,
+                        hint="no accounting field is this long; check the file is what the "
+                        "command printed (a field over 2 MB is refused, not cut)",
+                    )
+    return error

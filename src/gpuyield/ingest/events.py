@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from gpuyield import store
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES, expand_hostlist, hostlist_size
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import (
     NO_TIME_VALUES,
@@ -30,7 +31,6 @@ from gpuyield.ingest._sql import (
     sql_quote,
     store_rejects,
 )
-from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES, expand_hostlist, hostlist_size
 from gpuyield.ingest.sacct import NODE_LIST_RE, csv_source, file_order_kept
 from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S
 

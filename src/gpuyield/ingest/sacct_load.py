@@ -14,8 +14,8 @@ from __future__ import annotations
 import duckdb
 
 from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES
-from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest import sacct_checks
+from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import statement_progress
 from gpuyield.ingest.sacct import (
     LATEST_TIME_SQL,

@@ -18,13 +18,13 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import store
 from gpuyield.errors import InputError
+from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
-from gpuyield.ingest import runlog, sacct_checks, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, scan_file
-from gpuyield.ingest._paths import check_input_file
+from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.progress import NoProgress, Progress
 
@@ -165,17 +165,29 @@ def ingest_slurm(
             progress=progress,
         )
         try:
-            with store.transaction(con):
-                # Strict mode loads sacct straight into the store; lenient mode stages it to
-                # keep and count every rejected row.
-                summary = run(direct=not lenient)
-        except sacct_load.DirectLoadFailed:
-            with store.transaction(con):
-                summary = run(direct=False)  # names the record that stopped the direct load
+            summary = _run_atomically(con, run, lenient=lenient)
+        except duckdb.InvalidInputException as error:
+            raise long_line_error([i.path for i in scanned.values()], error) from None
         return IngestSummary(db=str(db), files=summary[0], as_of_s=summary[1], warnings=summary[2])
     finally:
         if own:
             con.close()
+
+
+def _run_atomically(
+    con: duckdb.DuckDBPyConnection,
+    run: partial[tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]],
+    *,
+    lenient: bool,
+) -> tuple[tuple[FileResult, ...], int | None, tuple[str, ...]]:
+    try:
+        with store.transaction(con):
+            # Strict mode loads sacct straight into the store; lenient mode stages it to keep
+            # and count every rejected row.
+            return run(direct=not lenient)
+    except sacct_load.DirectLoadFailed:
+        with store.transaction(con):
+            return run(direct=False)  # names the record that stopped the direct load
 
 
 def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
@@ -332,6 +344,11 @@ def _ingest_scanned(
             options,
             read=len(manifest.releases) + len(manifest.diverged),
         )
+    consistency.check_store(
+        con,
+        new_job_ingests=tuple(i for _, _, i, _ in staged),
+        inventory_changed=nodes_stage is not None,
+    )
     for run, path in inputs.telemetry:
         progress.phase(f"reading telemetry of {run}")
         done = runlog.ingest_telemetry(con, run, path)

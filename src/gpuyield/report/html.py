@@ -8,7 +8,7 @@ JSON key and value (``data-key``, ``data-value``), so a test or a script can com
 from __future__ import annotations
 
 import json
-from html import escape
+from html import escape as _html_escape
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,13 @@ from gpuyield.report.charts import COLORS, RenderedChart, render_charts, require
 from gpuyield.report.figures import ReportFigures, Timeline, WhoBreakdown, build_figures
 from gpuyield.report.lineage import LineageFigure
 from gpuyield.report.summary import iso
+from gpuyield.safetext import visible
+
+
+def escape(text: str) -> str:
+    """HTML-escaped, control characters shown as escapes (job comments are user-controlled)."""
+    return _html_escape(visible(text))
+
 
 _ALLOCATED = [c.value for c in Category if c not in (Category.DOWN, Category.IDLE)]
 # Long tables stay in the page (they are the numbers behind the chart) but folded.
