@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from gpuyield.errors import DataConsistencyError, ParseError
-from gpuyield.hostlist import expand_hostlist
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, expand_hostlist
 
 
 def check_store(
@@ -18,6 +18,7 @@ def check_store(
     """Raise when the store, as this ingest leaves it, contradicts itself."""
     if new_job_ingests or inventory_changed:
         _check_job_gpus(con, None if inventory_changed else new_job_ingests)
+    _check_registration_sizes(con)
     _check_registrations_cover_inventory(con)
 
 
@@ -43,6 +44,34 @@ def _check_job_gpus(con: duckdb.DuckDBPyConnection, ingest_ids: tuple[int, ...] 
             line=int(line),
             field="AllocTRES",
             hint="check the job's AllocTRES and the node inventory (--nodes) are of the same cluster",
+        )
+
+
+# The most node names all cluster registrations of one cluster may hold together: the ledger gives
+# each registration's nodes their own capacity intervals, so this bounds its memory (e.g. 200
+# registrations of a 10,000-node cluster). Counted from the ranges, before anything is expanded.
+MAX_REGISTERED_NAMES = 2_000_000
+
+
+def _check_registration_sizes(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(HOSTLIST_MACRO_SQL)
+    rows = con.execute(
+        f"""SELECT cluster, path, line, total FROM (
+                SELECT c.cluster, i.path, c.line, sum(hostlist_size(c.node_list)) OVER (
+                    PARTITION BY c.cluster ORDER BY c.start_s, c.line) AS total
+                FROM cluster_events c JOIN ingests i USING (ingest_id)
+                WHERE c.node_list IS NOT NULL)
+            WHERE total > {MAX_REGISTERED_NAMES} ORDER BY total LIMIT 1"""
+    ).fetchall()
+    if rows:
+        cluster, path, line, total = rows[0]
+        raise ParseError(
+            f"the registrations of cluster {cluster} name {int(total):,} nodes in all up to this "
+            f"one, more than {MAX_REGISTERED_NAMES:,}",
+            path=path,
+            line=int(line),
+            field="ClusterNodes",
+            hint="check the Cluster Nodes ranges of the cluster registrations",
         )
 
 

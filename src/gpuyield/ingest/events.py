@@ -416,11 +416,37 @@ def load_events(
     replace_rows(
         con,
         "cluster_events",
-        stage.cluster_events,
+        _distinct_registrations(con, stage.cluster_events, path),
         key=("cluster", "start_s"),
         columns=("cluster", "start_s", "end_s", "num_gpus", "node_list"),
         ingest_id=ingest_id,
     )
+
+
+def _distinct_registrations(con: duckdb.DuckDBPyConnection, rows: pa.Table, path: Path) -> pa.Table:
+    """One registration per cluster and start: a capture concatenated twice repeats them (kept
+    once); two that differ at the same second contradict each other (an error naming the line)."""
+    con.register("registrations", rows)
+    try:
+        clash = con.execute(
+            """SELECT max(line), min(line) FROM registrations GROUP BY cluster, start_s
+               HAVING count(DISTINCT (end_s, num_gpus, node_list)) > 1 ORDER BY 1 LIMIT 1"""
+        ).fetchall()
+        if clash:
+            raise ParseError(
+                f"a different cluster registration at the same time as line {clash[0][1]}",
+                path=path,
+                line=int(clash[0][0]),
+                field="TimeStart",
+                hint="ingest node events from one sacctmgr capture of this cluster",
+            )
+        kept = con.sql(
+            """SELECT * FROM registrations QUALIFY row_number() OVER (
+                   PARTITION BY cluster, start_s ORDER BY line) = 1 ORDER BY line"""
+        ).to_arrow_table()
+        return kept.cast(rows.schema)
+    finally:
+        con.unregister("registrations")
 
 
 def replace_node_events(con: duckdb.DuckDBPyConnection, rows: pa.Table, ingest_id: int) -> None:

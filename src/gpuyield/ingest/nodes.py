@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from gpuyield.errors import InputError, ParseError, UnknownFormat
-from gpuyield.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist, hostlist_size
+from gpuyield.hostlist import expand_hostlist, hostlist_size
 from gpuyield.ingest._sql import Problem
 
 SOURCE = "slurm.nodes"
@@ -29,8 +29,9 @@ _GRES_GPU = re.compile(r"(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\([^)]*\))?")
 _GPU_ITEM = re.compile(r"(?:^|,)(gpu(?:[:(][^,(]*)?)")
 _GPU_ITEM_STRICT = re.compile(r"gpu(?::[^:,(]+)?:\d+")
 _TRES_GPU_ANY = re.compile(r"(?:^|,)gres/gpu=([^,]*)")
-# More names than this across one inventory file (sinfo prints ranges) is not a cluster.
-_MAX_NODES = MAX_HOSTLIST_NAMES
+# More nodes than this in one inventory file (sinfo prints ranges) is not a cluster: ten times the
+# largest Slurm clusters. Each node is a Python row here, so 1M would take about 1 GB and a minute.
+MAX_INVENTORY_NODES = 200_000
 _HINT = "give `scontrol -o show nodes` output (or `sinfo -N -o '%N|%P|%G'`, with or without -h)"
 
 
@@ -139,6 +140,14 @@ def _read_scontrol(
     rows: list[dict[str, object]] = []
     problems: list[Problem] = []
     records = _records_scontrol(text)
+    if len(records) > MAX_INVENTORY_NODES:
+        raise ParseError(
+            f"{len(records):,} nodes, more than {MAX_INVENTORY_NODES:,}",
+            path=path,
+            line=records[MAX_INVENTORY_NODES][0],
+            field="NodeName",
+            hint="this is not one cluster's inventory; check the file",
+        )
     for number, record in records:
         fields = key_values(record, _WANTED_KEYS)
         tres = _TRES_GPU.search(fields.get("CfgTRES", ""))
@@ -188,10 +197,10 @@ def _sinfo_values(values: dict[str, str], names_so_far: int) -> tuple[list[str],
     text = values.get("NODELIST", "")
     try:
         size = hostlist_size(text)
-        if names_so_far + size > _MAX_NODES:
+        if names_so_far + size > MAX_INVENTORY_NODES:
             raise InputError(
                 f"hostlist {text[:60]!r} takes the inventory to {names_so_far + size:,} nodes, "
-                f"more than {_MAX_NODES:,}"
+                f"more than {MAX_INVENTORY_NODES:,}"
             )
         nodes = expand_hostlist(text)
     except InputError as error:
