@@ -513,3 +513,39 @@ def test_no_connection_autoloads_extensions(tmp_path: Path) -> None:
         "autoinstall_known_extensions": "false",
         "autoload_known_extensions": "false",
     }
+
+
+def test_lenient_rejects_every_record_of_a_run_that_disagrees(tmp_path: Path) -> None:
+    files = base_files()
+    files["sacct"] = sacct_text(*SACCT_ROWS, job(), job(end=f"{T0}40:00", elapsed="1200"))
+    db = tmp_path / "lenient.duckdb"
+    outcome = ingest(db, write_files(tmp_path, files, "dup"), "--lenient")
+    assert outcome.exit_code == 0, outcome.output
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rejected = con.execute("SELECT line, field FROM rejects ORDER BY line").fetchall()
+        kept = con.execute("SELECT count(*) FROM jobs WHERE job_id_raw = '7'").fetchall()
+    finally:
+        con.close()
+    assert rejected == [(4, "JobIDRaw"), (5, "JobIDRaw")] and kept == [(0,)]
+
+
+def test_a_held_lock_is_the_only_another_process_message(base_db: Path) -> None:
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(base_db)!r}); "
+         "print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        outcome = run_cli(["report", "--db", str(base_db)])
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert outcome.traceback is None and outcome.exit_code == 1
+    assert "another gpuyield process" in outcome.output, outcome.output

@@ -253,30 +253,8 @@ def stage_sacct(
         raise ParseError(
             first.message, path=info.path, line=first.line, field=first.field, hint=hint
         )
-    problems += _duplicate_problems(con, info, lenient=lenient)
+    problems += sacct_checks.duplicate_problems(con, info.path, lenient=lenient)
     return _finish(con, info, ingest_id, problems, shape_problems, columns)
-
-
-def _duplicate_problems(
-    con: duckdb.DuckDBPyConnection, info: FileInfo, *, lenient: bool
-) -> list[Problem]:
-    """Records of one run that disagree: an error (strict), or all of them rejected (lenient)."""
-    rows = "SELECT * FROM sacct_staged WHERE NOT is_step AND problems = ''"
-    pairs = sacct_checks.conflicting_duplicates(con, rows, limit=1)
-    if not pairs:
-        return []
-    if not lenient:
-        raise sacct_checks.duplicate_error(info.path, pairs)
-    lines = sacct_checks.conflicting_lines(con, rows)
-    return [
-        Problem(
-            line=line,
-            field="JobIDRaw",
-            message="same JobIDRaw and Submit as another line, with different values",
-            raw=None,
-        )
-        for line in lines
-    ]
 
 
 def csv_source(path: Path, n_fields: int, header_lines: int) -> str:

@@ -8,11 +8,13 @@ same single pass over the file as parsing.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 
 from gpuyield.errors import ParseError
 from gpuyield.hostlist import MAX_HOSTLIST_NAMES
-from gpuyield.ingest._sql import sql_quote
+from gpuyield.ingest._sql import Problem, sql_quote
 
 # Times before any plausible GPU cluster, or past what the ledger can hold, are typos or a wrong
 # SLURM_TIME_FORMAT: a job at epoch 0 would stretch the window over 56 years and empty the report.
@@ -165,3 +167,25 @@ def conflicting_lines(con: duckdb.DuckDBPyConnection, rows_sql: str) -> list[int
             ORDER BY line"""
     ).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def duplicate_problems(
+    con: duckdb.DuckDBPyConnection, path: Path, *, lenient: bool
+) -> list[Problem]:
+    """Records of one run that disagree: an error (strict), or all of them rejected (lenient)."""
+    rows = "SELECT * FROM sacct_staged WHERE NOT is_step AND problems = ''"
+    pairs = conflicting_duplicates(con, rows, limit=1)
+    if not pairs:
+        return []
+    if not lenient:
+        raise duplicate_error(path, pairs)
+    lines = conflicting_lines(con, rows)
+    return [
+        Problem(
+            line=line,
+            field="JobIDRaw",
+            message="same JobIDRaw and Submit as another line, with different values",
+            raw=None,
+        )
+        for line in lines
+    ]
