@@ -86,6 +86,10 @@ class UnknownFormat(ParseError):
 class ManifestError(InputError):
     """The release manifest is invalid or names something that does not exist."""
 
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        # Every manifest error says where the format is written down, at least.
+        super().__init__(message, hint=hint or "see docs/manifest.md for the manifest's format")
+
 
 class UnknownIdError(InputError):
     """An id that is not known; ``choices`` are the closest known ids."""

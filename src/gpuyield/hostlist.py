@@ -9,13 +9,53 @@ from gpuyield.errors import InputError
 # Top-level items of a hostlist: a name with at most one bracket group, then an optional suffix.
 _ITEM = re.compile(r"([^,\[\]]*)(?:\[([^\]]*)\])?([^,\[\]]*)(?:,|$)")
 _EMPTY_LISTS = frozenset({"", "None assigned", "(null)", "None"})
+# The most names one hostlist may hold. The largest Slurm clusters have tens of thousands of nodes;
+# a list of millions is a typo or an attack, and expanding it would take minutes and gigabytes.
+# Checked by counting (``hostlist_size``), before anything is expanded.
+MAX_HOSTLIST_NAMES = 1_000_000
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """Expand a Slurm hostlist into node names, keeping zero padding (``n[08-10]`` -> n08, n09, n10)."""
+def hostlist_size(text: str) -> int:
+    """How many names a hostlist holds, counted from its ranges without expanding them."""
+    text = text.strip()
+    if text in _EMPTY_LISTS:
+        return 0
+    total = 0
+    pos = 0
+    while pos < len(text):
+        match = _ITEM.match(text, pos)
+        if match is None or match.end() == pos:
+            raise InputError(f"cannot read hostlist {text!r} at {text[pos:]!r}")
+        ranges = match.group(2)
+        total += 1 if ranges is None else _ranges_size(ranges, text)
+        pos = match.end()
+    return total
+
+
+def _ranges_size(ranges: str, text: str) -> int:
+    total = 0
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise InputError(f"bad range {part!r} in hostlist {text!r}")
+        total += max(0, int(high or low) - int(low) + 1)
+    return total
+
+
+def expand_hostlist(text: str, *, max_names: int = MAX_HOSTLIST_NAMES) -> list[str]:
+    """Expand a Slurm hostlist into node names, keeping zero padding (``n[08-10]`` -> n08, n09, n10).
+
+    A list of more than ``max_names`` names is an error, found before expanding anything.
+    """
     text = text.strip()
     if text in _EMPTY_LISTS:
         return []
+    size = hostlist_size(text)
+    if size > max_names:
+        raise InputError(
+            f"hostlist {text[:60]!r} names {size:,} nodes, more than {max_names:,}",
+            hint="a hostlist cannot name more nodes than the cluster has; check the range",
+        )
     names: list[str] = []
     pos = 0
     while pos < len(text):
@@ -75,6 +115,17 @@ CREATE OR REPLACE TEMP MACRO hostlist_expand_item(item) AS
         )
     ))
     END;
+-- How many names a list holds, from its ranges (no expansion; DOUBLE: digits past BIGINT count).
+CREATE OR REPLACE TEMP MACRO hostlist_size(hl) AS
+    coalesce(list_sum(list_transform(list_filter(hostlist_items(hl), lambda x: x <> ''),
+        lambda item: CASE WHEN strpos(item, '[') = 0 THEN 1.0
+            ELSE list_sum(list_transform(
+                string_split(regexp_extract(item, '\[([^\]]*)\]', 1), ','),
+                lambda r: greatest(0.0,
+                    coalesce(TRY_CAST(nullif(split_part(r, '-', 2), '') AS DOUBLE),
+                             TRY_CAST(split_part(r, '-', 1) AS DOUBLE))
+                    - TRY_CAST(split_part(r, '-', 1) AS DOUBLE) + 1)))
+            END)), 0);
 CREATE OR REPLACE TEMP MACRO hostlist_expand(hl) AS
     flatten(list_transform(list_filter(hostlist_items(hl), lambda x: x <> ''), lambda x: hostlist_expand_item(x)));
 """

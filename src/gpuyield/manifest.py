@@ -24,6 +24,7 @@ Format (TOML; documented in ``docs/manifest.md``)::
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -166,6 +167,10 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
         raise ManifestError(
             f"{path}: not valid TOML: {error}", hint="see docs/manifest.md for the format"
         ) from None
+    except RecursionError:  # thousands of nested [ or { exhaust tomllib's recursion
+        raise ManifestError(
+            f"{path}: not valid TOML: nested too deeply", hint="see docs/manifest.md for the format"
+        ) from None
     return parse_manifest(data, path, tz=tz)
 
 
@@ -177,14 +182,20 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
             f"{path}: unknown section {sorted(unknown)[0]!r}",
             hint="sections are runs, releases, diverged, run_settings, families, ladder",
         )
-    runs = data.get("runs", {})
-    match = _parse_match(str(runs.get("match", _DEFAULT_MATCH)), path)
+    runs = _table(data.get("runs", {}), path, "runs", _RUNS_KEYS)
+    match_text = runs.get("match", _DEFAULT_MATCH)
+    if not isinstance(match_text, str):
+        raise ManifestError(f"{path}: runs.match must be a string, got {match_text!r}")
+    match = _parse_match(match_text, path)
     releases = tuple(_parse_release(r, path, i) for i, r in enumerate(data.get("releases", [])))
     diverged = tuple(
         _parse_diverged(d, path, i, tz) for i, d in enumerate(data.get("diverged", []))
     )
-    settings_by_key = _parse_run_settings(data.get("run_settings", {}), path)
+    settings_by_key = _parse_run_settings(
+        _table(data.get("run_settings", {}), path, "run_settings", None), path
+    )
     default = runs.get("checkpoint_interval_s")
+    _check_released_not_diverged(releases, diverged, path)
     return Manifest(
         match=match,
         releases=releases,
@@ -215,6 +226,7 @@ def _parse_run_settings(table: Any, path: Path) -> dict[str, dict[str, float]]:
     """``run_settings.<run>.<key>`` as one dict per key."""
     out: dict[str, dict[str, float]] = {key: {} for key in _RUN_SETTINGS}
     for run, settings in table.items():
+        settings = _table(settings, path, f"run_settings.{run}", None)
         unknown_keys = set(settings) - set(_RUN_SETTINGS)
         if unknown_keys:
             raise ManifestError(
@@ -250,6 +262,78 @@ def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
     return LadderPolicy(rungs=tuple(item["rungs"]), within_days=float(item["within_days"]))
 
 
+_RUNS_KEYS = frozenset({"match", "checkpoint_interval_s"})
+_RELEASE_KEYS = frozenset({"model", "runs"})
+_DIVERGED_KEYS = frozenset({"run", "after"})
+
+
+def _table(
+    value: Any, path: Path, where: str, known: frozenset[str] | set[str] | None
+) -> dict[str, Any]:
+    """A TOML table whose keys are all ``known`` (any keys when None): a misspelt key would
+    otherwise be ignored, and the setting it meant silently not applied."""
+    if not isinstance(value, dict):
+        raise ManifestError(f"{path}: {where} must be a table, got {value!r}")
+    unknown = sorted(set(value) - known) if known is not None else []
+    if unknown:
+        raise ManifestError(
+            f"{path}: {where}: unknown key {unknown[0]!r}",
+            hint=f"known keys: {', '.join(sorted(known or ()))}; see docs/manifest.md",
+        )
+    return value
+
+
+def _check_released_not_diverged(
+    releases: tuple[Release, ...], diverged: tuple[DivergedRun, ...], path: Path
+) -> None:
+    """A run cannot be both in a released model and lost to divergence: which category its GPU
+    time belongs to would depend on rule order, not on the user's intent."""
+    released = {r for release in releases for r in release.runs}
+    both = sorted(released & {d.run for d in diverged})
+    if both:
+        raise ManifestError(
+            f"{path}: run {both[0]!r} is both in a release's runs and in diverged",
+            hint="a diverged run's GPU time is lost; remove it from one of the two lists",
+        )
+
+
+# Constructs Python's re accepts and RE2 (DuckDB's engine, which applies the rule) does not.
+_RE2_UNSUPPORTED = (
+    ("(?=", "lookahead (?=...)"),
+    ("(?!", "negative lookahead (?!...)"),
+    ("(?<=", "lookbehind (?<=...)"),
+    ("(?<!", "negative lookbehind (?<!...)"),
+    ("(?P=", "backreference (?P=name)"),
+    ("(?>", "atomic group (?>...)"),
+    ("\\Z", "\\Z (use \\z or $)"),
+)
+
+
+def check_engine_regex(
+    pattern: str, where: str, con: duckdb.DuckDBPyConnection | None = None
+) -> None:
+    """Raise ManifestError when DuckDB's regex engine (RE2) rejects ``pattern``, naming the
+    construct: Python's re accepts lookarounds and backreferences, RE2 does not, and a rule only
+    Python accepts would fail every later report."""
+    from gpuyield import store  # the core's connection helper (no extension downloads)
+
+    own = con is None
+    engine = store.duckdb_connect() if con is None else con
+    try:
+        engine.execute("SELECT regexp_extract('', ?)", [pattern]).fetchall()
+    except duckdb.Error as error:
+        construct = next((name for text, name in _RE2_UNSUPPORTED if text in pattern), None)
+        said = construct or str(error).splitlines()[0]
+        raise ManifestError(
+            f"{where} uses {said}, which the query engine (RE2) does not support",
+            hint="rewrite it without lookarounds, backreferences or atomic groups; "
+            "e.g. run=(?P<run>[^,]+) instead of run=(?P<run>.+?)(?=,|$)",
+        ) from None
+    finally:
+        if own:
+            engine.close()
+
+
 def _parse_match(text: str, path: Path) -> RunMatch:
     source, sep, pattern = text.partition(":")
     if not sep or source not in _MATCH_FIELDS:
@@ -266,6 +350,7 @@ def _parse_match(text: str, path: Path) -> RunMatch:
             f"{path}: runs.match has no group named 'run'",
             hint="write the run's part as (?P<run>...)",
         )
+    check_engine_regex(pattern, f"{path}: runs.match")
     return RunMatch(field=_MATCH_FIELDS[source], pattern=pattern, group=compiled.groupindex["run"])
 
 
@@ -273,6 +358,7 @@ def _parse_release(item: Any, path: Path, index: int) -> Release:
     where = f"releases[{index}]"
     if not isinstance(item, dict) or not isinstance(item.get("model"), str):
         raise ManifestError(f'{path}: {where} needs model = "name"')
+    _table(item, path, where, _RELEASE_KEYS)
     runs = item.get("runs")
     if not isinstance(runs, list) or not runs or not all(isinstance(r, str) for r in runs):
         raise ManifestError(f"{path}: {where}.runs must be a non-empty list of run names")
@@ -283,6 +369,7 @@ def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
     where = f"diverged[{index}]"
     if not isinstance(item, dict) or not isinstance(item.get("run"), str):
         raise ManifestError(f'{path}: {where} needs run = "name"')
+    _table(item, path, where, _DIVERGED_KEYS)
     after = item.get("after")
     if after is None:
         return DivergedRun(run=item["run"])
@@ -295,11 +382,25 @@ def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
         raise ManifestError(f"{path}: {where}.after must be a time like 2026-11-30T10:50:00")
     if after.tzinfo is None:
         after = after.replace(tzinfo=ZoneInfo(tz))
-    return DivergedRun(run=item["run"], after_s=int(after.timestamp()))
+    after_s = int(after.timestamp())
+    if not _EARLIEST_S <= after_s <= _LATEST_S:
+        raise ManifestError(f"{path}: {where}.after is outside 2000..2100: {item['after']!r}")
+    return DivergedRun(run=item["run"], after_s=after_s)
+
+
+# The plausible times of the ingest checks (ingest/sacct_checks.py): 2000-01-01 to 2100-01-01.
+_EARLIEST_S = 946_684_800
+_LATEST_S = 4_102_444_800
 
 
 def _positive(value: Any, path: Path, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    # Not NaN or infinity either: NaN compares false with everything and would pass "<= 0".
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ManifestError(f"{path}: {name} must be a positive number of seconds, got {value!r}")
     return float(value)
 
@@ -368,4 +469,14 @@ def store_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest, ingest_id
 def stored_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
     """The manifest of the latest ingest, or an empty one."""
     rows = con.execute("SELECT document FROM manifests ORDER BY ingest_id DESC LIMIT 1").fetchall()
-    return Manifest.from_json(rows[0][0]) if rows else empty_manifest()
+    if not rows:
+        return empty_manifest()
+    manifest = Manifest.from_json(rows[0][0])
+    # A store written before rules were checked against the engine: one clear error, fixed by
+    # ingesting a corrected manifest (the latest wins), instead of every report failing in SQL.
+    try:
+        check_engine_regex(manifest.match.pattern, "the stored manifest's runs.match", con)
+    except ManifestError as error:
+        error.hint = "ingest a corrected manifest (gpuyield ingest slurm --manifest FILE): the latest one is used"
+        raise
+    return manifest

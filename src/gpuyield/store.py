@@ -75,21 +75,34 @@ CREATE TABLE IF NOT EXISTS divergence_events (
 """
 
 
+def duckdb_connect(
+    target: str = ":memory:", *, read_only: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection as gpuyield opens every one: never downloading or loading extensions.
+
+    DuckDB installs and loads "known" extensions on demand (opening an SQLite file fetches the
+    sqlite scanner from the internet): gpuyield needs none, and nothing downloads at run time.
+    """
+    return duckdb.connect(target, read_only=read_only, config=_NO_EXTENSIONS)
+
+
+_NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_STORE_HINT = "the store is derived from the input files: ingest them again into a new --db"
+
+
 def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (and create if needed) the store; ``None`` or ``":memory:"`` gives an in-memory store."""
     target = ":memory:" if db is None else str(db)
-    if read_only and target != ":memory:" and not Path(target).exists():
-        raise InputError(
-            f"no database at {target}",
-            hint="ingest first: gpuyield ingest slurm --sacct FILE --db " + target,
-        )
+    if target != ":memory:":
+        _check_store_path(Path(target), must_exist=read_only)
     try:
-        con = duckdb.connect(target, read_only=read_only and target != ":memory:")
+        con = duckdb_connect(target, read_only=read_only and target != ":memory:")
     except duckdb.Error as error:
-        raise InputError(
-            f"cannot open database {target}: {error}",
-            hint="is another gpuyield process using it? DuckDB allows one writer at a time",
-        ) from error
+        raise _open_error(target, error) from None
     # Bounded memory: past this DuckDB spills to disk (next to the store) instead of growing; the
     # benchmark's 10M-job ingest peaks at 3.5 GB RSS with 3 GB, 7.5 GB without.
     con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
@@ -105,6 +118,53 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     return con
 
 
+def _check_store_path(path: Path, *, must_exist: bool) -> None:
+    """What is wrong with a --db path, said before DuckDB says something vaguer."""
+    try:
+        # os.stat, not Path.exists: that says False for a symlink loop instead of why.
+        exists = os.path.lexists(path) and bool(os.stat(path))
+        is_file = path.is_file()
+        head = b""
+        if is_file:
+            with path.open("rb") as handle:
+                head = handle.read(16)
+    except OSError as error:  # a symlink loop, a file that cannot be read
+        raise InputError(
+            f"cannot open database {path}: {error.strerror or error}", hint="check the --db path"
+        ) from None
+    if must_exist and not exists:
+        raise InputError(
+            f"no database at {path}",
+            hint="ingest first: gpuyield ingest slurm --sacct FILE --db " + str(path),
+        )
+    if exists and not is_file:
+        raise InputError(
+            f"{path} is not a file (a directory or a device), not a gpuyield store",
+            hint="give --db a file path",
+        )
+    if head.startswith(_SQLITE_MAGIC):
+        raise InputError(f"{path} is an SQLite database, not a gpuyield store", hint=_STORE_HINT)
+
+
+def _open_error(target: str, error: duckdb.Error) -> InputError:
+    """The reason DuckDB could not open a store, in words a user can act on."""
+    text = str(error)
+    if (
+        "set lock" in text
+        or "Conflicting lock" in text
+        or isinstance(error, duckdb.ConnectionException)
+    ):
+        return InputError(
+            f"cannot open database {target}: another process holds it ({text.splitlines()[0]})",
+            hint="is another gpuyield process using it? DuckDB allows one writer at a time",
+        )
+    return InputError(
+        f"{target} is not a readable gpuyield store (corrupted, truncated or another kind of "
+        f"file): {text.splitlines()[0]}",
+        hint=_STORE_HINT,
+    )
+
+
 def connection_of(backend: object, *, needed_for: str) -> duckdb.DuckDBPyConnection:
     """The DuckDB connection under an Ibis backend over the store; ``needed_for`` says what
     cannot run on another engine."""
@@ -117,8 +177,16 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
     """A store written by another schema version would fail deep inside a query: say so first."""
     try:
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        if rows:
+            # Reading every table's first block finds a truncated or damaged file now, not in
+            # the middle of a report.
+            for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+                con.execute(f'SELECT * FROM "{table}" LIMIT 1').fetchall()
     except duckdb.CatalogException:
         return  # a new store
+    except duckdb.Error as error:
+        con.close()
+        raise _open_error(target, error) from None
     if rows and rows[0][0] != str(SCHEMA_VERSION):
         con.close()
         raise InputError(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuyield.errors import ManifestError, ParseError, UnknownFormat, UnknownIdError
@@ -160,6 +160,7 @@ def test_gres_counts(gres: str, expected: tuple[int, str | None]) -> None:
 _RANGES = st.lists(st.tuples(st.integers(0, 120), st.integers(0, 5)), min_size=1, max_size=3)
 
 
+@settings(deadline=None)  # each example opens DuckDB: timing depends on the machine's load
 @given(
     st.lists(
         st.one_of(

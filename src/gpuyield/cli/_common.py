@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from gpuyield.errors import FieldError, GpuyieldError
+from gpuyield.safetext import visible
 
 T = TypeVar("T")
 
@@ -23,9 +24,10 @@ err_console = Console(stderr=True)
 def fail(error: GpuyieldError) -> NoReturn:
     """Print a library error as one line plus its hint, and exit 1 (no traceback)."""
     # Escaped: messages and hints quote user text and pip lines like 'gpuyield[html]'.
-    err_console.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
+    # Control characters too: messages quote input lines, which may carry terminal escapes.
+    err_console.print(f"[bold red]error:[/] {escape(visible(error.message))}", highlight=False)
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {escape(error.hint)}", highlight=False)
+        err_console.print(f"[bold]hint:[/] {escape(visible(error.hint))}", highlight=False)
     raise typer.Exit(code=1)
 
 

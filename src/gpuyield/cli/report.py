@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from gpuyield.cli._common import console, err_console, errors_mapped
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
+from gpuyield.safetext import visible
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
@@ -157,7 +159,7 @@ def _print_report(report: Any) -> None:
     if report.waste_in_skipped_rungs is not None:
         _print_skipped_rungs(report.waste_in_skipped_rungs)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
     for gap in report.not_captured:
         console.print(
             f"[yellow]not captured:[/] {gap.describe()} ({gap.duration_s / 3600:,.1f} h): "
@@ -178,6 +180,7 @@ def _print_skipped_rungs(waste: Any) -> None:
 
 def _print_breakdown(cut: Any) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from gpuyield.categories import Category
 
@@ -191,9 +194,10 @@ def _print_breakdown(cut: Any) -> None:
         table.add_column(category.value, justify="right")
     table.add_column("total", justify="right")
     for row in cut.rows:
+        # Text, not markup: keys are job comments, users, accounts, written by users.
         table.add_row(
-            row.key,
-            *[row.attributes.get(name) or "" for name in extra],
+            Text(visible(row.key)),
+            *[Text(visible(row.attributes.get(name) or "")) for name in extra],
             *[_hours(row.categories[c.value]) for c in Category],
             _hours(row.total_gpu_seconds),
         )

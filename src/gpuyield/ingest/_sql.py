@@ -90,10 +90,22 @@ def store_rejects(
     """Lenient mode: keep every rejected row with why, so the report can count and show them."""
     if not problems:
         return
-    con.executemany(
-        "INSERT INTO rejects VALUES (?, ?, ?, ?, ?, ?)",
-        [(ingest_id, str(path), p.line, p.field, p.message, p.raw) for p in problems],
+    # One Arrow insert: executemany goes row by row (500k rejected lines took minutes).
+    rows = pa.table(
+        {
+            "ingest_id": pa.array([ingest_id] * len(problems), pa.int64()),
+            "path": pa.array([str(path)] * len(problems), pa.string()),
+            "line": pa.array([p.line for p in problems], pa.int64()),
+            "field": pa.array([p.field for p in problems], pa.string()),
+            "message": pa.array([p.message for p in problems], pa.string()),
+            "raw": pa.array([p.raw for p in problems], pa.string()),
+        }
     )
+    con.register("new_rejects", rows)
+    try:
+        con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
+    finally:
+        con.unregister("new_rejects")
 
 
 def replace_rows(

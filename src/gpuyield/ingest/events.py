@@ -17,7 +17,9 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
+from gpuyield import store
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES, expand_hostlist, hostlist_size
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import (
     NO_TIME_VALUES,
@@ -30,6 +32,8 @@ from gpuyield.ingest._sql import (
     store_rejects,
 )
 from gpuyield.ingest.sacct import csv_source, file_order_kept
+from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S
+from gpuyield.ingest.sacct_sql import NODE_LIST_RE
 
 SOURCE = "slurm.events"
 
@@ -107,9 +111,12 @@ def parse_time(text: str, tz: str) -> int | None:
 def time_field(text: str, tz: str, *, field: str) -> int | None:
     """``parse_time`` of one field of a record: a value that is not a time is a ParseError."""
     try:
-        return parse_time(text, tz)
-    except ValueError:
+        value = parse_time(text, tz)
+    except (ValueError, OverflowError):
         raise ParseError(f"not a time: {text!r}", field=field, hint=TIME_HINT) from None
+    if value is not None and not EARLIEST_S <= value <= LATEST_S:
+        raise ParseError(f"time outside 2000..2100: {text.strip()!r}", field=field, hint=TIME_HINT)
+    return value
 
 
 def read_events(
@@ -167,7 +174,10 @@ def read_events(
             continue
         times = [t for t in (row["start_s"], row["end_s"]) if isinstance(t, int)]
         latest = max([latest, *times]) if latest is not None else max(times)
-        (cluster_rows if row.pop("is_cluster") else node_rows).append(row)
+        if row.pop("is_cluster"):
+            cluster_rows.append(row)
+        else:
+            node_rows += _per_node(row)
     return EventsStage(
         rows_read=len(data_lines),
         rows_rejected=len(problems),
@@ -195,9 +205,10 @@ def read_events_fast(
     """
     if not _plain_ascii(info.path):
         return None
-    con = duckdb.connect()
+    con = store.duckdb_connect()
     try:
         con.execute("SET enable_progress_bar = false")
+        con.execute(HOSTLIST_MACRO_SQL)
         con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {csv_source(info.path, len(keys), 1)}")
         records, first_row_id = con.execute(
             "SELECT count(*), coalesce(min(rowid), 0) FROM raw"
@@ -249,7 +260,14 @@ def _typed_table(keys: list[str | None], tz: str, default_cluster: str, first_ro
             start_s IS NULL OR {bad_time_sql("raw_start", "start_s")}
                 OR {bad_time_sql("raw_end", "end_s")} OR end_s < start_s
                 OR (node <> '' AND state = '')
-                OR (node = '' AND gpu_text <> '' AND num_gpus IS NULL) AS unsure
+                OR (node = '' AND gpu_text <> '' AND num_gpus IS NULL)
+                -- A node hostlist, a long cluster list or an implausible time: Python says so.
+                OR contains(node, '[') OR contains(node, ',')
+                OR (node = '' AND node_list IS NOT NULL AND (
+                    NOT regexp_full_match(node_list, {sql_quote(NODE_LIST_RE)})
+                    OR hostlist_size(node_list) > {MAX_HOSTLIST_NAMES}))
+                OR start_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S}
+                OR end_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S} AS unsure
         FROM (
             SELECT *,
                 {epoch_sql("raw_start", tz)} AS start_s,
@@ -297,6 +315,30 @@ def _keys(path: Path, header_line: str) -> list[str | None]:
     return keys
 
 
+def _per_node(row: dict[str, object]) -> list[dict[str, object]]:
+    """An event of a hostlist (``NodeName=n[3-4]``, as sacctmgr prints nodes that changed state
+    together) as one event per node: stored literally it would match no node and be ignored."""
+    node = str(row["node"])
+    if "[" not in node and "," not in node:
+        return [row]
+    return [{**row, "node": name} for name in expand_hostlist(node)]
+
+
+def _check_hostlist(text: str, field: str) -> None:
+    """A hostlist in an event must be readable and hold at most the documented cap of names,
+    counted before anything is expanded."""
+    try:
+        size = hostlist_size(text)
+    except ValueError as error:
+        raise ParseError(str(error), field=field) from None
+    if size > MAX_HOSTLIST_NAMES:
+        raise ParseError(
+            f"hostlist names {size:,} nodes, more than {MAX_HOSTLIST_NAMES:,}",
+            field=field,
+            hint="a hostlist cannot name more nodes than the cluster has; check the range",
+        )
+
+
 def _typed_row(
     parts: list[str], keys: list[str | None], number: int, tz: str, default_cluster: str
 ) -> dict[str, object]:
@@ -316,6 +358,7 @@ def _typed_row(
     cluster = raw.get("cluster", "").strip() or default_cluster
     common = {"cluster": cluster, "start_s": times["start"], "end_s": end, "line": number}
     if not node:
+        _check_hostlist(raw.get("cluster_nodes", ""), "ClusterNodes")
         gpus = _GPU_TRES.search(raw.get("tres", ""))
         return {
             **common,
@@ -323,6 +366,7 @@ def _typed_row(
             "num_gpus": int(gpus.group(1)) if gpus else None,
             "node_list": raw.get("cluster_nodes", "").strip() or None,
         }
+    _check_hostlist(node, "NodeName")
     state = raw["state"].strip().upper()
     if not state:
         raise ParseError("node event without a state", field="State")
@@ -373,11 +417,37 @@ def load_events(
     replace_rows(
         con,
         "cluster_events",
-        stage.cluster_events,
+        _distinct_registrations(con, stage.cluster_events, path),
         key=("cluster", "start_s"),
         columns=("cluster", "start_s", "end_s", "num_gpus", "node_list"),
         ingest_id=ingest_id,
     )
+
+
+def _distinct_registrations(con: duckdb.DuckDBPyConnection, rows: pa.Table, path: Path) -> pa.Table:
+    """One registration per cluster and start: a capture concatenated twice repeats them (kept
+    once); two that differ at the same second contradict each other (an error naming the line)."""
+    con.register("registrations", rows)
+    try:
+        clash = con.execute(
+            """SELECT max(line), min(line) FROM registrations GROUP BY cluster, start_s
+               HAVING count(DISTINCT (end_s, num_gpus, node_list)) > 1 ORDER BY 1 LIMIT 1"""
+        ).fetchall()
+        if clash:
+            raise ParseError(
+                f"a different cluster registration at the same time as line {clash[0][1]}",
+                path=path,
+                line=int(clash[0][0]),
+                field="TimeStart",
+                hint="ingest node events from one sacctmgr capture of this cluster",
+            )
+        kept = con.sql(
+            """SELECT * FROM registrations QUALIFY row_number() OVER (
+                   PARTITION BY cluster, start_s ORDER BY line) = 1 ORDER BY line"""
+        ).to_arrow_table()
+        return kept.cast(rows.schema)
+    finally:
+        con.unregister("registrations")
 
 
 def replace_node_events(con: duckdb.DuckDBPyConnection, rows: pa.Table, ingest_id: int) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.hostlist import expand_hostlist
+from gpuyield.errors import InputError, ParseError, UnknownFormat
+from gpuyield.hostlist import expand_hostlist, hostlist_size
 from gpuyield.ingest._sql import Problem
 
 SOURCE = "slurm.nodes"
@@ -25,6 +25,13 @@ _KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][A-Za-z0-9_]*)=")
 _TRES_GPU = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
 # One GRES item: gpu, optional type, count, optional socket binding: gpu:a100:4(S:0-1).
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::([^:,(]+))?:(\d+)(?:\([^)]*\))?")
+# Every GRES item that is a GPU, and the shape each must have (name, optional type, digits).
+_GPU_ITEM = re.compile(r"(?:^|,)(gpu(?:[:(][^,(]*)?)")
+_GPU_ITEM_STRICT = re.compile(r"gpu(?::[^:,(]+)?:\d+")
+_TRES_GPU_ANY = re.compile(r"(?:^|,)gres/gpu=([^,]*)")
+# More nodes than this in one inventory file (sinfo prints ranges) is not a cluster: ten times the
+# largest Slurm clusters. Each node is a Python row here, so 1M would take about 1 GB and a minute.
+MAX_INVENTORY_NODES = 200_000
 _HINT = "give `scontrol -o show nodes` output (or `sinfo -N -o '%N|%P|%G'`, with or without -h)"
 
 
@@ -41,9 +48,16 @@ class NodesStage:
 
 
 def gpus_from_gres(gres: str) -> tuple[int, str | None]:
-    """GPU count and type from a ``Gres`` value such as ``gpu:8`` or ``gpu:a100:4(S:0),gpu:h100:4``."""
+    """GPU count and type from a ``Gres`` value such as ``gpu:8`` or ``gpu:a100:4(S:0),gpu:h100:4``.
+
+    A GPU item whose count is not a whole number (``gpu:-8``, ``gpu:1.5``) is an InputError: read
+    loosely it would be dropped or cut, and the node's capacity silently wrong.
+    """
     if gres.strip() in ("", "(null)"):
         return 0, None
+    for item in _GPU_ITEM.findall(gres):
+        if not _GPU_ITEM_STRICT.fullmatch(item):
+            raise InputError(f"GPU count is not a whole number: {item!r}")
     items = _GRES_GPU.findall(gres)
     types = sorted({t for t, _ in items if t})
     return sum(int(n) for _, n in items), ",".join(types) or None
@@ -126,18 +140,26 @@ def _read_scontrol(
     rows: list[dict[str, object]] = []
     problems: list[Problem] = []
     records = _records_scontrol(text)
+    if len(records) > MAX_INVENTORY_NODES:
+        raise ParseError(
+            f"{len(records):,} nodes, more than {MAX_INVENTORY_NODES:,}",
+            path=path,
+            line=records[MAX_INVENTORY_NODES][0],
+            field="NodeName",
+            hint="this is not one cluster's inventory; check the file",
+        )
     for number, record in records:
         fields = key_values(record, _WANTED_KEYS)
         tres = _TRES_GPU.search(fields.get("CfgTRES", ""))
-        gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
-        if "CfgTRES" not in fields and "Gres" not in fields:
-            problem = Problem(
-                line=number, field="Gres", message="node has neither Gres nor CfgTRES", raw=record
-            )
+        problem = _scontrol_problem(fields, number, record)
+        if problem is not None:
             if not lenient:
-                raise ParseError(problem.message, path=path, line=number, field="Gres", hint=_HINT)
+                raise ParseError(
+                    problem.message, path=path, line=number, field=problem.field, hint=_HINT
+                )
             problems.append(problem)
             continue
+        gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
         rows.append(
             {
                 "node": fields["NodeName"],
@@ -149,6 +171,45 @@ def _read_scontrol(
             }
         )
     return rows, problems, len(records)
+
+
+def _scontrol_problem(fields: dict[str, str], number: int, record: str) -> Problem | None:
+    """What makes one scontrol record unusable: no GPU field at all, or a GPU count that is not a
+    whole non-negative number (``gres/gpu=-8``, ``gpu:1.5``)."""
+    if "CfgTRES" not in fields and "Gres" not in fields:
+        return Problem(
+            line=number, field="Gres", message="node has neither Gres nor CfgTRES", raw=record
+        )
+    tres = _TRES_GPU_ANY.search(fields.get("CfgTRES", ""))
+    if tres is not None and not (tres.group(1).isascii() and tres.group(1).isdigit()):
+        message = f"GPU count is not a whole number: gres/gpu={tres.group(1)}"
+        return Problem(line=number, field="CfgTRES", message=message, raw=record)
+    try:
+        gpus_from_gres(fields.get("Gres", ""))
+    except InputError as error:
+        return Problem(line=number, field="Gres", message=str(error), raw=record)
+    return None
+
+
+def _sinfo_values(values: dict[str, str], names_so_far: int) -> tuple[list[str], int, str | None]:
+    """One sinfo row's nodes, GPUs per node and GPU type; a ParseError naming the field when the
+    list is unreadable or would take the file past the cap (counted before expanding)."""
+    text = values.get("NODELIST", "")
+    try:
+        size = hostlist_size(text)
+        if names_so_far + size > MAX_INVENTORY_NODES:
+            raise InputError(
+                f"hostlist {text[:60]!r} takes the inventory to {names_so_far + size:,} nodes, "
+                f"more than {MAX_INVENTORY_NODES:,}"
+            )
+        nodes = expand_hostlist(text)
+    except InputError as error:
+        raise ParseError(str(error), field="NODELIST") from None
+    try:
+        count, gpu_type = gpus_from_gres(values.get("GRES", ""))
+    except InputError as error:
+        raise ParseError(str(error), field="GRES") from None
+    return nodes, count, gpu_type
 
 
 def _headerless_sinfo(first: str) -> list[str] | None:
@@ -189,18 +250,21 @@ def _read_sinfo(
         raise UnknownFormat(f"{path}: sinfo output without NODELIST and GRES columns", hint=_HINT)
     rows: list[dict[str, object]] = []
     problems: list[Problem] = []
+    total = 0
     for number, line in lines[1:]:
         values = dict(zip(names, split(line), strict=False))
         try:
-            nodes = expand_hostlist(values.get("NODELIST", ""))
-            count, gpu_type = gpus_from_gres(values.get("GRES", ""))
-        except ValueError as error:
+            nodes, count, gpu_type = _sinfo_values(values, total)
+        except ParseError as error:
             if not lenient:
                 raise ParseError(
-                    str(error), path=path, line=number, field="NODELIST", hint=_HINT
+                    error.reason, path=path, line=number, field=error.field, hint=_HINT
                 ) from None
-            problems.append(Problem(line=number, field="NODELIST", message=str(error), raw=line))
+            problems.append(
+                Problem(line=number, field=error.field or "", message=error.reason, raw=line)
+            )
             continue
+        total += len(nodes)
         partition = values.get("PARTITION", "").rstrip("*") or None
         rows.extend(
             {

@@ -21,6 +21,8 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import ParseError, UnknownFormat
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES
+from gpuyield.ingest import sacct_checks
 from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import (
     LOCAL_TIME_HINT,
@@ -179,12 +181,14 @@ def stage_sacct(
     lenient: bool,
     default_cluster: str,
     progress: Progress | None = None,
+    max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> SacctStage:
     """Parse ``info.path`` into the temp view ``sacct_staged`` (typed, checked, with line numbers)."""
     names, header_lines = read_header(info.path, fields)
     columns = column_map(info.path, names)
+    con.execute(HOSTLIST_MACRO_SQL)
     typed = lambda source, with_line: typed_select(  # noqa: E731
-        columns, tz, default_cluster, source=source, with_line=with_line
+        columns, tz, default_cluster, source=source, with_line=with_line, max_nodes=max_nodes
     )
     shape_problems: list[tuple[int, str, str]] = []
     fast = False
@@ -211,6 +215,7 @@ def stage_sacct(
         raise ParseError(
             first.message, path=info.path, line=first.line, field=first.field, hint=hint
         )
+    problems += sacct_checks.duplicate_problems(con, info.path, lenient=lenient)
     return finish_stage(con, info, ingest_id, problems, shape_problems, columns)
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import duckdb
 
-from gpuyield.hostlist import HOSTLIST_MACRO_SQL
+from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES
+from gpuyield.ingest import sacct_checks
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import statement_progress
 from gpuyield.ingest.sacct import (
@@ -48,7 +49,7 @@ def _job_columns(ingest_id: int, line: str) -> str:
         coalesce(submit_s, start_s, -1), name, user_name, account, partition, qos, state,
         state_raw, exit_code, start_s,
         -- No end: still running (or pending) at the capture; the ledger clips it at as_of.
-        end_s, num_gpus, gpu_type, coalesce(num_nodes, len(hostlist_expand(node_list))),
+        end_s, num_gpus, gpu_type, coalesce(num_nodes, CAST(hostlist_size(node_list) AS BIGINT)),
         node_list, comment, reason, {ingest_id}, {line}, {_job_key(ingest_id, line)}, elapsed_s"""
 
 
@@ -61,6 +62,7 @@ def load_direct(
     tz: str,
     default_cluster: str,
     progress: Progress | None = None,
+    max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> SacctStage | None:
     """Insert the file's records straight into ``jobs``; None when a line is misshapen.
 
@@ -79,6 +81,7 @@ def load_direct(
         source=csv_source(info.path, len(names), header_lines),
         with_line=False,
         codes=False,
+        max_nodes=max_nodes,
     )
     con.execute(HOSTLIST_MACRO_SQL)
     try:
@@ -133,13 +136,15 @@ def _deleted(con: duckdb.DuckDBPyConnection, delete_sql: str) -> int:
 
 
 def _drop_duplicates(con: duckdb.DuckDBPyConnection, mine: str) -> int:
-    """Within one file the last record of a run wins (sacct never prints one twice; a
-    concatenated capture can): the earlier lines with the same natural key go."""
+    """A run printed twice with the same values (sacct never does; a concatenated capture can)
+    is stored once; records of one run that disagree go to the staged path, which refuses them."""
     rows, hashes = con.execute(
         f"SELECT count(*), count(DISTINCT hash{_NATURAL_KEY}) FROM jobs WHERE {mine}"
     ).fetchall()[0]
     if rows == hashes:
         return 0
+    if sacct_checks.conflicting_duplicates(con, f"SELECT * FROM jobs WHERE {mine}", limit=1):
+        raise DirectLoadFailed("records of one run disagree")  # the staged path names them
     return _deleted(
         con,
         f"""DELETE FROM jobs WHERE {mine} AND line IN (

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import duckdb
 
+from gpuyield.hostlist import MAX_HOSTLIST_NAMES
+from gpuyield.ingest import sacct_checks
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import (
     Problem,
@@ -105,10 +107,11 @@ _PROBLEMS = {
     "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
     "nnodes": ("nnodes", "not a node count: {value}"),
     "nodelist": ("nodelist", "cannot read node list: {value}"),
+    **sacct_checks.PROBLEMS,
 }
 
 
-_NODE_LIST_RE = (
+NODE_LIST_RE = (
     r"([^,\[\]]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?[^,\[\]]*)"
     r"(,[^,\[\]]+(\[\d+(-\d+)?(,\d+(-\d+)?)*\])?[^,\[\]]*)*"
 )
@@ -122,6 +125,7 @@ def typed_select(
     source: str,
     with_line: bool,
     codes: bool = True,
+    max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> str:
     """One SELECT from raw fields (``f0``...) to typed job columns plus ``problems``.
 
@@ -142,7 +146,9 @@ def typed_select(
     states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
 
     def bad_time(key: str) -> tuple[str, str]:
-        return key, bad_time_sql(f(key), f"{key}_s")
+        # Start and End as read, before Unknown ones are derived from ElapsedRaw.
+        parsed = "submit_s" if key == "submit" else f"{key}_parsed"
+        return key, bad_time_sql(f(key), parsed)
 
     # (code, condition): the row has the problem when the condition is true.
     checks = [
@@ -161,7 +167,7 @@ def typed_select(
         (
             "nodelist",
             f"""(contains(node_list, '[') OR contains(node_list, ',') OR contains(node_list, ']'))
-                AND NOT regexp_full_match(node_list, '{_NODE_LIST_RE}')""",
+                AND NOT regexp_full_match(node_list, '{NODE_LIST_RE}')""",
         ),
     ]
     if "submit" in columns:
@@ -174,6 +180,7 @@ def typed_select(
         checks.append(
             ("nnodes", f"{f('nnodes')} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)")
         )
+    checks += sacct_checks.checks(gres, has_nnodes="nnodes" in columns, max_nodes=max_nodes)
     if codes:
         problems = (
             "concat_ws(',', "
@@ -184,22 +191,18 @@ def typed_select(
         problems = (
             "CASE WHEN " + " OR ".join(f"({cond})" for _, cond in checks) + " THEN '?' ELSE '' END"
         )
-    gres_count = rf"regexp_extract({gres}, '(?:^|,)gpu(?::[^:,(]+)?:(\d+)', 1)"
     # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
     num_gpus = f"""CASE
         -- The value after the first "gres/gpu=" when it starts a key (first, or after a comma):
         -- string functions on its position, twice cheaper than splitting the whole list.
         WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres}, gpu_at - 1, 1) = ',') THEN
-             TRY_CAST(split_part(substr({tres}, gpu_at + 9), ',', 1) AS BIGINT)
+             {sacct_checks.whole_sql(f"split_part(substr({tres}, gpu_at + 9), ',', 1)")}
         -- Not a key there (some other key ends in it): the value after ",gres/gpu=" anywhere.
         WHEN gpu_at > 0 THEN
-             TRY_CAST(split_part(split_part(',' || {tres}, ',gres/gpu=', 2), ',', 1) AS BIGINT)
-        WHEN contains({tres}, 'gres/gpu:') THEN list_sum(list_transform(
-             regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1),
-             lambda x: TRY_CAST(x AS BIGINT)))
+             {sacct_checks.whole_sql(f"split_part(split_part(',' || {tres}, ',gres/gpu=', 2), ',', 1)")}
+        WHEN contains({tres}, 'gres/gpu:') THEN {sacct_checks.typed_gpus_sql(tres)}
         WHEN {tres} IS NOT NULL THEN 0
-        WHEN {gres_count} <> '' THEN TRY_CAST({gres_count} AS BIGINT)
-        WHEN {gres} IS NOT NULL THEN 0
+        ELSE gres_gpus
     END"""
     line = "line, " if with_line else ""
     return f"""
@@ -208,6 +211,11 @@ def typed_select(
             gpu_type, num_nodes, node_list, comment, reason, is_step,
             {problems} AS problems
         FROM (
+            SELECT * EXCLUDE (start_parsed, end_parsed),
+                {sacct_checks.start_sql("start_parsed", "end_parsed", "elapsed_s")} AS start_s,
+                {sacct_checks.end_sql("start_parsed", "end_parsed", "elapsed_s", "state")} AS end_s,
+                start_parsed, end_parsed
+            FROM (
             SELECT *,
                 coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
                 {job_id} AS job_id, {job_id_raw} AS job_id_raw,
@@ -215,10 +223,10 @@ def typed_select(
                 {f("partition")} AS partition, {f("qos")} AS qos, {f("state")} AS state_raw,
                 upper(split_part({f("state")}, ' ', 1)) AS state, {f("exitcode")} AS exit_code,
                 {epoch_sql(f("submit"), tz)} AS submit_s,
-                {epoch_sql(f("start"), tz)} AS start_s,
-                {epoch_sql(f("end"), tz)} AS end_s,
-                TRY_CAST({f("elapsedraw")} AS BIGINT) AS elapsed_s,
-                TRY_CAST({f("nnodes")} AS BIGINT) AS num_nodes,
+                {epoch_sql(f("start"), tz)} AS start_parsed,
+                {epoch_sql(f("end"), tz)} AS end_parsed,
+                {sacct_checks.whole_sql(f("elapsedraw"))} AS elapsed_s,
+                {sacct_checks.whole_sql(f("nnodes"))} AS num_nodes,
                 {num_gpus} AS num_gpus,
                 CASE WHEN contains({tres}, 'gres/gpu:') THEN
                     nullif(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
@@ -227,7 +235,9 @@ def typed_select(
                      ELSE {f("nodelist")} END AS node_list,
                 {f("comment")} AS comment, {f("reason")} AS reason,
                 strpos({job_id}, '.') > 0 OR strpos({job_id_raw}, '.') > 0 AS is_step
-            FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at FROM {source})
+            FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at,
+                    {sacct_checks.gres_gpus_sql(gres)} AS gres_gpus FROM {source})
+            )
         )
     """
 
@@ -310,13 +320,18 @@ def finish_stage(
     ]
     store_rejects(con, ingest_id, info.path, all_problems)
     keep = "NOT is_step AND problems = ''"
+    stage_table = "sacct_stage"
+    conflicting = sorted({p.line for p in problems if p.field == "JobIDRaw" and p.raw is None})
+    if conflicting:  # lenient: runs whose records disagree are rejected, every record of them
+        keep += f" AND line NOT IN ({', '.join(map(str, conflicting))})"
+        stage_table = "sacct_staged"  # the fast path's table has no line column, its view does
     summary = con.execute(
         f"""SELECT count(*), count(*) FILTER (WHERE is_step AND problems = ''),
                    count(*) FILTER (WHERE {keep}),
                    count(DISTINCT hash(cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
                        FILTER (WHERE {keep}),
                    max({LATEST_TIME_SQL}) FILTER (WHERE {keep})
-            FROM sacct_stage"""
+            FROM {stage_table}"""
     ).fetchall()[0]
     records, steps, valid_runs, distinct_hashes, as_of = summary
     # Distinct hashes first (an integer aggregate, 4x cheaper than on the key's strings); only
@@ -327,12 +342,12 @@ def finish_stage(
             valid_runs
             - con.execute(
                 f"""SELECT count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
-                FROM sacct_stage WHERE {keep}"""
+                FROM {stage_table} WHERE {keep}"""
             ).fetchall()[0][0]
         )
     if duplicates:
-        # Within one file the last record of a run wins (sacct never prints one twice; a
-        # concatenated capture can): ties on (cluster, job_id_raw, submit_s) keep the later line.
+        # A run printed twice with the same values (a concatenated capture) is stored once;
+        # records that disagree were refused or rejected above (_duplicate_problems).
         con.execute(
             f"""CREATE OR REPLACE TEMP VIEW stage_jobs AS
                 SELECT * EXCLUDE (rn) FROM (

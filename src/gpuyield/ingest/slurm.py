@@ -19,12 +19,13 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
+from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
-from gpuyield.ingest import runlog, sacct_load
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
+from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import record_sacct_coverage
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
@@ -182,14 +183,9 @@ def _ingest_plain(
             **options,
         )
         try:
-            with store.transaction(con):
-                # Strict mode loads sacct straight into the store; lenient mode stages it to
-                # keep and count every rejected row.
-                done = _ingest_covered(params, direct=not params.lenient, since_s=since_s)
-        except sacct_load.DirectLoadFailed:
-            with store.transaction(con):
-                # names the record that stopped it
-                done = _ingest_covered(params, direct=False, since_s=since_s)
+            done = _run_atomically(params, since_s=since_s)
+        except duckdb.InvalidInputException as error:
+            raise long_line_error([i.path for i in params.scanned.values()], error) from None
         results = tuple(
             dataclasses.replace(r, path=renamed.get(r.path, r.path)) for r in done.results
         )
@@ -201,6 +197,18 @@ def _ingest_plain(
     finally:
         if own:
             con.close()
+
+
+def _run_atomically(params: _Params, *, since_s: int | None) -> _Attempt:
+    try:
+        with store.transaction(params.con):
+            # Strict mode loads sacct straight into the store; lenient mode stages it to keep
+            # and count every rejected row.
+            return _ingest_covered(params, direct=not params.lenient, since_s=since_s)
+    except sacct_load.DirectLoadFailed:
+        with store.transaction(params.con):
+            # names the record that stopped the direct load
+            return _ingest_covered(params, direct=False, since_s=since_s)
 
 
 def plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
@@ -238,8 +246,7 @@ def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
         if path is None:
             continue
         path = Path(path)
-        if not path.is_file():
-            raise InputError(f"{path}: no such file", hint=f"check the --{kind} path")
+        check_input_file(path, flag=kind)
         progress.phase(f"reading {path.name}", total=path.stat().st_size)
         scanned[kind] = scan_file(path, progress=progress.advance)
     return scanned
@@ -308,7 +315,10 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
     events_stage = _read_events(attempt)
     cluster = params.cluster or _single_cluster(params.con, events_stage)
     attempt.default_cluster = cluster or "default"
-    staged = _read_sacct_file(attempt)
+    # Read before sacct: the inventory bounds how many nodes one job's NodeList may name.
+    nodes = _read_nodes(attempt)
+    max_nodes = sacct_checks.node_cap(params.con, 0 if nodes is None else nodes[1].nodes.num_rows)
+    staged = _read_sacct_file(attempt, max_nodes=max_nodes)
     if params.until_s is not None:
         attempt.as_of = params.until_s
     elif attempt.as_of_candidates:
@@ -326,9 +336,15 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         )
     if staged is not None:
         _load_sacct(attempt, staged)
-    _ingest_nodes(attempt)
+    if nodes is not None:
+        _load_nodes_file(attempt, *nodes)
     _ingest_reservations(attempt)
     _ingest_manifest(attempt)
+    consistency.check_store(
+        params.con,
+        new_job_ingests=() if staged is None else (staged.ingest_id,),
+        inventory_changed=nodes is not None,
+    )
     _ingest_telemetry(attempt)
     return attempt
 
@@ -351,7 +367,7 @@ def _read_events(attempt: _Attempt) -> events_mod.EventsStage | None:
     return stage
 
 
-def _read_sacct_file(attempt: _Attempt) -> _StagedSacct | None:
+def _read_sacct_file(attempt: _Attempt, *, max_nodes: int) -> _StagedSacct | None:
     info = attempt.fresh("sacct", sacct_mod.SOURCE)
     if info is None:
         return None
@@ -368,6 +384,7 @@ def _read_sacct_file(attempt: _Attempt) -> _StagedSacct | None:
         fields=params.fields,
         tz=params.tz,
         default_cluster=attempt.default_cluster,
+        max_nodes=max_nodes,
     )
     if stage.as_of_s is not None:
         attempt.as_of_candidates.append(stage.as_of_s)
@@ -398,14 +415,18 @@ def _load_sacct(attempt: _Attempt, staged: _StagedSacct) -> None:
     )
 
 
-def _ingest_nodes(attempt: _Attempt) -> None:
+def _read_nodes(attempt: _Attempt) -> tuple[FileInfo, nodes_mod.NodesStage] | None:
     info = attempt.fresh("nodes", nodes_mod.SOURCE)
     if info is None:
-        return
-    con = attempt.params.con
+        return None
     stage = nodes_mod.read_nodes(
         info.path, lenient=attempt.params.lenient, cluster=attempt.default_cluster
     )
+    return info, stage
+
+
+def _load_nodes_file(attempt: _Attempt, info: FileInfo, stage: nodes_mod.NodesStage) -> None:
+    con = attempt.params.con
     ingest_id = store.next_ingest_id(con)
     _load_nodes(con, stage, ingest_id, info.path)
     attempt.register(
@@ -473,6 +494,7 @@ def _read_sacct(
     fields: list[str] | None,
     tz: str,
     default_cluster: str,
+    max_nodes: int,
 ) -> sacct_mod.SacctStage:
     """Straight into ``jobs`` when allowed and possible, else staged (see ingest/sacct_load.py)."""
     if direct:
@@ -484,6 +506,7 @@ def _read_sacct(
             tz=tz,
             default_cluster=default_cluster,
             progress=progress,
+            max_nodes=max_nodes,
         )
         if stage is not None:
             return stage
@@ -496,6 +519,7 @@ def _read_sacct(
         lenient=lenient,
         default_cluster=default_cluster,
         progress=progress,
+        max_nodes=max_nodes,
     )
 
 

@@ -50,13 +50,16 @@ class IngestOutcome:
 def already_ingested(
     con: duckdb.DuckDBPyConnection, source: str, info: FileInfo, options: str
 ) -> IngestOutcome | None:
-    """The skipped outcome when this store has seen the file's content; different options for it
-    are an error (the same capture read another way would give other rows)."""
+    """The skipped outcome when the file's content is the latest ingest of its kind; different
+    options for it are an error (the same capture read another way would give other rows)."""
+    # Only the latest ingest of the kind makes a file a no-op: manifest A, then B, then A again
+    # must put A back in effect (the latest ingest of a kind wins, whatever its hash).
     rows = con.execute(
-        "SELECT ingest_id, options FROM ingests WHERE source = ? AND sha256 = ? LIMIT 1",
-        [source, info.sha256],
+        "SELECT ingest_id, options, sha256 FROM ingests WHERE source = ? "
+        "ORDER BY ingest_id DESC LIMIT 1",
+        [source],
     ).fetchall()
-    if not rows:
+    if not rows or rows[0][2] != info.sha256:
         return None
     row = rows[0]
     if source not in _OPTIONS_FREE_SOURCES and _parsing(row[1]) != _parsing(options):

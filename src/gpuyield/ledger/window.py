@@ -125,7 +125,9 @@ def _plain_window(
             clusters if first_job is None else clusters.filter(clusters.start_s <= first_job)
         )
         registered = _scalar(before_first.start_s.max())
-        since_s = registered if registered is not None else (first_job if first_job else end)
+        since_s = (
+            registered if registered is not None else (first_job if first_job is not None else end)
+        )
         if first_job is not None and first_job - since_s > _LONG_LEAD_S:
             warnings.append(
                 "the window starts at the cluster's registration, "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gpuyield.categories import Category, DownCause, FailedCause
 from gpuyield.errors import MissingExtraError
 from gpuyield.report.figures import ReportFigures
+from gpuyield.safetext import chart_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -270,7 +271,7 @@ def draw_who(figures: ReportFigures) -> Figure:
     # The same number of bar slots in every panel, so bars are equally thick side by side.
     slots = max(4, *(len(w.rows) for w in figures.who))
     for ax, who in zip(axes, figures.who, strict=True):
-        keys = [row.key for row in who.rows]
+        keys = [chart_label(row.key) for row in who.rows]
         left = [0.0] * len(keys)
         for category in _ALLOCATED:
             widths = [_hours(row.categories[category]) for row in who.rows]
@@ -312,7 +313,9 @@ def draw_failures(figures: ReportFigures) -> Figure:
     causes_ax.set_title("Failed, by cause", loc="left")
     reasons = failures.event_reasons[:_MAX_EVENT_REASONS]
     if reasons:
-        names = [_short(f"{e.state}: {e.reason}" if e.reason else e.state) for e in reasons]
+        names = [
+            chart_label(_short(f"{e.state}: {e.reason}" if e.reason else e.state)) for e in reasons
+        ]
         reasons_ax.tick_params(axis="y", labelsize=11)
         reasons_ax.barh(names, [_hours(e.gpu_seconds) for e in reasons], color=COLORS["down"])
         reasons_ax.invert_yaxis()
@@ -334,7 +337,7 @@ def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
     if not lemons:
         _empty_note(ax, "no down or failed time on any node")
         return
-    names = [n.node for n in lemons]
+    names = [chart_label(n.node) for n in lemons]
     stacks = [
         ("down, planned", "#9e9e9e", [n.down_gpu_seconds[DownCause.PLANNED.value] for n in lemons]),
         ("down, unplanned", COLORS["down"],

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from gpuyield.errors import MissingExtraError
+from gpuyield.safetext import visible
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,7 +126,8 @@ def _finalize(value: Any) -> Any:
 
     if isinstance(value, Markup):
         return value
-    return Markup(escape(str(value)))
+    # Job comments, users and accounts are user-controlled: control characters show as escapes.
+    return Markup(escape(visible(str(value))))
 
 
 def _svg_with_label(figure: Figure) -> Any:

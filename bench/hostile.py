@@ -1,0 +1,186 @@
+"""Resource guard: the worst inputs of under 10 MB found for ingest and report, and their cost.
+
+Run: ``python -m bench hostile [--quick]`` (figures also go to ``bench/out/hostile.json``).
+
+Target (issue 20): no input of under 10 MB makes ``ingest`` or ``report`` use more than 2 GB or 60 s
+on the bundled sample's cluster (examples/slurm-lab: four nodes of 8 GPUs). Each case ingests the
+sample's events, inventory and manifest, then one hostile file (``--lenient`` where it makes every
+line count), then computes the report, in a fresh process: wall time and peak RSS (``wait4``) are
+that process's. The baseline is the bundled sample itself in the same run; ``ratio`` is a case's
+time over the baseline's. A case refused with a clear error is an outcome, not a failure: what is
+measured is what it cost to get there. ``--quick`` makes every file 1 MB instead of 10.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "examples" / "slurm-lab"
+LIMIT_BYTES = 2 << 30
+LIMIT_S = 60.0
+SACCT_HEADER = "JobID|JobIDRaw|State|Submit|Start|End|ElapsedRaw|AllocTRES|NodeList|NNodes|Comment"
+EVENTS_HEADER = (
+    "Cluster|Cluster Nodes|NodeName|Event|EventRaw|State|StateRaw|TimeStart|TimeEnd|Duration|"
+    "Reason|User|TRES"
+)
+
+
+def _fill(line_of: Callable[[int], str], size: int, header: str | None) -> str:
+    """Lines ``line_of(0), line_of(1)...`` up to ``size`` bytes, after ``header``."""
+    lines = [header] if header else []
+    total = sum(len(x) + 1 for x in lines)
+    i = 0
+    while total < size:
+        line = line_of(i)
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    return "\n".join(lines) + "\n"
+
+
+def _job(i: int, *, nodes: str = "n[1-4]", nnodes: str = "4", gpus: str = "32") -> str:
+    start = 1796035300 + (i % 1000)  # inside the sample's window (10:41-10:59)
+    return (
+        f"{i + 1000}|{i + 1000}|COMPLETED|{start}|{start}|{start + 60}|60|gres/gpu={gpus}|"
+        f"{nodes}|{nnodes}|run=r{i % 50}"
+    )
+
+
+def _cases(size: int) -> dict[str, tuple[str, str, bool]]:
+    """Case -> (file kind, content, lenient)."""
+    registration = "lab|n[0-999999]||Cluster|1||0|{t}|Unknown|00:00:01|Cluster Registered TRES||gres/gpu=8000000"
+    return {
+        "sacct valid jobs on all 4 nodes": ("sacct", _fill(_job, size, SACCT_HEADER), False),
+        "sacct NodeList=n[0-99999999] every line (lenient)": (
+            "sacct",
+            _fill(lambda i: _job(i, nodes="n[0-99999999]", nnodes="100000000"), size, SACCT_HEADER),
+            True,
+        ),
+        "sacct gres/gpu=100000 every line (lenient)": (
+            "sacct", _fill(lambda i: _job(i, gpus="100000"), size, SACCT_HEADER), True,
+        ),
+        "sacct one record over 10 MB of lines": (
+            "sacct", SACCT_HEADER + "\n" + _job(0) + "\n" * (size // 2) + "x\n", True,
+        ),
+        "sacct one field of 1.9 MB, repeated": (
+            "sacct", _fill(lambda i: _job(i)[:-5] + "x" * 1_900_000, size, SACCT_HEADER), True,
+        ),
+        "events registrations of 1M names each": (
+            "events",
+            _fill(lambda i: registration.format(t=1796000000 + i), size, EVENTS_HEADER),
+            False,
+        ),
+        "events NodeName=n[1-4] every line": (
+            "events",
+            _fill(
+                lambda i: f"lab||n[1-4]|Node|2|DOWN|1|{1796035300 + i % 1000}|"
+                f"{1796035301 + i % 1000}|00:00:01|fault|root(0)|",
+                size,
+                EVENTS_HEADER,
+            ),
+            False,
+        ),
+        "sinfo n[0-999999] (1M nodes, the cap)": ("nodes", "n[0-999999]|gpu:8\n", False),
+        "sinfo ranges past the cap": (
+            "nodes", _fill(lambda i: f"m{i}[0-99999]|gpu:8", size, None), True,
+        ),
+        "manifest nested 5M deep": ("manifest", "a = " + "[" * (size // 2) + "\n", False),
+        "manifest 100k run_settings": (
+            "manifest",
+            _fill(lambda i: f"[run_settings.r{i}]\ncheckpoint_interval_s = 60", size, None),
+            False,
+        ),
+    }  # fmt: skip
+
+
+_ONE = """
+import json, sys, time
+from pathlib import Path
+from gpuyield.errors import GpuyieldError
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.report.summary import build_report
+db, kind, path, lenient, sample = sys.argv[1:6]
+outcome = "report"
+started = time.perf_counter()
+try:
+    base = Path(sample)
+    ingest_slurm(db, SlurmInputs(
+        sacct=base / "sacct-X-D-wide.psv", events=base / "sacctmgr-event-format.psv",
+        nodes=base / "scontrol-show-nodes-oneliner.txt", manifest=base / "manifest.toml"),
+        until_s=1796032800 + 3600)
+    if kind != "baseline":
+        ingest_slurm(db, SlurmInputs(**{kind: Path(path)}), lenient=lenient == "1",
+                     until_s=1796032800 + 3600)
+    build_report(db)
+except GpuyieldError as error:
+    outcome = "refused: " + error.message[:160]
+print(json.dumps({"outcome": outcome, "seconds": time.perf_counter() - started}))
+"""
+
+
+def _measure(kind: str, path: Path, lenient: bool, work: Path) -> dict[str, object]:
+    db = work / f"{path.stem}.duckdb"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    started = time.perf_counter()
+    # Output to files, not pipes: a full pipe would stall the child before wait4 returns.
+    with (work / "out.txt").open("wb") as out_file, (work / "err.txt").open("wb") as err_file:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _ONE, str(db), kind, str(path), "1" if lenient else "0",
+             str(SAMPLE)],
+            stdout=out_file, stderr=err_file, env=env,
+        )  # fmt: skip
+        _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = status
+    out = (work / "out.txt").read_text(errors="replace").strip().splitlines()
+    err = (work / "err.txt").read_text(errors="replace")
+    peak = usage.ru_maxrss * 1024
+    result = json.loads(out[-1]) if out else {"outcome": "crashed: " + err[-300:]}
+    return {
+        "outcome": result["outcome"],
+        "exit_status": status,
+        "wall_s": round(wall, 2),
+        "peak_rss_mb": round(peak / 2**20, 1),
+        "within_limits": peak <= LIMIT_BYTES and wall <= LIMIT_S,
+    }
+
+
+def run(*, quick: bool = False) -> dict[str, object]:
+    size = (1 if quick else 10) * 1_000_000
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        baseline = _measure("baseline", SAMPLE / "manifest.toml", False, work)
+        results["baseline (bundled sample)"] = baseline
+        print(f"  baseline: {baseline}")
+        for number, (name, (kind, content, lenient)) in enumerate(_cases(size).items()):
+            path = work / f"case{number}-{kind}.txt"
+            path.write_text(content, encoding="utf-8")
+            figures = _measure(kind, path, lenient, work)
+            base_s = float(baseline["wall_s"])  # type: ignore[arg-type]
+            figures["input_mb"] = round(path.stat().st_size / 1e6, 2)
+            figures["ratio"] = round(float(figures["wall_s"]) / base_s, 1)  # type: ignore[arg-type]
+            results[name] = figures
+            print(f"  {name}: {figures}")
+            path.unlink()
+    worst = max(
+        (v for k, v in results.items() if isinstance(v, dict) and not k.startswith("baseline")),
+        key=lambda v: float(v["wall_s"]),
+    )
+    results["all_within_limits"] = all(
+        isinstance(v, dict) and v["within_limits"] for v in results.values() if isinstance(v, dict)
+    )
+    results["slowest"] = worst
+    return results
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(quick="--quick" in sys.argv), indent=2))

@@ -1,0 +1,191 @@
+"""The sacct checks that keep a wrong number out of the store (docs/ledger.md, "what gpuyield
+refuses, and why"): strict whole numbers, plausible times, node lists that agree with NNodes and
+the inventory, the documented answer when Start or End is Unknown, and conflicting duplicates.
+
+Each piece is SQL over the typed sacct select (``sacct.typed_select``), so every check runs in the
+same single pass over the file as parsing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from gpuyield.errors import ParseError
+from gpuyield.hostlist import MAX_HOSTLIST_NAMES
+from gpuyield.ingest._sql import Problem, sql_quote
+
+# Times before any plausible GPU cluster, or past what the ledger can hold, are typos or a wrong
+# SLURM_TIME_FORMAT: a job at epoch 0 would stretch the window over 56 years and empty the report.
+EARLIEST_S = 946_684_800  # 2000-01-01T00:00:00Z
+LATEST_S = 4_102_444_800  # 2100-01-01T00:00:00Z
+# States in which a job has ended: with End=Unknown its end is Start + ElapsedRaw (sacct's own
+# elapsed time), never "still running at the capture time".
+FINISHED_STATES = (
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "LAUNCH_FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "REQUEUED",
+    "SPECIAL_EXIT",
+    "TIMEOUT",
+)
+# A GPU count, node count or elapsed time: decimal digits only. DuckDB's casts round "1.4" to 1
+# and read "0x10" as 16; nine digits are more than any cluster has GPUs.
+_WHOLE = "[0-9]{1,12}"
+
+PROBLEMS = {
+    "submit_range": ("submit", "time outside 2000..2100: {value}"),
+    "start_range": ("start", "time outside 2000..2100: {value}"),
+    "end_range": ("end", "time outside 2000..2100: {value}"),
+    "gres": ("allocgres", "GPU count is not a whole number: {value}"),
+    "nnodes_list": ("nnodes", "NNodes {value} does not match the nodes NodeList names"),
+    "nodes_cap": ("nodelist", "NodeList names more nodes than the cluster has: {value}"),
+    "no_end": ("end", "a finished job without an end time or ElapsedRaw: {value}"),
+}
+
+
+def whole_sql(expr: str) -> str:
+    """SQL: ``expr`` as a BIGINT when it is only decimal digits, else NULL."""
+    return f"CASE WHEN regexp_full_match({expr}, '{_WHOLE}') THEN CAST({expr} AS BIGINT) END"
+
+
+def typed_gpus_sql(tres: str) -> str:
+    """SQL: the sum of ``gres/gpu:TYPE=N`` entries; NULL when one count is not a whole number."""
+    values = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
+    return f"""CASE WHEN list_bool_or(list_transform({values},
+                        lambda x: NOT regexp_full_match(x, '{_WHOLE}'))) THEN NULL
+                    ELSE list_sum(list_transform({values}, lambda x: CAST(x AS BIGINT))) END"""
+
+
+def gres_gpus_sql(gres: str) -> str:
+    """SQL: GPUs of an ``AllocGRES`` value (``gpu:4``, ``gpu:a100:4(IDX:0-3)``); NULL when a gpu
+    item's count is not a whole number, 0 when no item is a GPU."""
+    counts = rf"regexp_extract_all({gres}, '(?:^|,)gpu(?::[^:,(]+)?:([^,(:]*)(?:\(|,|$)', 1)"
+    return f"""CASE WHEN NOT regexp_matches({gres}, '(?:^|,)gpu(?:[:,(]|$)') THEN 0
+                    WHEN len({counts}) = 0 OR list_bool_or(list_transform({counts},
+                        lambda x: NOT regexp_full_match(x, '{_WHOLE}'))) THEN NULL
+                    ELSE list_sum(list_transform({counts}, lambda x: CAST(x AS BIGINT))) END"""
+
+
+def start_sql(parsed_start: str, parsed_end: str, elapsed: str) -> str:
+    """SQL: the start; with Start=Unknown but End and ElapsedRaw known, End - ElapsedRaw (sacct
+    printed how long the job ran: dropping it would lose its GPU time)."""
+    return f"coalesce({parsed_start}, {parsed_end} - {elapsed})"
+
+
+def end_sql(parsed_start: str, parsed_end: str, elapsed: str, state: str) -> str:
+    """SQL: the end; a finished job with End=Unknown ended at Start + ElapsedRaw (not at the
+    capture time, which would charge it every second since)."""
+    finished = ", ".join(sql_quote(s) for s in FINISHED_STATES)
+    return f"""coalesce({parsed_end},
+        CASE WHEN {state} IN ({finished}) THEN {parsed_start} + {elapsed} END)"""
+
+
+def checks(f_gres: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:
+    """(code, condition) pairs over the typed columns, added to ``sacct.typed_select``'s own."""
+    finished = ", ".join(sql_quote(s) for s in FINISHED_STATES)
+    found = [
+        (f"{key}_range", f"{key}_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S}")
+        for key in ("submit", "start", "end")
+    ]
+    found += [
+        ("gres", f"{f_gres} IS NOT NULL AND gres_gpus IS NULL"),
+        # Counted from the ranges, never expanded: n[0-9999999999] costs nothing to refuse.
+        ("nodes_cap", f"hostlist_size(node_list) > {int(max_nodes)}"),
+        (
+            "no_end",
+            f"NOT is_step AND end_s IS NULL AND start_s IS NOT NULL AND state IN ({finished})",
+        ),
+    ]
+    if has_nnodes:
+        found.append(
+            (
+                "nnodes_list",
+                "num_nodes IS NOT NULL AND node_list IS NOT NULL AND NOT is_step "
+                "AND num_nodes <> hostlist_size(node_list)",
+            )
+        )
+    return found
+
+
+def node_cap(con: duckdb.DuckDBPyConnection, inventory_nodes: int) -> int:
+    """The most nodes one job's NodeList may name: the inventory (stored or being ingested), or
+    the documented cap without one."""
+    stored = con.execute("SELECT count(*) FROM nodes").fetchall()[0][0]
+    known = max(int(stored), inventory_nodes)
+    return known if known else MAX_HOSTLIST_NAMES
+
+
+# The columns that make two records of one run the same record (everything but the line).
+_DATA_COLUMNS = (
+    "job_id, name, user_name, account, partition, qos, state_raw, exit_code, start_s, end_s, "
+    "elapsed_s, num_gpus, gpu_type, num_nodes, node_list, comment, reason"
+)
+_KEY = "cluster, job_id_raw, coalesce(submit_s, start_s, -1)"
+
+
+def conflicting_duplicates(
+    con: duckdb.DuckDBPyConnection, rows_sql: str, *, limit: int = 20
+) -> list[tuple[int, int]]:
+    """(earlier line, later line) of records of the same run (cluster, JobIDRaw, Submit) that
+    differ: which one is right cannot be known. Identical repeats (concatenated captures) are
+    fine. ``rows_sql`` selects the records with a ``line`` column."""
+    rows = con.execute(
+        f"""SELECT min(line), max(line) FROM ({rows_sql})
+            GROUP BY {_KEY} HAVING count(DISTINCT ({_DATA_COLUMNS})) > 1
+            ORDER BY max(line) LIMIT {int(limit)}"""
+    ).fetchall()
+    return [(int(a), int(b)) for a, b in rows]
+
+
+def duplicate_error(path: object, pairs: list[tuple[int, int]]) -> ParseError:
+    """The error for ``conflicting_duplicates``, naming the later line and the earlier one."""
+    first, later = pairs[0]
+    return ParseError(
+        f"same JobIDRaw and Submit as line {first}, with different values "
+        f"({len(pairs)} such run(s))",
+        path=str(path),
+        line=later,
+        field="JobIDRaw",
+        hint="the file mixes two captures that disagree; capture once with sacct -D and ingest it",
+    )
+
+
+def conflicting_lines(con: duckdb.DuckDBPyConnection, rows_sql: str) -> list[int]:
+    """Every line of a run whose records disagree (lenient mode rejects them all)."""
+    rows = con.execute(
+        f"""SELECT line FROM ({rows_sql}) WHERE ({_KEY}) IN (
+                SELECT ({_KEY}) FROM ({rows_sql})
+                GROUP BY {_KEY} HAVING count(DISTINCT ({_DATA_COLUMNS})) > 1)
+            ORDER BY line"""
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def duplicate_problems(
+    con: duckdb.DuckDBPyConnection, path: Path, *, lenient: bool
+) -> list[Problem]:
+    """Records of one run that disagree: an error (strict), or all of them rejected (lenient)."""
+    rows = "SELECT * FROM sacct_staged WHERE NOT is_step AND problems = ''"
+    pairs = conflicting_duplicates(con, rows, limit=1)
+    if not pairs:
+        return []
+    if not lenient:
+        raise duplicate_error(path, pairs)
+    lines = conflicting_lines(con, rows)
+    return [
+        Problem(
+            line=line,
+            field="JobIDRaw",
+            message="same JobIDRaw and Submit as another line, with different values",
+            raw=None,
+        )
+        for line in lines
+    ]
