@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from gpuyield.cli import divergence, estimate, ingest, report, simulate
+from gpuyield.cli import divergence, estimate, ingest, report, simulate, train
 
 app = typer.Typer(
     name="gpuyield",
@@ -25,6 +25,8 @@ app.command(name="report")(report.report_command)
 app.add_typer(estimate.app, name="estimate")
 app.add_typer(simulate.app, name="simulate")
 app.add_typer(divergence.app, name="divergence")
+app.command(name="train-ft")(train.train_ft_command)
+app.command(name="ft-loss")(train.ft_loss_command)
 
 
 def main() -> None:

@@ -102,6 +102,14 @@ def sweep_command(
     write_s: Annotated[int, typer.Option(help="Checkpoint write stall (s).")] = 30,
     jobs: Annotated[int, typer.Option("--jobs", help="Parallel processes.")] = 1,
     plots: Annotated[bool, typer.Option(help="Write sweep.png and sweep.html.")] = True,
+    ft_calibration: Annotated[
+        str | None,
+        typer.Option(
+            "--ft-calibration",
+            help="Recovery costs measured by `python -m bench ft`: 'measured' (the bundled file) "
+            "or a path; replaces the assumed restart, stall and rejoin times.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots."""
@@ -120,6 +128,7 @@ def sweep_command(
         write_s=write_s,
         jobs=jobs,
         plots=plots,
+        ft_calibration=ft_calibration,
     )
     if as_json:
         print_json(sweep_summary(result))

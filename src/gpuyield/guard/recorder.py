@@ -226,7 +226,9 @@ class Recorder:
         ledger multiplies lost seconds by them.
         """
         if replicas < 1 or gpus < 1:
-            raise InputError(f"replica_lost needs replicas >= 1 and gpus >= 1, got {replicas}, {gpus}")
+            raise InputError(
+                f"replica_lost needs replicas >= 1 and gpus >= 1, got {replicas}, {gpus}"
+            )
         self._event("replica_lost", step=int(step), replicas=int(replicas), gpus=int(gpus))
         self.flush(fsync=True)
 

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import pairwise
 
 import duckdb
 import pyarrow as pa
@@ -79,13 +80,24 @@ class FtLoss:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class _Loss:
+    """One replica_lost row."""
+
+    t_s: float
+    replica: int
+    step: int
+    replicas: int
+    gpus: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class _Rows:
     """The run's events by kind, each list sorted by time."""
 
     steps: dict[int, list[float]]
     quorums: dict[int, list[float]]
     heals: dict[int, list[float]]
-    losses: list[dict[str, object]]
+    losses: list[_Loss]
     saved: list[float]
     loaded: list[float]
     starts: list[float]
@@ -96,13 +108,21 @@ def _index(table: pa.Table) -> _Rows:
     steps: dict[int, list[float]] = defaultdict(list)
     quorums: dict[int, list[float]] = defaultdict(list)
     heals: dict[int, list[float]] = defaultdict(list)
-    losses: list[dict[str, object]] = []
+    losses: list[_Loss] = []
     saved, loaded, starts = [], [], []
     restarts = 0
     for row in sorted(table.to_pylist(), key=lambda r: r["t_s"]):
         event, t, replica = row["event"], float(row["t_s"]), row["replica"]
         if event == "replica_lost":
-            losses.append(row)
+            losses.append(
+                _Loss(
+                    t_s=t,
+                    replica=int(replica),
+                    step=int(row["step"]),
+                    replicas=int(row["replicas"]),
+                    gpus=int(row["gpus"]),
+                )
+            )
         elif event == "step" and replica is not None:
             steps[replica].append(t)
         elif event == "quorum" and replica is not None:
@@ -139,11 +159,9 @@ def _first_after(times: Sequence[float], t: float) -> float | None:
     return times[i] if i < len(times) else None
 
 
-def _failure(rows: _Rows, loss: dict[str, object]) -> FailureCost:
-    t_f, replica = float(loss["t_s"]), int(loss["replica"])  # type: ignore[arg-type]
-    groups, gpus = int(loss["replicas"]), int(loss["gpus"])  # type: ignore[arg-type]
-    later_losses = [float(x["t_s"]) for x in rows.losses if x["replica"] == replica]  # type: ignore[arg-type]
-    next_loss = _first_after(later_losses, t_f)
+def _failure(rows: _Rows, loss: _Loss) -> FailureCost:
+    t_f, replica, groups, gpus = loss.t_s, loss.replica, loss.replicas, loss.gpus
+    next_loss = _first_after([x.t_s for x in rows.losses if x.replica == replica], t_f)
     healed = _first_after(rows.heals.get(replica, []), t_f)
     if healed is not None and (next_loss is None or healed < next_loss):
         own = [*rows.steps.get(replica, []), *rows.heals.get(replica, []), *rows.starts]
@@ -152,7 +170,7 @@ def _failure(rows: _Rows, loss: dict[str, object]) -> FailureCost:
         return FailureCost(
             replica=replica,
             t_s=t_f,
-            step=int(loss["step"]),  # type: ignore[arg-type]
+            step=loss.step,
             recovery=Recovery.DROP,
             lost_work_gpu_s=gpus * lost,
             heal_gpu_s=gpus * (healed - t_f),
@@ -166,7 +184,7 @@ def _failure(rows: _Rows, loss: dict[str, object]) -> FailureCost:
     return FailureCost(
         replica=replica,
         t_s=t_f,
-        step=int(loss["step"]),  # type: ignore[arg-type]
+        step=loss.step,
         recovery=Recovery.RESTART if resumed is not None else Recovery.UNRECOVERED,
         lost_work_gpu_s=whole * (t_f - since) if since is not None else 0.0,
         heal_gpu_s=0.0,
@@ -179,7 +197,7 @@ def _stall_s(rows: _Rows, dropped: Sequence[FailureCost]) -> float:
     """Survivors' excess step gaps around failures and quorum changes, seconds summed over groups."""
     total = 0.0
     for replica, times in rows.steps.items():
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        gaps = [b - a for a, b in pairwise(times)]
         if not gaps:
             continue
         usual = statistics.median(gaps)
@@ -187,7 +205,7 @@ def _stall_s(rows: _Rows, dropped: Sequence[FailureCost]) -> float:
             [f.t_s for f in dropped if f.replica != replica] + rows.quorums.get(replica, [])
         )
         own = [f.t_s for f in dropped if f.replica == replica]
-        for a, b in zip(times, times[1:], strict=False):
+        for a, b in pairwise(times):
             hit = _first_after(marks, a)
             if hit is None or hit > b:
                 continue
@@ -202,7 +220,7 @@ def account(run: str, table: pa.Table) -> FtLoss:
     rows = _index(table)
     failures = tuple(_failure(rows, loss) for loss in rows.losses)
     dropped = [f for f in failures if f.recovery is Recovery.DROP]
-    gpus = max((int(x["gpus"]) for x in rows.losses), default=1)  # type: ignore[call-overload]
+    gpus = max((x.gpus for x in rows.losses), default=1)
     stall_s = _stall_s(rows, dropped) if dropped else 0.0
     restarted = [f for f in failures if f.recovery is Recovery.RESTART]
     return FtLoss(
@@ -221,8 +239,9 @@ def account(run: str, table: pa.Table) -> FtLoss:
 
 def ft_loss(con: duckdb.DuckDBPyConnection, run: str) -> FtLoss:
     """Lost GPU-seconds of ``run`` from the store (``gpuyield ingest telemetry`` filled it)."""
-    table = con.execute(
-        "SELECT * EXCLUDE (ingest_id) FROM ft_events WHERE run = ? ORDER BY t_s", [run]
+    table = con.sql(
+        "SELECT * EXCLUDE (ingest_id) FROM ft_events WHERE run = $run ORDER BY t_s",
+        params={"run": run},
     ).to_arrow_table()
     if table.num_rows == 0:
         raise InputError(

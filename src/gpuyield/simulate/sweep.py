@@ -27,6 +27,7 @@ from gpuyield.simulate.ettr import (
     run_model,
     young_interval_s,
 )
+from gpuyield.simulate.ft_costs import FtCalibration, load_ft_calibration
 from gpuyield.simulate.scenario import Policy
 
 
@@ -57,6 +58,8 @@ class SweepSpec:
         )
     )
     gpus_per_node: int = 8
+    #: Measured recovery costs (``python -m bench ft``): restart/stall/rejoin at each point's size.
+    costs: FtCalibration | None = None
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -73,10 +76,21 @@ class SweepSpec:
             nodes = max(int(value) // self.gpus_per_node, 1)
             # Keep the spare share of the base model (1.5% by default) as the cluster grows.
             spares = math.ceil(nodes * self.base.spare_nodes / self.base.num_nodes)
-            return dataclasses.replace(
+            model = dataclasses.replace(
                 self.base, num_nodes=nodes, spare_nodes=spares, policy=policy
             )
-        return dataclasses.replace(self.base, interval_s=float(value), policy=policy)
+        else:
+            model = dataclasses.replace(self.base, interval_s=float(value), policy=policy)
+        if self.costs is None:
+            return model
+        costs = self.costs.costs_at(model.num_nodes * self.gpus_per_node)
+        return dataclasses.replace(
+            model,
+            restart_s=costs.restart_s,
+            detection_s=costs.detection_s,
+            rejoin_s=costs.rejoin_s,
+            replica_nodes=max(self.costs.gpus_per_group // self.gpus_per_node, 1),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -197,9 +211,23 @@ def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> li
 
 def sweep_summary(result: SweepResult) -> dict[str, Any]:
     """JSON-ready view of a sweep."""
+    costs = result.spec.costs
     return {
         "param": result.spec.param.value,
         "seeds": result.spec.seeds,
+        "recovery_costs": None
+        if costs is None
+        else {
+            "calibration": costs.path,
+            "by_value": {
+                _fmt(v): dataclasses.asdict(
+                    costs.costs_at(
+                        result.spec.model(Policy.RESTART, v).num_nodes * result.spec.gpus_per_node
+                    )
+                )
+                for v in result.spec.values
+            },
+        },
         "points": [
             {
                 "policy": p.policy.value,
@@ -239,6 +267,7 @@ def sweep_from_options(
     write_s: int,
     jobs: int,
     plots: bool,
+    ft_calibration: str | None = None,
 ) -> SweepResult:
     """Parse CLI-style options, run the sweep and write its files."""
     try:
@@ -269,8 +298,16 @@ def sweep_from_options(
         write_s=float(write_s),
         spare_nodes=math.ceil(max(gpus // 8, 1) / 64),
     )
+    costs = None
+    if ft_calibration is not None:
+        costs = load_ft_calibration(None if ft_calibration == "measured" else ft_calibration)
     spec = SweepSpec(
-        param=which, values=parsed, policies=chosen or tuple(Policy), seeds=seeds, base=base
+        param=which,
+        values=parsed,
+        policies=chosen or tuple(Policy),
+        seeds=seeds,
+        base=base,
+        costs=costs,
     )
     result = run_sweep(spec, jobs=jobs)
     write_sweep(result, out, plots=plots)

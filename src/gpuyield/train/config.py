@@ -74,7 +74,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.replicas < 2:
-            raise InputError("--replicas must be >= 2", hint="a lone replica has no peer to heal from")
+            raise InputError(
+                "--replicas must be >= 2", hint="a lone replica has no peer to heal from"
+            )
         for name in ("steps", "n_layer", "n_embd", "n_head", "block", "batch", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise InputError(f"--{name.replace('_', '-')} must be >= 1")

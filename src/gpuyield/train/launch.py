@@ -94,7 +94,10 @@ def _run_drop(config: TrainConfig, out: Path) -> None:
     env = _env(config)
     env["TORCHFT_LIGHTHOUSE"] = lighthouse.address()
     groups = [_Group(group=g) for g in range(config.replicas)]
-    allowed = {g: SPARE_RESTARTS + sum(p.group == g for p in config.failures) for g in range(config.replicas)}
+    allowed = {
+        g: SPARE_RESTARTS + sum(p.group == g for p in config.failures)
+        for g in range(config.replicas)
+    }
     try:
         for group in groups:
             _spawn(config, out, group, env)
@@ -108,7 +111,11 @@ def _run_drop(config: TrainConfig, out: Path) -> None:
 
 
 def _supervise(
-    config: TrainConfig, out: Path, groups: list[_Group], allowed: dict[int, int], env: dict[str, str]
+    config: TrainConfig,
+    out: Path,
+    groups: list[_Group],
+    allowed: dict[int, int],
+    env: dict[str, str],
 ) -> None:
     deadline = time.monotonic() + config.timeout_s
     while not all(g.done for g in groups):
@@ -140,10 +147,16 @@ def _run_restart(config: TrainConfig, out: Path) -> None:
     with log.open("wb") as sink:
         try:
             code = subprocess.run(
-                args, env=_env(config), stdout=sink, stderr=subprocess.STDOUT, timeout=config.timeout_s
+                args,
+                env=_env(config),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                timeout=config.timeout_s,
             ).returncode
         except subprocess.TimeoutExpired as error:
-            raise TrainRunError(f"restart run did not finish in {config.timeout_s:.0f} s") from error
+            raise TrainRunError(
+                f"restart run did not finish in {config.timeout_s:.0f} s"
+            ) from error
     if code != 0:
         raise TrainRunError(f"torchrun exited with {code}:\n{_tail([log])}")
 

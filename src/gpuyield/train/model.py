@@ -91,14 +91,14 @@ class GPT(nn.Module):
         self.head = nn.Linear(config.n_embd, vocab_size, bias=False)
         self.head.weight = self.tok.weight
         mask = torch.triu(torch.ones(config.block, config.block, dtype=torch.bool), diagonal=1)
-        self.register_buffer("mask", mask, persistent=False)
+        self.causal: torch.Tensor
+        self.register_buffer("causal", mask, persistent=False)
         self.apply(_init)
-
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         t = idx.shape[1]
         x = self.tok(idx) + self.pos(torch.arange(t))
-        mask = self.mask[:t, :t]
+        mask = self.causal[:t, :t]
         for block in self.blocks:
             x = block(x, mask)
         logits = self.head(self.ln(x))

@@ -137,12 +137,12 @@ def _drop_loop(
                 return False  # the others finished meanwhile: nothing to rejoin, never train alone
             rec.heal_done(step)
             healing = False
-        if step >= config.steps:
-            break  # healed to the end of the run: nothing left to compute
         quorum_id = int(manager._quorum_id)  # torchft has no public accessor for it
         if quorum_id != seen_quorum:
             rec.quorum(step, quorum_id=quorum_id, participants=manager.num_participants())
             seen_quorum = quorum_id
+        if step >= config.steps:
+            break  # healed to the end of the run: nothing left to compute
         for group_lr in optim.param_groups:
             group_lr["lr"] = gpt.learning_rate(config, step)
         optim.zero_grad()
@@ -159,7 +159,9 @@ def _drop_loop(
         optim.step()
         rec.step(step, loss=mean_loss)
         done = step + 1
-        if rank == 0 and (done == config.steps or (config.eval_every and done % config.eval_every == 0)):
+        if rank == 0 and (
+            done == config.steps or (config.eval_every and done % config.eval_every == 0)
+        ):
             rec.eval(done, val_loss=gpt.held_out_loss(net, corpus, config))
     return True
 
@@ -194,7 +196,23 @@ def run_restart(config: TrainConfig, out: Path) -> None:
     rec.job_start()
     if attempt and rank == 0:
         rec.restart(attempt)
-    dist.init_process_group(config.backend, timeout=timedelta(seconds=60))
+    # torchrun keeps one store across restarts; a fresh key prefix per attempt keeps the new Gloo
+    # mesh from reading the dead attempt's addresses ("Connection refused" at connectFullMesh).
+    hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    base = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world,
+        is_master=rank == 0 and not hosted,
+        timeout=timedelta(seconds=60),
+    )
+    dist.init_process_group(
+        config.backend,
+        store=dist.PrefixStore(f"attempt{attempt}", base),
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=60),
+    )
     corpus = gpt.load_corpus()
     net, optim = gpt.build(config, corpus.vocab_size)
     checkpoint = out / "checkpoint.pt"
