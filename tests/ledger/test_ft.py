@@ -119,3 +119,41 @@ def test_recorder_tags_every_line_with_its_replica(tmp_path: Path) -> None:
     ]
     assert {e.replica for e in log.ft_events} == {2}
     assert log.ft_events[1].gpus == 8 and log.ft_events[4].step == 7
+
+
+def test_ft_loss_command_prints_the_failures(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gpuyield.cli import app
+
+    events: list[dict[str, object]] = [{"event": "job_start", "t": T0, "replica": 0}]
+    events += _steps(0, [2, 4, 6, 8, 10])
+    events += [
+        {"event": "checkpoint_saved", "t": T0 + 4, "step": 2, "duration_s": 0.5, "replica": 0},
+        {"event": "replica_lost", "t": T0 + 9, "step": 5, "replicas": 2, "gpus": 4, "replica": 1},
+        {"event": "checkpoint_loaded", "t": T0 + 19, "step": 2, "replica": 0},
+    ]
+    db = tmp_path / "ft.duckdb"
+    ingest_telemetry_files(db, "r", [_write(tmp_path / "t.jsonl", events)])
+    runner = CliRunner()
+    result = runner.invoke(app, ["ft-loss", "--run", "r", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["failures"][0]["recovery"] == "restart"
+    assert data["lost_gpu_s"] == pytest.approx(2 * 4 * 5 + 2 * 4 * 10)
+    missing = runner.invoke(app, ["ft-loss", "--run", "other", "--db", str(db)])
+    assert missing.exit_code == 1 and "no fault-tolerance events" in missing.output
+
+
+def test_train_ft_refuses_a_bad_failure_plan(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gpuyield.cli import app
+
+    pytest.importorskip("torchft")
+    result = CliRunner().invoke(
+        app, ["train-ft", "--mode", "drop", "--out", str(tmp_path), "--fail-at", "5:7"]
+    )
+    assert result.exit_code == 1
+    assert "the group must be in 0..2" in result.output
+    assert not (tmp_path / "telemetry.jsonl").exists()
