@@ -82,11 +82,13 @@ def test_a_dropped_group_heals_and_rejoins_while_the_others_train_on(tmp_path: P
     (healed,) = [e for e in events if e["event"] == "heal_done"]
     assert healed["replica"] == 1 and healed["step"] > FAIL[0] and healed["t"] > lost["t"]
     assert any(e["participants"] == 3 and e["replica"] == 1 for e in after)
-    # Every step was committed, by the survivors at least.
+    # The survivors committed every step, and a few more than a clean run: the budget is in batches,
+    # and steps without group 1 consumed 2 batches instead of 3.
     for group in (0, 2):
         done = {e["step"] for e in lines if e["event"] == "step" and e["replica"] == group}
-        assert done == set(range(STEPS))
-    assert summary["steps_done"] == STEPS and summary["restarts"] == 1
+        assert done == set(range(summary["steps_done"]))
+    assert summary["steps_done"] > STEPS and baseline["steps_done"] == STEPS
+    assert summary["restarts"] == 1
 
     # The model learned (chance is ln 62 = 4.13) and losing a group did not hurt it beyond noise.
     assert math.isfinite(summary["final_loss"]) and summary["final_loss"] < 3.6

@@ -67,6 +67,10 @@ class TrainConfig:
     threads: int = 1
     #: GPUs each replica group stands for, in the lost GPU-seconds (a CPU process here).
     gpus_per_replica: int = 1
+    #: drop: seconds before a killed group's process is started again (a scheduler noticing and
+    #: restarting it). Longer than the lighthouse's 2 s heartbeat timeout, so the survivors always
+    #: form a quorum without the dead group first, on fast machines too.
+    restart_delay_s: float = 3.0
     backend: str = "gloo"
     #: Longest a run may take before it is stopped and reported as failed.
     timeout_s: float = 900.0
@@ -92,6 +96,8 @@ class TrainConfig:
                     f"--fail-at {plan.step}:{plan.group}: the group must be in "
                     f"0..{self.replicas - 1}"
                 )
+        if not self.restart_delay_s >= 0:
+            raise InputError("restart_delay_s must be >= 0")
         if self.backend not in ("gloo", "nccl"):
             raise InputError(f"--backend {self.backend!r}: use gloo or nccl")
 

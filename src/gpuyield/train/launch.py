@@ -42,6 +42,8 @@ class _Group:
     attempt: int = 0
     process: subprocess.Popen[bytes] | None = None
     done: bool = False
+    #: When a killed group's next process may start (monotonic clock); None while it runs.
+    respawn_at: float | None = None
     logs: list[Path] = field(default_factory=list)
 
 
@@ -124,6 +126,11 @@ def _supervise(
         time.sleep(0.05)
         for group in groups:
             assert group.process is not None
+            if group.respawn_at is not None:
+                if time.monotonic() >= group.respawn_at:
+                    group.respawn_at = None
+                    _spawn(config, out, group, env)
+                continue
             code = group.process.poll()
             if group.done or code is None:
                 continue
@@ -131,7 +138,7 @@ def _supervise(
                 group.done = True
             elif code == -signal.SIGKILL and group.attempt < allowed[group.group]:
                 group.attempt += 1
-                _spawn(config, out, group, env)
+                group.respawn_at = time.monotonic() + config.restart_delay_s
             else:
                 raise TrainRunError(
                     f"replica group {group.group} exited with {code}:\n{_tail(group.logs)}"

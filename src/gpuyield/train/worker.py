@@ -129,7 +129,10 @@ def _drop_loop(
 
     assert isinstance(manager, Manager)
     seen_quorum = -1
-    while manager.current_step() < config.steps:
+    # The run's budget is in batches (tokens), as at scale: a step with a group missing consumes
+    # fewer batches, so the run takes a few more steps and sees exactly the data a clean run sees.
+    budget = config.steps * config.replicas
+    while manager.batches_committed() < budget:
         manager.start_quorum()  # synchronous: a restarted group has healed when it returns
         step = manager.current_step()
         if healing:
@@ -141,14 +144,15 @@ def _drop_loop(
         if quorum_id != seen_quorum:
             rec.quorum(step, quorum_id=quorum_id, participants=manager.num_participants())
             seen_quorum = quorum_id
-        if step >= config.steps:
+        seen = manager.batches_committed()
+        if seen >= budget:
             break  # healed to the end of the run: nothing left to compute
         for group_lr in optim.param_groups:
-            group_lr["lr"] = gpt.learning_rate(config, step)
+            # The schedule follows the data consumed, in clean-run steps.
+            group_lr["lr"] = gpt.learning_rate(config, seen // config.replicas)
         optim.zero_grad()
         rank = manager.participating_rank() or 0
-        x, y = gpt.batch(corpus.train, config, manager.batches_committed() + rank)
-        loss = net(x, y)
+        loss = net(*gpt.batch(corpus.train, config, seen + rank))
         loss.backward()
         _maybe_fail(config, out, rec, group, step)
         flat = gpt.flat_grads(net, loss)
@@ -158,12 +162,21 @@ def _drop_loop(
             continue  # a peer failed mid-step: the step is discarded, the next quorum drops it
         optim.step()
         rec.step(step, loss=mean_loss)
-        done = step + 1
-        if rank == 0 and (
-            done == config.steps or (config.eval_every and done % config.eval_every == 0)
-        ):
-            rec.eval(done, val_loss=gpt.held_out_loss(net, corpus, config))
+        if rank == 0:
+            _drop_eval(config, rec, net, corpus, seen, manager.batches_committed())
     return True
+
+
+def _drop_eval(
+    config: TrainConfig, rec: Recorder, net: gpt.GPT, corpus: gpt.Corpus, before: int, after: int
+) -> None:
+    """Held-out loss when the data consumed crosses an eval point (in clean-run steps)."""
+    done, was = after // config.replicas, before // config.replicas
+    budget = config.steps * config.replicas
+    crossed = config.eval_every and done // config.eval_every > was // config.eval_every
+    if after >= budget or crossed:
+        point = config.steps if after >= budget else done - done % config.eval_every
+        rec.eval(point, val_loss=gpt.held_out_loss(net, corpus, config))
 
 
 def _wait_for_rejoin(config: TrainConfig, out: Path, group: int, manager: object) -> None:
