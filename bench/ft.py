@@ -74,6 +74,7 @@ def _per_failure(runs: list[RunSummary], field: str) -> float:
 def _mode_figures(runs: list[RunSummary]) -> dict[str, Any]:
     return {
         "wall_s": statistics.mean(r.wall_s for r in runs),
+        "to_last_step_s": statistics.mean(r.to_last_step_s for r in runs),
         "steps_per_s": statistics.mean(r.steps_per_s for r in runs),
         "failures_per_run": statistics.mean(r.failures for r in runs),
         "lost_gpu_s_per_failure": _per_failure(runs, "lost_gpu_seconds"),
@@ -96,7 +97,9 @@ def _curve(runs: list[RunSummary]) -> list[list[float]]:
     return [[step, statistics.mean(v)] for step, v in sorted(by_step.items())]
 
 
-def _calibration(drop: list[RunSummary], restart: list[RunSummary], ratio: float) -> dict[str, Any]:
+def _calibration(
+    drop: list[RunSummary], restart: list[RunSummary], ratio: float, steps: int
+) -> dict[str, Any]:
     failures = sum(r.failures for r in drop)
     return {
         "source": {
@@ -104,7 +107,9 @@ def _calibration(drop: list[RunSummary], restart: list[RunSummary], ratio: float
             "measured_on": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared), Gloo on CPU",
             "seeds": len(drop),
-            "steps": drop[0].steps_done,
+            # The budget in clean-run steps (drop runs take more, smaller steps while a group is out).
+            "steps": steps,
+            "drop_steps_done_mean": statistics.mean(r.steps_done for r in drop),
             "failures": failures,
             "lighthouse_heartbeat_timeout_ms": HEARTBEAT_TIMEOUT_MS,
         },
@@ -142,7 +147,7 @@ def run(quick: bool) -> dict[str, Any]:
             runs[mode.value].append(_one(_config(mode, seed, steps, every, failures=True)))
     figures = {name: _mode_figures(r) for name, r in runs.items()}
     ratio = figures["drop"]["lost_gpu_s_per_failure"] / figures["restart"]["lost_gpu_s_per_failure"]
-    calibration = _calibration(runs["drop"], runs["restart"], ratio)
+    calibration = _calibration(runs["drop"], runs["restart"], ratio, steps)
     if not quick:
         CALIBRATION.mkdir(parents=True, exist_ok=True)
         text = tomli_w.dumps(calibration)
@@ -169,10 +174,10 @@ def _print_table(figures: dict[str, Any], ratio: float) -> None:
     print(
         "| mode | wall s | steps/s | lost GPU-s / failure | stall | lost work | heal | restart | held-out loss |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, f in figures.items():
         print(
-            f"| {name} | {f['wall_s']:.1f} | {f['steps_per_s']:.2f} | "
+            f"| {name} | {f['wall_s']:.1f} | {f['to_last_step_s']:.1f} | {f['steps_per_s']:.2f} | "
             f"{f['lost_gpu_s_per_failure']:.1f} | {f['stall_gpu_s_per_failure']:.1f} | "
             f"{f['lost_work_gpu_s_per_failure']:.1f} | {f['heal_gpu_s_per_failure']:.1f} | "
             f"{f['restart_gpu_s_per_failure']:.1f} | {f['final_loss_mean']:.4f} |"

@@ -139,6 +139,9 @@ class RunSummary:
     steps_done: int
     final_loss: float
     wall_s: float
+    #: From the first process start to the last committed step (no launcher start-up, and no wait
+    #: at the end for a late group to heal).
+    to_last_step_s: float
     steps_per_s: float
     lost_gpu_seconds: float
     stall_s: float

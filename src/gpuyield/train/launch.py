@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gpuyield.errors import GpuyieldError, InputError
 from gpuyield.ingest.ft_rows import ft_table
-from gpuyield.ingest.telemetry import read
+from gpuyield.ingest.telemetry import StepRecord, read
 from gpuyield.ledger.ft import account
 from gpuyield.train.config import EvalPoint, Mode, RunSummary, TrainConfig
 from gpuyield.train.worker import TELEMETRY
@@ -168,6 +168,10 @@ def _run_restart(config: TrainConfig, out: Path) -> None:
         raise TrainRunError(f"torchrun exited with {code}:\n{_tail([log])}")
 
 
+def _last_step_t(steps: tuple[StepRecord, ...]) -> float:
+    return max(s.t for s in steps if s.t is not None)
+
+
 def summarise(config: TrainConfig, out: Path, wall_s: float) -> RunSummary:
     """``summary.json`` from the run's telemetry, through the ledger's accounting."""
     log = read(out / TELEMETRY, "jsonl")
@@ -185,6 +189,7 @@ def summarise(config: TrainConfig, out: Path, wall_s: float) -> RunSummary:
         steps_done=steps_done,
         final_loss=evals[-1].loss,
         wall_s=wall_s,
+        to_last_step_s=_last_step_t(steps) - min(j.t for j in log.job_starts if j.t is not None),
         steps_per_s=steps_done / wall_s,
         lost_gpu_seconds=loss.lost_gpu_s if loss else 0.0,
         stall_s=loss.stall_s if loss else 0.0,

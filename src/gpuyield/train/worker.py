@@ -177,6 +177,7 @@ def _drop_eval(
     if after >= budget or crossed:
         point = config.steps if after >= budget else done - done % config.eval_every
         rec.eval(point, val_loss=gpt.held_out_loss(net, corpus, config))
+        rec.flush()  # a peer's failure can stop this process any moment: keep the point
 
 
 def _wait_for_rejoin(config: TrainConfig, out: Path, group: int, manager: object) -> None:
@@ -274,6 +275,7 @@ def _after_step(
         rec.checkpoint_saved(step, duration_s=time.monotonic() - started)
     if step == config.steps or (config.eval_every and step % config.eval_every == 0):
         rec.eval(step, val_loss=gpt.held_out_loss(net, corpus, config))
+        rec.flush()  # a peer's failure can stop this process any moment: keep the point
 
 
 def main(argv: list[str]) -> int:
