@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHES = ("ledger", "simulate", "guard", "serve", "ladder", "collect", "hostile")
+BENCHES = ("ledger", "simulate", "guard", "serve", "ladder", "collect", "hostile", "ft")
 
 
 def main(argv: list[str]) -> int:

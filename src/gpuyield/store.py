@@ -72,6 +72,12 @@ CREATE TABLE IF NOT EXISTS divergence_events (
     run VARCHAR NOT NULL, step BIGINT NOT NULL, t_s DOUBLE, kind VARCHAR NOT NULL, metric VARCHAR,
     value DOUBLE, threshold DOUBLE, ingest_id BIGINT NOT NULL
 );
+-- Fault-tolerant runs (replica groups): their steps per group, checkpoints and failure events.
+CREATE TABLE IF NOT EXISTS ft_events (
+    run VARCHAR NOT NULL, replica BIGINT, event VARCHAR NOT NULL, t_s DOUBLE NOT NULL, step BIGINT,
+    replicas BIGINT, gpus BIGINT, quorum_id BIGINT, participants BIGINT, attempt BIGINT,
+    ingest_id BIGINT NOT NULL
+);
 """
 
 

@@ -10,7 +10,17 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli import collect, divergence, doctor, estimate, ingest, report, serve, simulate
+from gpuyield.cli import (
+    collect,
+    divergence,
+    doctor,
+    estimate,
+    ingest,
+    report,
+    serve,
+    simulate,
+    train,
+)
 from gpuyield.cli import ladder as ladder_cli
 
 app = typer.Typer(
@@ -33,6 +43,8 @@ app.command(name="ladder")(ladder_cli.ladder_command)
 app.command(name="preflight")(ladder_cli.preflight_command)
 app.command(name="collect")(collect.collect_command)
 app.command(name="doctor")(doctor.doctor_command)
+app.command(name="train-ft")(train.train_ft_command)
+app.command(name="ft-loss")(train.ft_loss_command)
 
 
 def _version(value: bool) -> None:

@@ -199,6 +199,11 @@ def telemetry_command(
             else (
                 f"{r.records} records, {r.divergence_events} divergence events, "
                 f"{r.torn_lines} torn lines skipped"
+                + (
+                    f", {r.ft_events} fault-tolerance rows (gpuyield ft-loss)"
+                    if r.ft_events
+                    else ""
+                )
             )
         )
         console.print(f"{r.run}: {r.path}: {status}")

@@ -189,6 +189,14 @@ def sweep_command(
     ] = "llama3-405b",
     jobs: Annotated[int, typer.Option("--jobs", help="Parallel processes.")] = 1,
     plots: Annotated[bool, typer.Option(help="Write sweep.png and sweep.html.")] = True,
+    ft_calibration: Annotated[
+        str | None,
+        typer.Option(
+            "--ft-calibration",
+            help="Recovery costs measured by `python -m bench ft`: 'measured' (the bundled file) "
+            "or a path; replaces the assumed restart, stall and rejoin times.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     skip_failure_multiplier: Annotated[
         float, typer.Option(help="ladder-skip-share: how much likelier a skipping job fails.")
@@ -206,6 +214,7 @@ def sweep_command(
 
         ladder_sweep_command(out, values, seeds, days, gpus, skip_failure_multiplier, as_json)
         return
+    from gpuyield.simulate.ft_costs import load_ft_calibration
     from gpuyield.simulate.scenario import Policy
     from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
     from gpuyield.simulate.sweep_files import run_and_write_sweep
@@ -224,6 +233,9 @@ def sweep_command(
             seeds=seeds,
             base=base.model,
             gpus_per_node=base.gpus_per_node,
+            costs=None
+            if ft_calibration is None
+            else load_ft_calibration(None if ft_calibration == "measured" else ft_calibration),
         )
         result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
     if as_json:

@@ -137,6 +137,7 @@ class Recorder:
         flush_interval_s: float = 5.0,
         enabled: bool | None = None,
         clock: Callable[[], float] = time.time,
+        replica: int | None = None,
     ) -> None:
         if path is None and run is None:
             raise InputError(
@@ -147,6 +148,8 @@ class Recorder:
             raise InputError(f"recorder.flush_every must be >= 1, got {flush_every}")
         if not flush_interval_s > 0:
             raise InputError(f"recorder.flush_interval_s must be > 0, got {flush_interval_s}")
+        if replica is not None and replica < 0:
+            raise InputError(f"recorder.replica must be >= 0, got {replica}")
         base = Path(directory or os.environ.get("GPUYIELD_TELEMETRY_DIR", "."))
         self.path = Path(path) if path is not None else base / f"{run}.jsonl"
         self.run = run if run is not None else self.path.stem
@@ -154,6 +157,9 @@ class Recorder:
         self._flush_every = flush_every
         self._flush_interval_s = flush_interval_s
         self._clock = clock
+        # Fault-tolerant jobs write one file from several replica groups: every line names its group.
+        self.replica = replica
+        self._replica_tail = None if replica is None else f',"replica":{int(replica)}}}\n'
         self._pending: deque[Any] = deque()
         self._write_lock = threading.Lock()
         self._wake = threading.Event()
@@ -209,6 +215,44 @@ class Recorder:
     def checkpoint_loaded(self, step: int) -> None:
         """Record that the run resumed from the checkpoint of ``step``."""
         self._event("checkpoint_loaded", step=int(step))
+        self.flush()
+
+    # -- fault tolerance: what a failure cost, for gpuyield.ledger.ft -------------------------------
+
+    def replica_lost(self, step: int, *, replicas: int, gpus: int = 1) -> None:
+        """Record that this replica group fails now, at ``step``; flushed and fsynced first.
+
+        ``replicas`` is how many replica groups the job has, ``gpus`` how many GPUs each holds: the
+        ledger multiplies lost seconds by them.
+        """
+        if replicas < 1 or gpus < 1:
+            raise InputError(
+                f"replica_lost needs replicas >= 1 and gpus >= 1, got {replicas}, {gpus}"
+            )
+        self._event("replica_lost", step=int(step), replicas=int(replicas), gpus=int(gpus))
+        self.flush(fsync=True)
+
+    def quorum(self, step: int, *, quorum_id: int, participants: int) -> None:
+        """Record a new quorum (a changed set of replica groups) seen by this group at ``step``."""
+        self._event(
+            "quorum", step=int(step), quorum_id=int(quorum_id), participants=int(participants)
+        )
+
+    def heal_started(self, step: int) -> None:
+        """Record that this (restarted) group starts fetching live state from a peer."""
+        self._event("heal_started", step=int(step))
+        self.flush()
+
+    def heal_done(self, step: int) -> None:
+        """Record that this group holds a peer's state of ``step`` and rejoins the job."""
+        self._event("heal_done", step=int(step))
+        self.flush()
+
+    def restart(self, attempt: int) -> None:
+        """Record that a process (or, without ``replica``, the whole job) starts again."""
+        if attempt < 1:
+            raise InputError(f"restart.attempt must be >= 1, got {attempt}")
+        self._event("restart", attempt=int(attempt))
         self.flush()
 
     def eval(self, step: int, **metrics: float) -> None:
@@ -270,7 +314,10 @@ class Recorder:
             return
         if self._closed:
             raise InputError(f"Recorder for {self.path} is closed; cannot record {event!r}")
-        self._pending.append({"v": FORMAT_VERSION, "event": event, "t": self._clock(), **fields})
+        line = {"v": FORMAT_VERSION, "event": event, "t": self._clock(), **fields}
+        if self.replica is not None:
+            line["replica"] = self.replica
+        self._pending.append(line)
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -319,10 +366,16 @@ class Recorder:
             lines: list[str] = []
             bad: InputError | None = None
             # popleft until empty: records appended meanwhile by step() are simply taken too.
+            tail = self._replica_tail
             while pending and bad is None:
                 item = pending.popleft()
                 try:
-                    lines.append(_step_line(item) if type(item) is tuple else _event_line(item))
+                    if type(item) is not tuple:
+                        lines.append(_event_line(item))
+                    elif tail is None:
+                        lines.append(_step_line(item))
+                    else:
+                        lines.append(_step_line(item)[:-2] + tail)
                 except (TypeError, ValueError) as error:
                     bad = InputError(
                         f"Recorder: cannot write record {item!r}: {error}",

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from gpuyield import store
 from gpuyield.ingest._files import scan_file
+from gpuyield.ingest.ft_rows import ft_table
 from gpuyield.ingest.telemetry import (
     CheckpointLoaded,
     CheckpointSaved,
@@ -63,6 +64,8 @@ class TelemetryResult:
     """Unreadable tail lines skipped (a writer killed mid-line)."""
     divergence_events: int = 0
     """Events the divergence watch found."""
+    ft_events: int = 0
+    """Rows stored for fault-tolerance accounting (gpuyield.ledger.ft); 0 without such events."""
 
 
 def _rows(run: str, log: TelemetryLog) -> pa.Table:
@@ -114,11 +117,17 @@ def ingest_telemetry(
            (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
         [run, SOURCE, str(path)],
     )
-    con.execute(
-        """DELETE FROM divergence_events WHERE run = ? AND ingest_id IN
-           (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
-        [run, SOURCE, str(path)],
-    )
+    for older in ("divergence_events", "ft_events"):
+        con.execute(
+            f"""DELETE FROM {older} WHERE run = ? AND ingest_id IN
+               (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
+            [run, SOURCE, str(path)],
+        )
+    ft_rows = ft_table(run, log)
+    if ft_rows is not None:
+        con.register("new_ft_events", ft_rows)
+        con.execute(f"INSERT INTO ft_events SELECT *, {ingest_id} FROM new_ft_events")
+        con.unregister("new_ft_events")
     con.register("new_telemetry", table)
     con.execute(f"INSERT INTO telemetry SELECT *, {ingest_id}, NULL FROM new_telemetry")
     con.unregister("new_telemetry")
@@ -152,6 +161,7 @@ def ingest_telemetry(
         records=table.num_rows,
         torn_lines=torn,
         divergence_events=len(events),
+        ft_events=0 if ft_rows is None else ft_rows.num_rows,
     )
 
 

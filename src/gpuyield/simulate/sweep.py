@@ -25,6 +25,7 @@ from gpuyield.simulate.ettr import (
     run_drawn,
     young_interval_s,
 )
+from gpuyield.simulate.ft_costs import FtCalibration
 from gpuyield.simulate.scenario import Policy
 
 #: Where a sweep takes its failure model and restart costs unless told otherwise.
@@ -58,6 +59,8 @@ class SweepSpec:
     #: The model every point starts from; the swept field replaces one of its values.
     base: JobModel = dataclasses.field(default_factory=lambda: _scenario_base(DEFAULT_SCENARIO))
     gpus_per_node: int = 8
+    #: Measured recovery costs (``python -m bench ft``): restart/stall/rejoin at each point's size.
+    costs: FtCalibration | None = None
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -74,10 +77,21 @@ class SweepSpec:
             nodes = max(int(value) // self.gpus_per_node, 1)
             # Keep the spare share of the base model (1.5% by default) as the cluster grows.
             spares = math.ceil(nodes * self.base.spare_nodes / self.base.num_nodes)
-            return dataclasses.replace(
+            model = dataclasses.replace(
                 self.base, num_nodes=nodes, spare_nodes=spares, policy=policy
             )
-        return dataclasses.replace(self.base, interval_s=float(value), policy=policy)
+        else:
+            model = dataclasses.replace(self.base, interval_s=float(value), policy=policy)
+        if self.costs is None:
+            return model
+        costs = self.costs.costs_at(model.num_nodes * self.gpus_per_node)
+        return dataclasses.replace(
+            model,
+            restart_s=costs.restart_s,
+            detection_s=costs.detection_s,
+            rejoin_s=costs.rejoin_s,
+            replica_nodes=max(self.costs.gpus_per_group // self.gpus_per_node, 1),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -130,6 +144,7 @@ class SweepResult:
         return {
             "param": self.spec.param.value,
             "seeds": self.spec.seeds,
+            **({} if self.spec.costs is None else {"recovery_costs": self._recovery_costs()}),
             "points": [
                 {
                     "policy": p.policy.value,
@@ -146,6 +161,24 @@ class SweepResult:
             ],
             "optimum": {policy: o.to_dict() for policy, o in self.optimum.items()},
         }
+
+    def _recovery_costs(self) -> dict[str, object]:
+        """The measured restart/stall/rejoin costs (``--ft-calibration``) at each point's size."""
+        spec, costs = self.spec, self.spec.costs
+        assert costs is not None
+        return {
+            "calibration": costs.path,
+            "by_value": {
+                _value_key(v): dataclasses.asdict(
+                    costs.costs_at(spec.model(Policy.RESTART, v).num_nodes * spec.gpus_per_node)
+                )
+                for v in spec.values
+            },
+        }
+
+
+def _value_key(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _one(task: tuple[SweepSpec, float, int, int]) -> list[tuple[float, float, int, float]]:

@@ -20,6 +20,8 @@ from gpuyield.ingest.telemetry.records import (
     CheckpointLoaded,
     CheckpointSaved,
     EvalRecord,
+    FtEvent,
+    FtKind,
     JobEnd,
     JobStart,
     Record,
@@ -98,6 +100,7 @@ def _step(line: _Line) -> StepRecord:
         grad_norm=line.number("grad_norm"),
         loss_scale=line.number("loss_scale"),
         tokens=tokens,
+        replica=line.integer("replica"),
     )
 
 
@@ -110,7 +113,7 @@ def _checkpoint_saved(line: _Line) -> CheckpointSaved:
 def _checkpoint_loaded(line: _Line) -> CheckpointLoaded:
     step = line.integer("step", required=True)
     assert step is not None
-    return CheckpointLoaded(step=step, t=line.time())
+    return CheckpointLoaded(step=step, t=line.time(), replica=line.integer("replica"))
 
 
 def _eval(line: _Line) -> EvalRecord:
@@ -137,7 +140,25 @@ def _job_start(line: _Line) -> JobStart:
     )
 
 
+def _ft_event(kind: FtKind) -> Callable[[_Line], FtEvent]:
+    def build(line: _Line) -> FtEvent:
+        return FtEvent(
+            kind=kind,
+            t=line.time(),
+            replica=line.integer("replica"),
+            step=line.integer("step", required=kind is not FtKind.RESTART),
+            replicas=line.integer("replicas", required=kind is FtKind.REPLICA_LOST),
+            gpus=line.integer("gpus", required=kind is FtKind.REPLICA_LOST),
+            quorum_id=line.integer("quorum_id", required=kind is FtKind.QUORUM),
+            participants=line.integer("participants", required=kind is FtKind.QUORUM),
+            attempt=line.integer("attempt", required=kind is FtKind.RESTART),
+        )
+
+    return build
+
+
 _BUILDERS: dict[str, Callable[[_Line], Record]] = {
+    **{kind.value: _ft_event(kind) for kind in FtKind},
     "step": _step,
     "checkpoint_saved": _checkpoint_saved,
     "checkpoint_loaded": _checkpoint_loaded,

@@ -53,6 +53,8 @@ class StepRecord:
     loss_scale: float | None = None
     #: Tokens consumed so far (cumulative), when the source logs it.
     tokens: int | None = None
+    #: Replica group that committed the step (fault-tolerant jobs log one line per group).
+    replica: int | None = None
 
     def __post_init__(self) -> None:
         if self.step < 0:
@@ -89,6 +91,8 @@ class CheckpointLoaded:
     step: int
     #: When loading finished, epoch seconds UTC; None when unknown.
     t: float | None = None
+    #: Replica group that loaded it, when the job logs one.
+    replica: int | None = None
 
     def __post_init__(self) -> None:
         if self.step < 0:
@@ -151,8 +155,55 @@ class JobEnd:
             raise ValueError("job_end.status must not be empty")
 
 
+class FtKind(StrEnum):
+    """Fault-tolerance events of a replicated job (``gpuyield train-ft``, torchft, torchrun)."""
+
+    # A replica group fails (its process dies); written by the group right before it is killed.
+    REPLICA_LOST = "replica_lost"
+    # A group sees a new quorum: the set of live replica groups changed.
+    QUORUM = "quorum"
+    # A restarted group starts fetching the live state of a peer.
+    HEAL_STARTED = "heal_started"
+    # ... and holds it: it rejoins training.
+    HEAL_DONE = "heal_done"
+    # A process (or the whole job, without a replica) starts again after a failure.
+    RESTART = "restart"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FtEvent:
+    """One fault-tolerance event (docs/contracts.md, "Run telemetry")."""
+
+    kind: FtKind
+    #: When it happened, epoch seconds UTC.
+    t: float
+    #: Replica group it concerns; None for the whole job (a torchrun restart).
+    replica: int | None = None
+    #: Training step at the event (the step being computed when a group was lost).
+    step: int | None = None
+    #: replica_lost: replica groups in the job, and GPUs per group.
+    replicas: int | None = None
+    gpus: int | None = None
+    #: quorum: its id and how many groups take part.
+    quorum_id: int | None = None
+    participants: int | None = None
+    #: restart: 1 for the first restart.
+    attempt: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_time(self.kind.value, self.t)
+        for name in ("replica", "step", "quorum_id", "participants"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{self.kind.value}.{name} must be >= 0, got {value}")
+        for name in ("replicas", "gpus", "attempt"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{self.kind.value}.{name} must be >= 1, got {value}")
+
+
 #: Any record a reader can return.
-Record = StepRecord | CheckpointSaved | CheckpointLoaded | EvalRecord | JobStart | JobEnd
+Record = StepRecord | CheckpointSaved | CheckpointLoaded | EvalRecord | JobStart | JobEnd | FtEvent
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -202,3 +253,8 @@ class TelemetryLog:
     def job_ends(self) -> tuple[JobEnd, ...]:
         """The job ends, in file order."""
         return tuple(r for r in self.records if isinstance(r, JobEnd))
+
+    @property
+    def ft_events(self) -> tuple[FtEvent, ...]:
+        """The fault-tolerance events (replica lost, quorum, heal, restart), in file order."""
+        return tuple(r for r in self.records if isinstance(r, FtEvent))
