@@ -181,11 +181,11 @@ REFUSED = {
     ),
     "sinfo-hostlist-100M": Refused(
         files={"nodes": "n[0-99999999]|gpu:8\n"},
-        line=1, field="NODELIST", words="more than 1,000,000",
+        line=1, field="NODELIST", words="more than 200,000",
     ),
     "sinfo-hostlist-10G": Refused(
         files={"nodes": "n[0-9999999999]|gpu:8\n"},
-        line=1, field="NODELIST", words="more than 1,000,000",
+        line=1, field="NODELIST", words="more than 200,000",
     ),
     # 5. what used to be tracebacks
     "field-over-2MB": Refused(

@@ -75,9 +75,10 @@ def gres_gpus_sql(gres: str) -> str:
 
 
 def start_sql(parsed_start: str, parsed_end: str, elapsed: str) -> str:
-    """SQL: the start; with Start=Unknown but End and ElapsedRaw known, End - ElapsedRaw (sacct
-    printed how long the job ran: dropping it would lose its GPU time)."""
-    return f"coalesce({parsed_start}, {parsed_end} - {elapsed})"
+    """SQL: the start; with Start=Unknown but End and ElapsedRaw > 0 known, End - ElapsedRaw (sacct
+    printed how long the job ran: dropping it would lose its GPU time). ElapsedRaw 0 is a job that
+    never started (a pending job cancelled or past its deadline): it keeps no start."""
+    return f"coalesce({parsed_start}, CASE WHEN {elapsed} > 0 THEN {parsed_end} - {elapsed} END)"
 
 
 def end_sql(parsed_start: str, parsed_end: str, elapsed: str, state: str) -> str:
