@@ -34,6 +34,18 @@ from gpuyield.ledger.telemetry import (
     overhead_intervals,
     with_detected_divergence,
 )
+from gpuyield.ledger.utilization import (
+    IDLE_ALLOCATED,
+    IDLE_THRESHOLD,
+    Utilization,
+    UtilizationSummary,
+    attribute,
+    has_samples,
+    idle_segments,
+    on_segments,
+    sample_intervals,
+    summarize,
+)
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.store import connection_of
@@ -79,6 +91,8 @@ class Ledger:
     """Jobs clipped to the window, with their runs."""
     down: ir.Table = field(repr=False)
     """Down segments per node (``cluster, node, start_s, end_s, subcategory, gpus``)."""
+    utilization: UtilizationSummary | None = None
+    """Measured GPU activity, when the store holds utilization samples; None: not measured."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -98,6 +112,7 @@ def compute_ledger(
     until_s: int | None = None,
     manifest: Manifest | None = None,
     keep_segments: bool = False,
+    idle_threshold: float = IDLE_THRESHOLD,
 ) -> Ledger:
     """Categorise every installed GPU-second of the window and check conservation.
 
@@ -106,6 +121,9 @@ def compute_ledger(
 
     With run telemetry in the store, lost progress and overhead of lineage jobs are measured and
     runs the divergence watch found diverged are charged to ``diverged``; otherwise estimated.
+
+    With utilization samples in the store, job time measured below ``idle_threshold`` activity
+    moves to ``idle.allocated`` (ledger/utilization.py); without them nothing changes.
     """
     window = resolve_window(backend, since_s=since_s, until_s=until_s)
     if manifest is None:
@@ -132,15 +150,20 @@ def compute_ledger(
     segments_jobs = job_segments(
         backend, jobs, allocations, manifest, window, lost, overhead, node_ids=node_ids(capacity)
     )
+    util = None
+    if has_samples(backend):
+        segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
+        util = _utilization(backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold)
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)
     down = down_segments(swept)
-    segments = segments_jobs.union(down.select(*_down_columns()))
+    base = segments_jobs.union(down.select(*_down_columns()))
+    segments = base if util is None else base.union(util.segments)
     if keep_segments:
         segments = _kept_segments(backend, segments, jobs)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
-    totals, lost_jobs = _totals(segments, sorted(manifest.lineage_runs))
+    totals, lost_jobs = _totals(segments if util is None else base, sorted(manifest.lineage_runs))
     allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
     allocated_by_node = _sum_gpu_s(allocations, None)
     if not _close(allocated_by_job, allocated_by_node):
@@ -149,8 +172,15 @@ def compute_ledger(
             f"({allocated_by_node:.3f})",
             hint="a bug in the ledger: please report it with the input files",
         )
+    idle_allocated = 0.0
+    if util is not None:
+        idle_allocated = util.summary.idle_allocated_gpu_seconds
+        for key, value in util.summary.moved.items():
+            totals[key] = totals.get(key, 0.0) - value
+        totals[IDLE_ALLOCATED] = idle_allocated
     categories = {c.value: totals.get(c.value, 0.0) for c in Category}
-    categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
+    unallocated = installed - categories["down"] - allocated_by_job
+    categories[Category.IDLE.value] = unallocated + idle_allocated
     _check_conservation(installed, categories)
     missing = _jobs_without_gpu_count(jobs)
     return Ledger(
@@ -169,7 +199,35 @@ def compute_ledger(
         capacity=capacity,
         jobs=jobs,
         down=down,
+        utilization=None if util is None else util.summary,
     )
+
+
+def _utilization(
+    backend: ibis.BaseBackend,
+    jobs: ir.Table,
+    allocations: ir.Table,
+    capacity: ir.Table,
+    segments_jobs: ir.Table,
+    window: Window,
+    threshold: float,
+) -> Utilization:
+    """Samples attributed to jobs, their activity per category, and the idle moves."""
+    samples = sample_intervals(backend, node_ids(capacity), window.start_s, window.end_s)
+    attributed = materialize(
+        backend, "gy_attributed", attribute(samples, jobs, allocations, capacity)
+    )
+    cut = materialize(backend, "gy_sample_cut", on_segments(attributed, segments_jobs))
+    counts, activity, moved = summarize(attributed, cut, threshold)
+    summary = UtilizationSummary(
+        threshold=threshold,
+        samples=counts,
+        activity=activity,
+        idle_allocated_gpu_seconds=sum(a.idle_gpu_seconds for a in activity.values()),
+        moved=moved,
+    )
+    segments = idle_segments(cut, threshold, list(segments_jobs.columns))
+    return Utilization(summary=summary, segments=segments)
 
 
 def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table) -> ir.Table:

@@ -1,0 +1,172 @@
+"""``gpuyield ingest utilization``: per-GPU activity samples, to tell allocated from used.
+
+Sources, each in the format labs already have:
+
+- saved Prometheus ``query_range`` responses (``--prom-json``), from the NVIDIA DCGM exporter
+  (``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, ``DCGM_FI_DEV_GPU_UTIL``, ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``,
+  ``DCGM_FI_PROF_SM_ACTIVE``) or Princeton's jobstats exporter (``nvidia_gpu_duty_cycle``,
+  ``nvidia_gpu_jobId``);
+- a Prometheus server itself (``--prometheus URL``), read through the same HTTP API.
+
+Every source is read, staged (one row per GPU and sample time) and loaded in one transaction;
+the same content twice is a no-op. The ledger joins the samples to allocations (ledger/utilization).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from gpuyield import store
+from gpuyield.errors import InputError
+from gpuyield.ingest._files import scan_file
+from gpuyield.ingest.utilization import load, prometheus
+from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
+
+__all__ = ["MetricNames", "Role", "UtilizationResult", "ingest_utilization"]
+
+SOURCE = "utilization"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UtilizationResult:
+    """What one utilization source added."""
+
+    path: str
+    """The file read, or the Prometheus URL."""
+    sha256: str
+    """Content hash (of the responses, for a server)."""
+    ingest_id: int
+    """Provenance id (the earlier one when skipped)."""
+    skipped: bool
+    """True when the same content was ingested before."""
+    samples: int = 0
+    """GPU samples stored (one per GPU and sample time, all metrics of it together)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PrometheusSource:
+    """A window of a Prometheus server to read."""
+
+    url: str
+    """Base URL, e.g. ``http://prometheus:9090``."""
+    since_s: int
+    """Window start (epoch seconds)."""
+    until_s: int
+    """Window end (epoch seconds, inclusive of a sample at that instant)."""
+
+
+def ingest_utilization(
+    db: str | Path | None,
+    *,
+    prom_json: Iterable[Path] = (),
+    server: PrometheusSource | None = None,
+    step_s: int = 60,
+    names: MetricNames | None = None,
+    cluster: str | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> list[UtilizationResult]:
+    """Ingest utilization samples, all sources or none."""
+    names = names or MetricNames()
+    files = [Path(p) for p in prom_json]
+    if not files and server is None:
+        raise InputError(
+            "no utilization source given", hint="pass --prom-json FILE... or --prometheus URL"
+        )
+    own = con is None
+    con = con if con is not None else store.connect(db)
+    try:
+        with store.transaction(con):
+            results = [
+                _ingest_file(con, path, names, step_s=step_s, cluster=cluster) for path in files
+            ]
+            if server is not None:
+                results.append(_ingest_server(con, server, names, step_s=step_s, cluster=cluster))
+            return results
+    finally:
+        if own:
+            con.close()
+
+
+def _options(step_s: int, cluster: str | None, names: MetricNames) -> str:
+    return json.dumps(
+        {"step_s": step_s, "cluster": cluster, "metrics": sorted(names.metrics)}, sort_keys=True
+    )
+
+
+def _ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    names: MetricNames,
+    *,
+    step_s: int,
+    cluster: str | None,
+) -> UtilizationResult:
+    digest = scan_file(path).sha256
+    return _ingest(
+        con, str(path), digest, lambda: parse_response(path, names), step_s, cluster, names
+    )
+
+
+def _ingest_server(
+    con: duckdb.DuckDBPyConnection,
+    server: PrometheusSource,
+    names: MetricNames,
+    *,
+    step_s: int,
+    cluster: str | None,
+) -> UtilizationResult:
+    metrics = sorted(names.metrics)
+    documents = list(
+        prometheus.query_documents(
+            server.url, metrics, since_s=server.since_s, until_s=server.until_s, step_s=step_s
+        )
+    )
+    digest = hashlib.sha256()
+    for _, document in documents:
+        digest.update(json.dumps(document, sort_keys=True).encode())
+    tables = [samples_of(doc, names, source=where) for where, doc in documents]
+
+    def read() -> pa.Table:
+        return pa.concat_tables(tables)
+
+    return _ingest(con, server.url, digest.hexdigest(), read, step_s, cluster, names)
+
+
+def _ingest(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    digest: str,
+    read: Callable[[], pa.Table],
+    step_s: int,
+    cluster: str | None,
+    names: MetricNames,
+) -> UtilizationResult:
+    if step_s <= 0:
+        raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
+    options = _options(step_s, cluster, names)
+    seen = con.execute(
+        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
+        [SOURCE, digest, options],
+    ).fetchall()
+    if seen:
+        return UtilizationResult(
+            path=path, sha256=digest, ingest_id=int(seen[0][0]), skipped=True
+        )
+    raw = read()
+    staged = load.stage(con, raw, step_s=step_s, cluster=cluster)
+    ingest_id = store.next_ingest_id(con)
+    load.load(con, ingest_id)
+    con.execute(
+        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, 0, NULL, ?, current_timestamp)",
+        [ingest_id, SOURCE, path, digest, raw.num_rows, options],
+    )
+    return UtilizationResult(
+        path=path, sha256=digest, ingest_id=ingest_id, skipped=False, samples=staged
+    )
