@@ -153,7 +153,9 @@ def compute_ledger(
     util = None
     if has_samples(backend):
         segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
-        util = _utilization(backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold)
+        util = _utilization(
+            backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold
+        )
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)

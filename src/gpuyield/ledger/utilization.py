@@ -243,10 +243,7 @@ def summarize(
     """Counts by attribution; activity per category; GPU-seconds moved per category key."""
     counts = {
         r["how"]: int(r["n"])
-        for r in attributed.group_by("how")
-        .aggregate(n=attributed.count())
-        .to_pyarrow()
-        .to_pylist()
+        for r in attributed.group_by("how").aggregate(n=attributed.count()).to_pyarrow().to_pylist()
     }
     samples = SampleCounts(
         total=sum(counts.values()),
@@ -267,7 +264,9 @@ def summarize(
     sums: dict[str, list[float]] = {}
     moved: dict[str, float] = {}
     for r in grouped.to_pyarrow().to_pylist():
-        values = [float(r[k] or 0.0) for k in ("measured", "idle", "active", "tensor", "tensor_measured")]
+        values = [
+            float(r[k] or 0.0) for k in ("measured", "idle", "active", "tensor", "tensor_measured")
+        ]
         acc = sums.setdefault(r["category"], [0.0] * 5)
         for i, v in enumerate(values):
             acc[i] += v

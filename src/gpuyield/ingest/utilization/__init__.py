@@ -29,7 +29,13 @@ from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.utilization import load, prometheus
 from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
 
-__all__ = ["MetricNames", "Role", "UtilizationResult", "ingest_utilization"]
+__all__ = [
+    "MetricNames",
+    "PrometheusSource",
+    "Role",
+    "UtilizationResult",
+    "ingest_utilization",
+]
 
 SOURCE = "utilization"
 
@@ -156,9 +162,7 @@ def _ingest(
         [SOURCE, digest, options],
     ).fetchall()
     if seen:
-        return UtilizationResult(
-            path=path, sha256=digest, ingest_id=int(seen[0][0]), skipped=True
-        )
+        return UtilizationResult(path=path, sha256=digest, ingest_id=int(seen[0][0]), skipped=True)
     raw = read()
     staged = load.stage(con, raw, step_s=step_s, cluster=cluster)
     ingest_id = store.next_ingest_id(con)

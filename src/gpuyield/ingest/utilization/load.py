@@ -14,7 +14,9 @@ from gpuyield.errors import InputError
 from gpuyield.ingest.utilization.promjson import Role
 
 
-def stage(con: duckdb.DuckDBPyConnection, raw: pa.Table, *, step_s: int, cluster: str | None) -> int:
+def stage(
+    con: duckdb.DuckDBPyConnection, raw: pa.Table, *, step_s: int, cluster: str | None
+) -> int:
     """Pivot the raw samples into ``staged_gpu_samples``; returns the rows staged."""
     con.register("raw_gpu_samples", raw)
     try:

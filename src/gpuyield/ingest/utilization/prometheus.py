@@ -47,7 +47,7 @@ def query_documents(
 
 def _get(url: str) -> object:
     try:
-        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         body = error.read().decode("utf-8", "replace")[:300]

@@ -184,7 +184,7 @@ def _points(series: dict[str, object], source: str, where: str) -> list[tuple[in
             t_s = float(t)
         except (TypeError, ValueError):
             raise ParseError(
-                f"not a [time, \"value\"] pair: {pair!r}",
+                f'not a [time, "value"] pair: {pair!r}',
                 path=source,
                 field=f"{where}.values[{j}]",
             ) from None
