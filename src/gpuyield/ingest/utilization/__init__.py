@@ -135,9 +135,9 @@ def _ingest_server(
         )
     )
     digest = hashlib.sha256()
-    for _, document in documents:
+    for _, _, document in documents:
         digest.update(json.dumps(document, sort_keys=True).encode())
-    tables = [samples_of(doc, names, source=where) for where, doc in documents]
+    tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
 
     def read() -> pa.Table:
         return pa.concat_tables(tables)

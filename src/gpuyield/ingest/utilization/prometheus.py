@@ -23,8 +23,8 @@ _TIMEOUT_S = 60.0
 
 def query_documents(
     url: str, metrics: list[str], *, since_s: int, until_s: int, step_s: int
-) -> Iterator[tuple[str, object]]:
-    """(description, parsed JSON response) for each metric and piece of the window."""
+) -> Iterator[tuple[str, str, object]]:
+    """(URL asked, metric, parsed JSON response) for each metric and piece of the window."""
     if until_s <= since_s:
         raise InputError(
             f"--until ({until_s}) is not after --since ({since_s})",
@@ -41,7 +41,7 @@ def query_documents(
             query = f"last_over_time({metric}[{step_s - 1}s])"
             params = {"query": query, "start": start, "end": end, "step": step_s}
             full = f"{base}?{urllib.parse.urlencode(params)}"
-            yield full, _get(full)
+            yield full, metric, _get(full)
             start = end + step_s
 
 

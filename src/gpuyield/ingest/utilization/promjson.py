@@ -93,8 +93,11 @@ def parse_response(path: Path, names: MetricNames) -> pa.Table:
     return samples_of(document, names, source=str(path))
 
 
-def samples_of(document: object, names: MetricNames, *, source: str) -> pa.Table:
-    """The samples of a parsed response; ``source`` names it in errors."""
+def samples_of(
+    document: object, names: MetricNames, *, source: str, metric: str | None = None
+) -> pa.Table:
+    """The samples of a parsed response; ``source`` names it in errors, ``metric`` is the name of
+    series without one (PromQL functions such as ``last_over_time`` drop ``__name__``)."""
     result = _matrix(document, source)
     columns: dict[str, list[object]] = {name: [] for name in RAW_SCHEMA.names}
     for index, series in enumerate(result):
@@ -102,7 +105,7 @@ def samples_of(document: object, names: MetricNames, *, source: str) -> pa.Table
         labels = series.get("metric") if isinstance(series, dict) else None
         if not isinstance(labels, dict):
             raise ParseError("a series without a metric object", path=source, field=where)
-        known = names.metrics.get(str(labels.get("__name__", "")))
+        known = names.metrics.get(str(labels.get("__name__", metric or "")))
         if known is None:
             continue  # another metric in the same response: not ours to read
         role, scale = known
