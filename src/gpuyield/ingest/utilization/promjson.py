@@ -102,9 +102,9 @@ def samples_of(
     columns: dict[str, list[object]] = {name: [] for name in RAW_SCHEMA.names}
     for index, series in enumerate(result):
         where = f"data.result[{index}]"
-        labels = series.get("metric") if isinstance(series, dict) else None
-        if not isinstance(labels, dict):
+        if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
             raise ParseError("a series without a metric object", path=source, field=where)
+        labels = series["metric"]
         known = names.metrics.get(str(labels.get("__name__", metric or "")))
         if known is None:
             continue  # another metric in the same response: not ours to read

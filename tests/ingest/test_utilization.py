@@ -1,0 +1,87 @@
+"""Reading utilization: Prometheus responses in, clear errors for anything else, idempotent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuyield.errors import InputError, ParseError
+from gpuyield.ingest.utilization import ingest_utilization
+from gpuyield.ingest.utilization.promjson import node_name
+
+FIXTURE = Path(__file__).parent / "fixtures" / "utilization" / "dcgm_query_range.json"
+
+
+def _write(tmp_path: Path, document: object) -> Path:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_same_file_twice_is_a_no_op(tmp_path: Path) -> None:
+    db = tmp_path / "db.duckdb"
+    first = ingest_utilization(db, prom_json=[FIXTURE])
+    again = ingest_utilization(db, prom_json=[FIXTURE])
+    assert first[0].samples == 16 * 120 - 10 and not first[0].skipped
+    assert again[0].skipped and again[0].ingest_id == first[0].ingest_id
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        ({"status": "error", "error": "bad query"}, "status"),
+        ({"status": "success", "data": {"resultType": "vector", "result": []}}, "data.resultType"),
+        (
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0"}}],
+                },
+            },
+            "data.result[0].metric",
+        ),
+        (
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [
+                        {
+                            "metric": {
+                                "__name__": "DCGM_FI_DEV_GPU_UTIL",
+                                "Hostname": "n1",
+                                "gpu": "0",
+                            },
+                            "values": [[1767225660, "-3"]],
+                        }
+                    ],
+                },
+            },
+            "data.result[0].values[0]",
+        ),
+    ],
+)
+def test_bad_responses_name_the_field(tmp_path: Path, document: object, field: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        ingest_utilization(tmp_path / "db.duckdb", prom_json=[_write(tmp_path, document)])
+    assert caught.value.field == field
+    assert caught.value.path is not None and caught.value.path.endswith("r.json")
+
+
+def test_a_ratio_given_as_percent_is_refused(tmp_path: Path) -> None:
+    series = {
+        "metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Hostname": "n1", "gpu": "0"},
+        "values": [[1767225660, "87"]],
+    }
+    document = {"status": "success", "data": {"resultType": "matrix", "result": [series]}}
+    with pytest.raises(InputError, match="above 1"):
+        ingest_utilization(tmp_path / "db.duckdb", prom_json=[_write(tmp_path, document)])
+
+
+def test_host_labels_become_slurm_node_names() -> None:
+    assert node_name("gpu-017.cluster.example.org") == "gpu-017"
+    assert node_name("gpu-017:9400") == "gpu-017"
+    assert node_name("10.140.1.10:9400") == "10.140.1.10"
