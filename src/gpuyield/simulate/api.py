@@ -27,9 +27,18 @@ class RunSummary:
 
 
 def run_scenario(
-    name_or_path: str | Path, out_dir: Path, *, seed: int | None = None, days: float | None = None
+    name_or_path: str | Path,
+    out_dir: Path,
+    *,
+    seed: int | None = None,
+    days: float | None = None,
+    utilization: bool = False,
 ) -> RunSummary:
-    """Simulate a bundled or user scenario and write its output directory."""
+    """Simulate a bundled or user scenario and write its output directory.
+
+    ``utilization`` also writes DCGM-style series (``utilization.json``) and adds their truth to
+    ``truth.json`` (``utilization.idle_allocated_gpu_seconds``).
+    """
     scenario = load_scenario(name_or_path)
     changes: dict[str, Any] = {}
     if seed is not None:
@@ -46,6 +55,8 @@ def run_scenario(
     result = simulate(scenario)
     simulated = time.perf_counter()
     truth = write_outputs(result, out_dir)
+    if utilization:
+        truth = _with_utilization(out_dir, truth, seed=scenario.seed)
     return RunSummary(
         scenario=scenario.name,
         out_dir=out_dir,
@@ -55,3 +66,23 @@ def run_scenario(
         simulate_s=simulated - began,
         write_s=time.perf_counter() - simulated,
     )
+
+
+def _with_utilization(out_dir: Path, truth: dict[str, Any], *, seed: int) -> dict[str, Any]:
+    """Write the utilization series and record their truth beside the rest."""
+    import json
+    from datetime import datetime
+
+    from gpuyield.simulate.utilization import write_utilization
+
+    end_s = int(datetime.fromisoformat(truth["window"]["end"]).timestamp())
+    util = write_utilization(out_dir, window_end_s=end_s, seed=seed)
+    truth = {
+        **truth,
+        "utilization": {
+            "idle_allocated_gpu_seconds": util.idle_allocated_gpu_seconds,
+            "samples": util.samples,
+        },
+    }
+    (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    return truth

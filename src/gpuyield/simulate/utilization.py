@@ -58,21 +58,27 @@ def write_utilization(
     rng = np.random.default_rng(seed)
     jobs = sorted(_jobs(out_dir / "sacct.psv", window_end_s), key=lambda j: (j.start_s, j.job_id))
     free_at: dict[str, list[int]] = {}
+    last_t: dict[tuple[str, int], int] = {}
     series: list[dict[str, object]] = []
     idle_total = 0.0
     samples = 0
     for job in jobs:
         duration = job.end_s - job.start_s
-        stall = (
-            int(rng.uniform(0, STALL_MAX_SHARE) * duration) if rng.random() < STALL_JOB_SHARE else 0
-        )
+        stalls = duration >= 2 * STALL_MIN_S and rng.random() < STALL_JOB_SHARE
+        stall = int(rng.uniform(STALL_MIN_S, STALL_MAX_SHARE * duration)) if stalls else 0
         unused = rng.random() < UNUSED_GPU_JOB_SHARE
         for node in job.nodes:
             for k, gpu in enumerate(_slots(free_at, node, job)):
                 never = unused and node == job.nodes[0] and k == 0
                 idle_until = job.end_s if never else job.start_s + stall
                 idle_total += idle_until - job.start_s
-                points = _points(job, idle_until, step_s)
+                # One exporter scrapes a GPU once a step: where a GPU changed hands within a
+                # step, the scrape went to the job before, and the new job's first part-step
+                # has no sample (unmeasured, as on a real cluster).
+                after = last_t.get((node, gpu), 0)
+                points = [p for p in _points(job, idle_until, step_s) if p[0] > after]
+                if points:
+                    last_t[(node, gpu)] = points[-1][0]
                 samples += len(points)
                 labels = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": node}
                 labels |= {"gpu": str(gpu), "hpc_job": job.job_id}
@@ -82,14 +88,14 @@ def write_utilization(
     return UtilizationTruth(idle_allocated_gpu_seconds=idle_total, samples=samples)
 
 
-def _points(job: _Job, idle_until_s: int, step_s: int) -> list[list[object]]:
+def _points(job: _Job, idle_until_s: int, step_s: int) -> list[tuple[int, str]]:
     """One sample per step the job overlaps: busy share of the interval x the busy activity."""
     first = (job.start_s // step_s + 1) * step_s
-    out: list[list[object]] = []
+    out: list[tuple[int, str]] = []
     for t in range(first, job.end_s + step_s, step_s):
         a, b = t - step_s, t
         busy = max(0, min(b, job.end_s) - max(a, idle_until_s, job.start_s))
-        out.append([t, f"{BUSY_PERCENT * busy / step_s:.4g}"])
+        out.append((t, f"{BUSY_PERCENT * busy / step_s:.4g}"))
     return out
 
 
