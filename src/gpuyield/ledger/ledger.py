@@ -220,7 +220,8 @@ def _utilization(
         backend, "gy_attributed", attribute(samples, jobs, allocations, capacity)
     )
     cut = materialize(backend, "gy_sample_cut", on_segments(attributed, segments_jobs))
-    counts, activity, moved = summarize(attributed, cut, threshold)
+    labelled = samples.filter(samples.job_id.notnull()).count()
+    counts, activity, moved = summarize(attributed, cut, threshold, labelled)
     summary = UtilizationSummary(
         threshold=threshold,
         samples=counts,

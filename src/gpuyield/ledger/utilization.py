@@ -134,21 +134,30 @@ def attribute(
 ) -> ir.Table:
     """Every sample with ``how`` (label, node, unallocated, unattributed) and its ``job_key``."""
     labelled = samples.filter(samples.job_id.notnull())
-    js = jobs.select(
-        l_job_key="job_key", l_id="job_id", l_raw="job_id_raw", l_s="clip_start_s", l_e="clip_end_s"
+    # The label names the job; the node and time must agree with one of the job's allocations
+    # (a requeued job keeps its id on other nodes: its first run's GPUs are not its second's).
+    ids = jobs.select("job_key", l_id="job_id", l_raw="job_id_raw")
+    held = allocations.join(ids, "job_key").select(
+        l_job_key="job_key",
+        l_id="l_id",
+        l_raw="l_raw",
+        l_node="node_id",
+        l_s="start_s",
+        l_e="end_s",
     )
     by_label = labelled.left_join(
-        js,
+        held,
         [
-            (labelled.job_id == js.l_raw) | (labelled.job_id == js.l_id),
-            js.l_s < labelled.u_end_s,
-            js.l_e > labelled.u_start_s,
+            (labelled.job_id == held.l_raw) | (labelled.job_id == held.l_id),
+            labelled.node_id == held.l_node,
+            held.l_s < labelled.u_end_s,
+            held.l_e > labelled.u_start_s,
         ],
     )
     by_label = by_label.select(
         *samples.columns,
         job_key=by_label.l_job_key,
-        how=ibis.ifelse(by_label.l_job_key.notnull(), "label", "unattributed"),
+        how=ibis.ifelse(by_label.l_job_key.notnull(), "label", "label_unmatched"),
     )
     unlabelled = samples.filter(samples.job_id.isnull())
     mid = (unlabelled.u_start_s + unlabelled.u_end_s) / 2
@@ -238,19 +247,24 @@ def idle_segments(cut: ir.Table, threshold: float, columns: list[str]) -> ir.Tab
 
 
 def summarize(
-    attributed: ir.Table, cut: ir.Table, threshold: float
+    attributed: ir.Table, cut: ir.Table, threshold: float, total_labelled: ir.IntegerScalar
 ) -> tuple[SampleCounts, dict[str, CategoryActivity], dict[str, float]]:
     """Counts by attribution; activity per category; GPU-seconds moved per category key."""
     counts = {
         r["how"]: int(r["n"])
         for r in attributed.group_by("how").aggregate(n=attributed.count()).to_pyarrow().to_pylist()
     }
+    # A labelled sample of a GPU handed between two runs of one job within a step matches both
+    # (each gets its part of the step): count samples, not matches. An unmatched one has one row.
+    labelled = int(total_labelled.to_pyarrow().as_py())
+    unmatched = counts.get("label_unmatched", 0)
+    node_side = sum(counts.get(k, 0) for k in ("node", "unallocated", "unattributed"))
     samples = SampleCounts(
-        total=sum(counts.values()),
-        by_job_label=counts.get("label", 0),
+        total=labelled + node_side,
+        by_job_label=labelled - unmatched,
         by_whole_node=counts.get("node", 0),
         unallocated=counts.get("unallocated", 0),
-        unattributed=counts.get("unattributed", 0),
+        unattributed=counts.get("unattributed", 0) + unmatched,
     )
     weight = (cut.end_s - cut.start_s) * cut.sign
     has_tensor = cut.tensor_active.notnull()
