@@ -85,3 +85,25 @@ def test_host_labels_become_slurm_node_names() -> None:
     assert node_name("gpu-017.cluster.example.org") == "gpu-017"
     assert node_name("gpu-017:9400") == "gpu-017"
     assert node_name("10.140.1.10:9400") == "10.140.1.10"
+
+
+def test_duckdb_reader_stores_what_the_python_reader_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuyield.ingest.utilization import MetricNames, duckjson
+    from gpuyield.store import connect
+
+    assert duckjson.readable([FIXTURE], MetricNames())
+    fast = tmp_path / "fast.duckdb"
+    ingest_utilization(fast, prom_json=[FIXTURE])
+    monkeypatch.setattr(duckjson, "readable", lambda paths, names: False)
+    slow = tmp_path / "slow.duckdb"
+    ingest_utilization(slow, prom_json=[FIXTURE])
+    query = "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
+    rows = []
+    for db in (fast, slow):
+        con = connect(db, read_only=True)
+        rows.append(con.execute(query).fetchall())
+        con.close()
+    assert len(rows[0]) == 16 * 120 - 10
+    assert rows[0] == rows[1]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 from gpuyield import store
 from gpuyield.errors import InputError
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest.utilization import load, prometheus
+from gpuyield.ingest.utilization import duckjson, load, prometheus
 from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
 
 __all__ = [
@@ -85,13 +85,13 @@ def ingest_utilization(
         raise InputError(
             "no utilization source given", hint="pass --prom-json FILE... or --prometheus URL"
         )
+    if step_s <= 0:
+        raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
     own = con is None
     con = con if con is not None else store.connect(db)
     try:
         with store.transaction(con):
-            results = [
-                _ingest_file(con, path, names, step_s=step_s, cluster=cluster) for path in files
-            ]
+            results = _ingest_files(con, files, names, step_s=step_s, cluster=cluster)
             if server is not None:
                 results.append(_ingest_server(con, server, names, step_s=step_s, cluster=cluster))
             return results
@@ -106,17 +106,73 @@ def _options(step_s: int, cluster: str | None, names: MetricNames) -> str:
     )
 
 
-def _ingest_file(
+def _ingest_files(
     con: duckdb.DuckDBPyConnection,
-    path: Path,
+    files: list[Path],
     names: MetricNames,
     *,
     step_s: int,
     cluster: str | None,
-) -> UtilizationResult:
-    digest = scan_file(path).sha256
-    return _ingest(
-        con, str(path), digest, lambda: parse_response(path, names), step_s, cluster, names
+) -> list[UtilizationResult]:
+    """Saved responses, read together: DuckDB reads many files in parallel."""
+    options = _options(step_s, cluster, names)
+    results: dict[Path, UtilizationResult] = {}
+    fresh: dict[Path, str] = {}
+    for path in files:
+        digest = scan_file(path).sha256
+        seen = _seen(con, digest, options)
+        if seen is not None:
+            results[path] = UtilizationResult(
+                path=str(path), sha256=digest, ingest_id=seen, skipped=True
+            )
+        else:
+            fresh[path] = digest
+    if fresh:
+        paths = list(fresh)
+        if duckjson.readable(paths, names):
+            duckjson.register_roles(con, names)
+            points = duckjson.points_sql(paths, names)
+        else:  # read again in Python, which names the series and field at fault
+            tables = [
+                _with_source(parse_response(p, names), duckjson.source_name(p)) for p in paths
+            ]
+            con.register("gy_raw_points", pa.concat_tables(tables))
+            points = "SELECT * FROM gy_raw_points"
+        ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
+        staged = load.stage(con, points, ids, step_s=step_s, cluster=cluster)
+        load.load(con)
+        for path in paths:
+            ingest_id = ids[duckjson.source_name(path)]
+            samples = staged.get(ingest_id, 0)
+            _record(con, ingest_id, str(path), fresh[path], samples, options)
+            results[path] = UtilizationResult(
+                path=str(path),
+                sha256=fresh[path],
+                ingest_id=ingest_id,
+                skipped=False,
+                samples=samples,
+            )
+    return [results[p] for p in files]
+
+
+def _with_source(table: pa.Table, source: str) -> pa.Table:
+    return table.append_column("source", pa.array([source] * table.num_rows, pa.string()))
+
+
+def _seen(con: duckdb.DuckDBPyConnection, digest: str, options: str) -> int | None:
+    rows = con.execute(
+        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
+        [SOURCE, digest, options],
+    ).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection, ingest_id: int, path: str, digest: str, rows: int, options: str
+) -> None:
+    con.execute(
+        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, 0, NULL, ?, current_timestamp)",
+        [ingest_id, SOURCE, path, digest, rows, options],
     )
 
 
@@ -137,40 +193,25 @@ def _ingest_server(
     digest = hashlib.sha256()
     for _, _, document in documents:
         digest.update(json.dumps(document, sort_keys=True).encode())
-    tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
-
-    def read() -> pa.Table:
-        return pa.concat_tables(tables)
-
-    return _ingest(con, server.url, digest.hexdigest(), read, step_s, cluster, names)
-
-
-def _ingest(
-    con: duckdb.DuckDBPyConnection,
-    path: str,
-    digest: str,
-    read: Callable[[], pa.Table],
-    step_s: int,
-    cluster: str | None,
-    names: MetricNames,
-) -> UtilizationResult:
-    if step_s <= 0:
-        raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
     options = _options(step_s, cluster, names)
-    seen = con.execute(
-        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
-        [SOURCE, digest, options],
-    ).fetchall()
-    if seen:
-        return UtilizationResult(path=path, sha256=digest, ingest_id=int(seen[0][0]), skipped=True)
-    raw = read()
-    staged = load.stage(con, raw, step_s=step_s, cluster=cluster)
+    seen = _seen(con, digest.hexdigest(), options)
+    if seen is not None:
+        return UtilizationResult(
+            path=server.url, sha256=digest.hexdigest(), ingest_id=seen, skipped=True
+        )
+    tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
+    con.register("gy_raw_points", _with_source(pa.concat_tables(tables), server.url))
     ingest_id = store.next_ingest_id(con)
-    load.load(con, ingest_id)
-    con.execute(
-        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, 0, NULL, ?, current_timestamp)",
-        [ingest_id, SOURCE, path, digest, raw.num_rows, options],
+    staged = load.stage(
+        con, "SELECT * FROM gy_raw_points", {server.url: ingest_id}, step_s=step_s, cluster=cluster
     )
+    load.load(con)
+    samples = staged.get(ingest_id, 0)
+    _record(con, ingest_id, server.url, digest.hexdigest(), samples, options)
     return UtilizationResult(
-        path=path, sha256=digest, ingest_id=ingest_id, skipped=False, samples=staged
+        path=server.url,
+        sha256=digest.hexdigest(),
+        ingest_id=ingest_id,
+        skipped=False,
+        samples=samples,
     )

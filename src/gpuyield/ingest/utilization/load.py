@@ -15,10 +15,20 @@ from gpuyield.ingest.utilization.promjson import Role
 
 
 def stage(
-    con: duckdb.DuckDBPyConnection, raw: pa.Table, *, step_s: int, cluster: str | None
-) -> int:
-    """Pivot the raw samples into ``staged_gpu_samples``; returns the rows staged."""
-    con.register("raw_gpu_samples", raw)
+    con: duckdb.DuckDBPyConnection,
+    points_sql: str,
+    ingest_ids: dict[str, int],
+    *,
+    step_s: int,
+    cluster: str | None,
+) -> dict[int, int]:
+    """Pivot the points (``RAW_SCHEMA`` + ``source``) into ``staged_gpu_samples``.
+
+    ``ingest_ids`` maps each source to its ingest; a GPU sample whose metrics came from several
+    sources keeps the first. Returns the samples staged per ingest.
+    """
+    ids = pa.table({"source": list(ingest_ids), "ingest_id": list(ingest_ids.values())})
+    con.register("gy_ingest_ids", ids)
     try:
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE staged_gpu_samples AS
@@ -26,18 +36,21 @@ def stage(
                    {int(step_s)}::BIGINT AS step_s,
                    max(value) FILTER (WHERE role = '{Role.ACTIVE.value}') AS active,
                    max(value) FILTER (WHERE role = '{Role.TENSOR.value}') AS tensor_active,
-                   max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active
-            FROM raw_gpu_samples GROUP BY node, gpu, t_s"""
+                   max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active,
+                   min(i.ingest_id) AS ingest_id
+            FROM ({points_sql}) p JOIN gy_ingest_ids i ON i.source = p.source
+            GROUP BY node, gpu, t_s"""
         )
     finally:
-        con.unregister("raw_gpu_samples")
+        con.unregister("gy_ingest_ids")
     _check_activity(con)
-    row = con.execute("SELECT count(*) FROM staged_gpu_samples").fetchone()
-    assert row is not None
-    return int(row[0])
+    rows = con.execute(
+        "SELECT ingest_id, count(*) FROM staged_gpu_samples GROUP BY ingest_id"
+    ).fetchall()
+    return {int(i): int(n) for i, n in rows}
 
 
-def load(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
+def load(con: duckdb.DuckDBPyConnection) -> None:
     """Write the staged samples into the store, replacing earlier rows of the same GPU and time."""
     con.execute(
         """DELETE FROM gpu_samples USING staged_gpu_samples s
@@ -45,9 +58,9 @@ def load(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
              AND gpu_samples.t_s = s.t_s"""
     )
     con.execute(
-        f"""INSERT INTO gpu_samples
+        """INSERT INTO gpu_samples
             SELECT cluster, node, gpu, job_id, t_s, step_s, active, tensor_active, sm_active,
-                   {int(ingest_id)} FROM staged_gpu_samples"""
+                   ingest_id FROM staged_gpu_samples"""
     )
     con.execute("DROP TABLE staged_gpu_samples")
 
