@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHES = ("ledger", "simulate", "guard")
+BENCHES = ("ledger", "simulate", "guard", "utilization")
 
 
 def main(argv: list[str]) -> int:

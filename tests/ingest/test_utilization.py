@@ -93,10 +93,10 @@ def test_duckdb_reader_stores_what_the_python_reader_stores(
     from gpuyield.ingest.utilization import MetricNames, duckjson
     from gpuyield.store import connect
 
-    assert duckjson.readable([FIXTURE], MetricNames())
+    assert duckjson.readable([FIXTURE], MetricNames()) == {str(FIXTURE): frozenset({"n1", "n2"})}
     fast = tmp_path / "fast.duckdb"
     ingest_utilization(fast, prom_json=[FIXTURE])
-    monkeypatch.setattr(duckjson, "readable", lambda paths, names: False)
+    monkeypatch.setattr(duckjson, "readable", lambda paths, names: None)
     slow = tmp_path / "slow.duckdb"
     ingest_utilization(slow, prom_json=[FIXTURE])
     query = "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
@@ -107,3 +107,47 @@ def test_duckdb_reader_stores_what_the_python_reader_stores(
         con.close()
     assert len(rows[0]) == 16 * 120 - 10
     assert rows[0] == rows[1]
+
+
+def _split_by_metric(tmp_path: Path) -> list[Path]:
+    document = json.loads(FIXTURE.read_text())
+    paths = []
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"):
+        result = [s for s in document["data"]["result"] if s["metric"]["__name__"] == metric]
+        path = tmp_path / f"{metric}.json"
+        path.write_text(json.dumps({**document, "data": {**document["data"], "result": result}}))
+        paths.append(path)
+    return paths
+
+
+def test_one_file_per_metric_gives_one_row_per_gpu_and_time(tmp_path: Path) -> None:
+    from gpuyield.store import connect
+
+    db = tmp_path / "db.duckdb"
+    results = ingest_utilization(db, prom_json=_split_by_metric(tmp_path))
+    con = connect(db, read_only=True)
+    rows = con.execute(
+        "SELECT count(*), count(active), count(tensor_active) FROM gpu_samples"
+    ).fetchall()
+    con.close()
+    assert rows == [(16 * 120 - 10,) * 3]
+    assert sum(r.samples for r in results) == 16 * 120 - 10
+
+
+def test_a_later_capture_of_the_same_gpus_and_times_replaces_the_earlier(tmp_path: Path) -> None:
+    from gpuyield.store import connect
+
+    db = tmp_path / "db.duckdb"
+    ingest_utilization(db, prom_json=[FIXTURE])
+    document = json.loads(FIXTURE.read_text())
+    for series in document["data"]["result"]:
+        value = "50" if series["metric"]["__name__"] == "DCGM_FI_DEV_GPU_UTIL" else "0.2"
+        series["values"] = [[t, value] for t, _ in series["values"]]
+    later = _write(tmp_path, document)
+    ingest_utilization(db, prom_json=[later])
+    con = connect(db, read_only=True)
+    rows = con.execute(
+        "SELECT count(*), min(active), max(active), max(tensor_active) FROM gpu_samples"
+    ).fetchall()
+    con.close()
+    assert rows == [(16 * 120 - 10, 0.5, 0.5, 0.2)]

@@ -129,18 +129,23 @@ def _ingest_files(
             fresh[path] = digest
     if fresh:
         paths = list(fresh)
-        if duckjson.readable(paths, names):
+        ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
+        replace = load.has_rows(con)
+        nodes = duckjson.readable(paths, names)
+        if nodes is not None:
             duckjson.register_roles(con, names)
-            points = duckjson.points_sql(paths, names)
+            for group in _sharing_nodes(paths, nodes):
+                sources = {duckjson.source_name(p): ids[duckjson.source_name(p)] for p in group}
+                load.load(
+                    con, duckjson.points_sql(group, names), sources, step_s=step_s, cluster=cluster
+                )
         else:  # read again in Python, which names the series and field at fault
             tables = [
                 _with_source(parse_response(p, names), duckjson.source_name(p)) for p in paths
             ]
             con.register("gy_raw_points", pa.concat_tables(tables))
-            points = "SELECT * FROM gy_raw_points"
-        ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
-        staged = load.stage(con, points, ids, step_s=step_s, cluster=cluster)
-        load.load(con)
+            load.load(con, "SELECT * FROM gy_raw_points", ids, step_s=step_s, cluster=cluster)
+        staged = load.finish(con, list(ids.values()), replace=replace)
         for path in paths:
             ingest_id = ids[duckjson.source_name(path)]
             samples = staged.get(ingest_id, 0)
@@ -153,6 +158,19 @@ def _ingest_files(
                 samples=samples,
             )
     return [results[p] for p in files]
+
+
+def _sharing_nodes(paths: list[Path], nodes: dict[str, frozenset[str]]) -> list[list[Path]]:
+    """Files in groups that share no node: samples of one GPU and time (say, one metric per
+    file) are pivoted together, and each group's pivot stays as small as its files."""
+    groups: list[tuple[set[str], list[Path]]] = []
+    for path in paths:
+        mine = set(nodes[duckjson.source_name(path)])
+        touching = [g for g in groups if g[0] & mine]
+        merged = (mine.union(*(g[0] for g in touching)), [p for g in touching for p in g[1]])
+        merged[1].append(path)
+        groups = [g for g in groups if not g[0] & mine] + [merged]
+    return [g[1] for g in groups]
 
 
 def _with_source(table: pa.Table, source: str) -> pa.Table:
@@ -202,10 +220,11 @@ def _ingest_server(
     tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
     con.register("gy_raw_points", _with_source(pa.concat_tables(tables), server.url))
     ingest_id = store.next_ingest_id(con)
-    staged = load.stage(
+    replace = load.has_rows(con)
+    load.load(
         con, "SELECT * FROM gy_raw_points", {server.url: ingest_id}, step_s=step_s, cluster=cluster
     )
-    load.load(con)
+    staged = load.finish(con, [ingest_id], replace=replace)
     samples = staged.get(ingest_id, 0)
     _record(con, ingest_id, server.url, digest.hexdigest(), samples, options)
     return UtilizationResult(
