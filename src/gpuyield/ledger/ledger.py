@@ -219,7 +219,8 @@ def _utilization(
     attributed = materialize(
         backend, "gy_attributed", attribute(samples, jobs, allocations, capacity)
     )
-    cut = materialize(backend, "gy_sample_cut", on_segments(attributed, segments_jobs))
+    # Not stored: the plain report reads it once (the summary); breakdowns read it again.
+    cut = on_segments(attributed, segments_jobs)
     labelled = samples.filter(samples.job_id.notnull()).count()
     counts, activity, moved = summarize(attributed, cut, threshold, labelled)
     summary = UtilizationSummary(

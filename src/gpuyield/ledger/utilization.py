@@ -109,6 +109,7 @@ def sample_intervals(
     end = ibis.least(raw.t_s, ibis.literal(window_end_s)).cast("float64")
     samples = raw.mutate(u_start_s=start, u_end_s=end).filter(lambda t: t.u_end_s > t.u_start_s)
     ids = node_ids.select(id_cluster="cluster", id_node="node", node_id="node_id")
+    # Hashed on the node name; the cluster is checked where the samples name one.
     joined = samples.left_join(
         ids,
         [
@@ -129,39 +130,50 @@ def sample_intervals(
     )
 
 
+# What later steps read of an attributed sample (beside ``job_key`` and ``how``).
+_KEPT = ("active", "tensor_active", "u_start_s", "u_end_s")
+
+
 def attribute(
     samples: ir.Table, jobs: ir.Table, allocations: ir.Table, capacity: ir.Table
 ) -> ir.Table:
     """Every sample with ``how`` (label, node, unallocated, unattributed) and its ``job_key``."""
+    return _by_label(samples, jobs, allocations).union(_by_node(samples, allocations, capacity))
+
+
+def _by_label(samples: ir.Table, jobs: ir.Table, allocations: ir.Table) -> ir.Table:
     labelled = samples.filter(samples.job_id.notnull())
     # The label names the job; the node and time must agree with one of the job's allocations
     # (a requeued job keeps its id on other nodes: its first run's GPUs are not its second's).
-    ids = jobs.select("job_key", l_id="job_id", l_raw="job_id_raw")
+    # Exporters label with SLURM_JOB_ID, sacct's JobIDRaw (an array task's own id, not 12_3).
+    ids = jobs.select("job_key", l_raw="job_id_raw")
     held = allocations.join(ids, "job_key").select(
-        l_job_key="job_key",
-        l_id="l_id",
-        l_raw="l_raw",
-        l_node="node_id",
-        l_s="start_s",
-        l_e="end_s",
+        l_job_key="job_key", l_raw="l_raw", l_node="node_id", l_s="start_s", l_e="end_s"
     )
     by_label = labelled.left_join(
         held,
         [
-            (labelled.job_id == held.l_raw) | (labelled.job_id == held.l_id),
+            labelled.job_id == held.l_raw,
             labelled.node_id == held.l_node,
             held.l_s < labelled.u_end_s,
             held.l_e > labelled.u_start_s,
         ],
     )
-    by_label = by_label.select(
-        *samples.columns,
+    return by_label.select(
+        *_KEPT,
         job_key=by_label.l_job_key,
         how=ibis.ifelse(by_label.l_job_key.notnull(), "label", "label_unmatched"),
     )
+
+
+def _by_node(samples: ir.Table, allocations: ir.Table, capacity: ir.Table) -> ir.Table:
+    """Unlabelled samples: the job holding the whole node at the sample's midpoint, if one did.
+
+    A job holding every GPU of a node is the only job there (the ledger refuses a node held
+    beyond its GPUs), so at most one such allocation covers an instant: a join, not a count.
+    """
     unlabelled = samples.filter(samples.job_id.isnull())
-    mid = (unlabelled.u_start_s + unlabelled.u_end_s) / 2
-    unlabelled = unlabelled.mutate(mid_s=mid)
+    unlabelled = unlabelled.mutate(mid_s=(unlabelled.u_start_s + unlabelled.u_end_s) / 2)
     whole = capacity.group_by("node_id").aggregate(node_gpus=capacity.num_gpus.max())
     alloc = allocations.join(whole, "node_id").select(
         a_node="node_id",
@@ -170,32 +182,32 @@ def attribute(
         a_e="end_s",
         a_whole=allocations.gpus >= whole.node_gpus.cast("float64") - 1e-9,
     )
-    on_node = unlabelled.left_join(
-        alloc,
+    whole_alloc = alloc.filter(alloc.a_whole)
+    on_whole = unlabelled.left_join(
+        whole_alloc,
         [
-            unlabelled.node_id == alloc.a_node,
-            alloc.a_s <= unlabelled.mid_s,
-            alloc.a_e > unlabelled.mid_s,
+            unlabelled.node_id == whole_alloc.a_node,
+            whole_alloc.a_s <= unlabelled.mid_s,
+            whole_alloc.a_e > unlabelled.mid_s,
         ],
     )
-    keys = [*samples.columns]
-    grouped = on_node.group_by(keys).aggregate(
-        holders=on_node.a_job_key.count(),
-        job_key=on_node.a_job_key.max(),
-        whole=on_node.a_whole.fill_null(False).cast("int64").max(),
+    matched = on_whole.filter(on_whole.a_job_key.notnull()).select(
+        *_KEPT, job_key=on_whole.a_job_key, how=ibis.literal("node")
     )
-    how = ibis.cases(
-        (grouped.node_id.isnull(), "unattributed"),
-        (grouped.holders == 0, "unallocated"),
-        ((grouped.holders == 1) & (grouped.whole == 1), "node"),
-        else_="unattributed",
+    rest = on_whole.filter(on_whole.a_job_key.isnull()).select(*unlabelled.columns)
+    overlapping = [rest.node_id == alloc.a_node, alloc.a_s <= rest.mid_s, alloc.a_e > rest.mid_s]
+    # Some job held part of the node: whose GPU this was is not known (no GPU indices in sacct).
+    shared = rest.semi_join(alloc, overlapping).select(
+        *_KEPT, job_key=ibis.null("int64"), how=ibis.literal("unattributed")
     )
-    by_node = grouped.select(
-        *samples.columns,
-        job_key=ibis.ifelse(how == "node", grouped.job_key, ibis.null("int64")),
-        how=how,
+    free = rest.anti_join(alloc, overlapping)
+    # No job there: an unallocated GPU; a node missing from the inventory cannot be told.
+    free = free.select(
+        *_KEPT,
+        job_key=ibis.null("int64"),
+        how=ibis.ifelse(free.node_id.isnull(), "unattributed", "unallocated"),
     )
-    return by_label.union(by_node)
+    return matched.union(shared).union(free)
 
 
 def on_segments(attributed: ir.Table, job_segments: ir.Table) -> ir.Table:
