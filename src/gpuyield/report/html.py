@@ -397,6 +397,8 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
                 _table("Measured or estimated", ["figure", "how"], how)),
         _table("Sources (every ingest, with the SHA-256 of the file read)", list(fields), sources),
     ]  # fmt: skip
+    if "gpu_activity" in data:
+        parts.append(_activity_tables(data["gpu_activity"]))
     evidence = _evidence_table(data.get("divergence_evidence", []))
     if evidence:
         parts.append(evidence)
@@ -404,6 +406,42 @@ def _quality(figures: ReportFigures, data: dict[str, Any]) -> str:
         parts.append(_table(f"First rejected rows (of {data['rejected_rows']})",
                             ["file", "line", "field", "why"], rejects))  # fmt: skip
     return "\n".join(parts)
+
+
+def _activity_tables(activity: dict[str, Any]) -> str:
+    """What the utilization samples measured: per category, and how the samples were attributed."""
+
+    def cell(key: str, text: str, value: Any) -> str:
+        return _td(text, _keyed(f"gpu_activity.{key}", value), num=True)
+
+    rows = []
+    for c, a in activity["categories"].items():
+        k = f"categories.{c}"
+        rows.append(_tr([
+            _td(_swatch(c) + escape(c)),
+            cell(f"{k}.measured_gpu_seconds", _hours(a["measured_gpu_seconds"]),
+                 a["measured_gpu_seconds"]),
+            cell(f"{k}.measured_share", _share(a["measured_share"]), a["measured_share"]),
+            cell(f"{k}.idle_gpu_seconds", _hours(a["idle_gpu_seconds"]), a["idle_gpu_seconds"]),
+            cell(f"{k}.active_share", _share(a["active_share"]), a["active_share"]),
+            cell(f"{k}.tensor_share", _share(a["tensor_share"]), a["tensor_share"]),
+        ]))  # fmt: skip
+    counts = [_tr([_td(escape(k.replace("_", " "))), cell(f"samples.{k}", f"{v:,}", v)])
+              for k, v in activity["samples"].items()]  # fmt: skip
+    counts.append(_tr([_td("idle threshold (activity over a sample)"),
+                       cell("idle_threshold", f"{activity['idle_threshold']:.0%}",
+                            activity["idle_threshold"])]))  # fmt: skip
+    counts.append(_tr([_td("allocated GPU-hours measured idle (idle.allocated)"),
+                       cell("idle_allocated_gpu_seconds",
+                            _hours(activity["idle_allocated_gpu_seconds"]),
+                            activity["idle_allocated_gpu_seconds"])]))  # fmt: skip
+    headers = ["category", "measured GPU-hours", "measured", "idle GPU-hours",
+               "graphics engine", "tensor pipes"]  # fmt: skip
+    return _tables(
+        _table("Measured GPU activity of job time (utilization samples)", headers, rows),
+        _table("Utilization samples (unattributed ones are counted, not guessed)",
+               ["samples", "count"], counts),
+    )  # fmt: skip
 
 
 def _evidence_table(evidence: list[dict[str, Any]]) -> str:
