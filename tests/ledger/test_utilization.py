@@ -150,3 +150,37 @@ def test_without_samples_nothing_changes(tmp_path: Path) -> None:
     assert "gpu_activity" not in data
     assert "idle.allocated" not in data["subcategories"]
     assert "gpu_activity" not in data["figures"]
+
+
+def _jobstats_comment(nodes: dict[str, dict[str, float]]) -> str:
+    import base64
+    import gzip
+
+    document = {"gpus": True, "nodes": {n: {"gpu_utilization": u} for n, u in nodes.items()}}
+    return "JS1:" + base64.b64encode(gzip.compress(json.dumps(document).encode())).decode()
+
+
+def test_slurm_usage_and_jobstats_summaries_mark_whole_runs_idle(tmp_path: Path) -> None:
+    db = slurm_db(tmp_path)
+    summary = _jobstats_comment({"n1": {"0": 0.4, **{str(g): 91.0 for g in range(1, 8)}}})
+    usage = tmp_path / "usage.psv"
+    usage.write_text(
+        "JobID|JobIDRaw|Start|End|NodeList|AllocTRES|TRESUsageInAve|AdminComment\n"
+        f"101|101|2026-01-01T00:00:00|2026-01-01T01:30:00|n1|cpu=1,gres/gpu=8,node=1||{summary}\n"
+        "102|102|2026-01-01T00:10:00|2026-01-01T01:10:00|n2|cpu=1,gres/gpu=4,node=1||\n"
+        "102.0|102.0|2026-01-01T00:10:00|2026-01-01T01:10:00|n2|cpu=1,gres/gpu=4,node=1|"
+        "cpu=00:00:01,gres/gpumem=0,gres/gpuutil=0|\n"
+        "103|103|2026-01-01T00:20:00|Unknown|n2|cpu=1,gres/gpu=4,node=1||\n"
+    )
+    results = ingest_utilization(db, sacct_usage=[usage])
+    assert results[0].samples == 8 + 4
+    con = connect(db, read_only=True)
+    try:
+        ledger = compute_ledger(backend_for(con))
+    finally:
+        con.close()
+    # Job 101's GPU 0 averaged 0.4% over its 90 minutes; job 102's step used its GPUs at 0%.
+    assert ledger.subcategories["idle.allocated"] == 90 * 60 + 4 * 60 * 60
+    assert sum(ledger.categories.values()) == pytest.approx(ledger.installed_gpu_seconds)
+    util = ledger.utilization
+    assert util is not None and util.samples.total == 12 and util.samples.unattributed == 0

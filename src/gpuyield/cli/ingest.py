@@ -194,6 +194,14 @@ def utilization_command(
     prometheus: Annotated[
         str | None, typer.Option(help="Prometheus base URL to query (http://host:9090).")
     ] = None,
+    sacct_usage: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--sacct-usage",
+            help="`sacct -a -P -D --format=JobID,JobIDRaw,Start,End,NodeList,AllocTRES,"
+            "TRESUsageInAve,AdminComment`: Slurm's gres/gpuutil per step, or jobstats summaries.",
+        ),
+    ] = None,
     since: Annotated[
         str | None, typer.Option(help="With --prometheus: window start (ISO).")
     ] = None,
@@ -242,6 +250,8 @@ def utilization_command(
             db,
             prom_json=prom_json or [],
             server=server,
+            sacct_usage=sacct_usage or [],
+            tz=tz,
             step_s=step_s,
             names=names,
             cluster=cluster,

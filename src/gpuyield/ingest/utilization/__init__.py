@@ -26,7 +26,7 @@ import pyarrow as pa
 from gpuyield import store
 from gpuyield.errors import InputError
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest.utilization import duckjson, load, prometheus
+from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage
 from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
 
 __all__ = [
@@ -73,6 +73,8 @@ def ingest_utilization(
     *,
     prom_json: Iterable[Path] = (),
     server: PrometheusSource | None = None,
+    sacct_usage: Iterable[Path] = (),
+    tz: str = "UTC",
     step_s: int = 60,
     names: MetricNames | None = None,
     cluster: str | None = None,
@@ -81,9 +83,11 @@ def ingest_utilization(
     """Ingest utilization samples, all sources or none."""
     names = names or MetricNames()
     files = [Path(p) for p in prom_json]
-    if not files and server is None:
+    usage = [Path(p) for p in sacct_usage]
+    if not files and server is None and not usage:
         raise InputError(
-            "no utilization source given", hint="pass --prom-json FILE... or --prometheus URL"
+            "no utilization source given",
+            hint="pass --prom-json FILE..., --prometheus URL or --sacct-usage FILE",
         )
     if step_s <= 0:
         raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
@@ -94,6 +98,7 @@ def ingest_utilization(
             results = _ingest_files(con, files, names, step_s=step_s, cluster=cluster)
             if server is not None:
                 results.append(_ingest_server(con, server, names, step_s=step_s, cluster=cluster))
+            results.extend(_ingest_usage(con, path, tz=tz, cluster=cluster) for path in usage)
             return results
     finally:
         if own:
@@ -158,6 +163,34 @@ def _ingest_files(
                 samples=samples,
             )
     return [results[p] for p in files]
+
+
+def _ingest_usage(
+    con: duckdb.DuckDBPyConnection, path: Path, *, tz: str, cluster: str | None
+) -> UtilizationResult:
+    """Slurm's own per-step GPU utilization or the jobstats summary: one sample per GPU and run."""
+    digest = scan_file(path).sha256
+    options = json.dumps({"sacct_usage": True, "tz": tz, "cluster": cluster}, sort_keys=True)
+    seen = _seen(con, digest, options)
+    if seen is not None:
+        return UtilizationResult(path=str(path), sha256=digest, ingest_id=seen, skipped=True)
+    table = sacct_usage.read(path, tz=tz)
+    ingest_id = store.next_ingest_id(con)
+    replace = load.has_rows(con)
+    con.register("gy_raw_points", _with_source(table, str(path)))
+    load.load(
+        con,
+        "SELECT * FROM gy_raw_points",
+        {str(path): ingest_id},
+        step_s=0,
+        cluster=cluster,
+        step_column=True,
+    )
+    samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
+    _record(con, ingest_id, str(path), digest, samples, options)
+    return UtilizationResult(
+        path=str(path), sha256=digest, ingest_id=ingest_id, skipped=False, samples=samples
+    )
 
 
 def _sharing_nodes(paths: list[Path], nodes: dict[str, frozenset[str]]) -> list[list[Path]]:

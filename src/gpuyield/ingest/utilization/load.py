@@ -27,6 +27,7 @@ def load(
     *,
     step_s: int,
     cluster: str | None,
+    step_column: bool = False,
 ) -> None:
     """Pivot the points (``RAW_SCHEMA`` + ``source``) into ``gpu_samples``: one row per GPU and
     time, its metrics side by side.
@@ -35,7 +36,9 @@ def load(
     sources keeps the first. Straight into the store, not through a staging table: at 144M
     samples a second copy costs more than the pivot. Callers load sources that share no node
     separately (the pivot's memory grows with what it groups), then call ``finish``.
+    ``step_column``: the points carry their own ``step_s`` (a job's average covers its run).
     """
+    step = "max(p.step_s)" if step_column else f"{int(step_s)}::BIGINT"
     ids = pa.table({"source": list(ingest_ids), "ingest_id": list(ingest_ids.values())})
     con.register("gy_ingest_ids", ids)
     # Row order means nothing here; keeping it makes DuckDB buffer more of the insert.
@@ -43,7 +46,7 @@ def load(
     con.execute(
         f"""INSERT INTO gpu_samples
             SELECT {_sql_text(cluster)} AS cluster, node, gpu, max(job_id) AS job_id, t_s,
-                   {int(step_s)}::BIGINT AS step_s,
+                   {step} AS step_s,
                    max(value) FILTER (WHERE role = '{Role.ACTIVE.value}') AS active,
                    max(value) FILTER (WHERE role = '{Role.TENSOR.value}') AS tensor_active,
                    max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active,
