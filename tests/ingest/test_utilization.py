@@ -151,3 +151,24 @@ def test_a_later_capture_of_the_same_gpus_and_times_replaces_the_earlier(tmp_pat
     ).fetchall()
     con.close()
     assert rows == [(16 * 120 - 10, 0.5, 0.5, 0.2)]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no utilization source given"),
+        (["--prometheus", "http://127.0.0.1:9"], "--prometheus needs --since and --until"),
+        (["--prom-json", str(FIXTURE), "--step", "soon"], "--step: not a duration"),
+    ],
+)
+def test_cli_says_what_is_wrong(tmp_path: Path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from gpuyield.cli import app
+
+    result = CliRunner().invoke(
+        app, ["ingest", "utilization", "--db", str(tmp_path / "db.duckdb"), *args]
+    )
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
