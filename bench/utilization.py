@@ -103,15 +103,18 @@ def _slurm_files(out: Path, num_nodes: int, jobs: dict[str, np.ndarray]) -> None
     )
 
 
-def _sample_files(out: Path, num_nodes: int, jobs: dict[str, np.ndarray]) -> list[Path]:
-    """One query_range response per 125 nodes, written by DuckDB (Python would take minutes)."""
+def _sample_files(
+    out: Path, num_nodes: int, jobs: dict[str, np.ndarray], nodes_per_file: int
+) -> list[Path]:
+    """One query_range response per ``nodes_per_file`` nodes, written by DuckDB (Python would
+    take minutes)."""
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     con.register("jobs", {k: v for k, v in jobs.items()})
     width = len(str(num_nodes))
     until = T0_S + DAY_S
     paths = []
-    for first in range(0, num_nodes, NODES_PER_FILE):
+    for first in range(0, num_nodes, nodes_per_file):
         path = out / f"dcgm-{first:0{width}d}.json"
         paths.append(path)
         if path.exists():
@@ -125,7 +128,7 @@ def _sample_files(out: Path, num_nodes: int, jobs: dict[str, np.ndarray]) -> lis
                 FROM jobs, range(0, {GPUS_PER_NODE}) g(gpu),
                      LATERAL (SELECT unnest(range(start - start % {STEP_S} + {STEP_S},
                                                   least("end", {until}) + {STEP_S}, {STEP_S})) AS t)
-                WHERE node >= {first} AND node < {first + NODES_PER_FILE}
+                WHERE node >= {first} AND node < {first + nodes_per_file}
             ), series AS (
                 SELECT node, gpu, job, list(json_array(t, v::VARCHAR) ORDER BY t) AS vals
                 FROM pts GROUP BY ALL
@@ -146,18 +149,17 @@ def _sample_files(out: Path, num_nodes: int, jobs: dict[str, np.ndarray]) -> lis
     return paths
 
 
-def generate(num_gpus: int, out_dir: Path, seed: int = 15) -> tuple[Path, list[Path], int]:
-    """The data set (cached): its directory, the sample files, and the samples they hold."""
+def generate(
+    num_gpus: int, out_dir: Path, seed: int = 15, nodes_per_file: int = NODES_PER_FILE
+) -> tuple[Path, list[Path]]:
+    """The data set (cached): its directory and the sample files."""
     num_nodes = num_gpus // GPUS_PER_NODE
-    out = out_dir / "data" / f"util-{num_gpus}-{seed}"
+    out = out_dir / "data" / f"util-{num_gpus}-{seed}-{nodes_per_file}"
     out.mkdir(parents=True, exist_ok=True)
     jobs = _jobs(num_nodes, seed)
     if not (out / "sacct.psv").exists():
         _slurm_files(out, num_nodes, jobs)
-    files = _sample_files(out, num_nodes, jobs)
-    lengths = np.minimum(jobs["end"], T0_S + DAY_S) - jobs["start"]
-    samples = int(((lengths + jobs["start"] % STEP_S) // STEP_S + 1).sum()) * GPUS_PER_NODE
-    return out, files, samples
+    return out, _sample_files(out, num_nodes, jobs, nodes_per_file)
 
 
 def _bare_read(files: list[Path]) -> dict[str, Any]:
@@ -181,7 +183,9 @@ def _bare_read(files: list[Path]) -> dict[str, Any]:
 
 def bench_size(num_gpus: int, out_dir: Path = OUT) -> dict[str, Any]:
     """Everything measured for one cluster size."""
-    data, files, samples = generate(num_gpus, out_dir)
+    data, files = generate(num_gpus, out_dir)
+    bare = _bare_read(files)
+    samples = int(bare["rows"])
     db = data / "bench.duckdb"
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)
@@ -197,7 +201,7 @@ def bench_size(num_gpus: int, out_dir: Path = OUT) -> dict[str, Any]:
         "samples": samples,
         "sample_files": len(files),
         "sample_mb": round(sum(f.stat().st_size for f in files) / 1e6, 1),
-        "bare_read": _bare_read(files),
+        "bare_read": bare,
         "ingest_slurm": slurm.figures(),
         "ingest_utilization": util.figures(),
         "report": report.figures(),
