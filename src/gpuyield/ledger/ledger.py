@@ -174,12 +174,7 @@ def compute_ledger(
             f"({allocated_by_node:.3f})",
             hint="a bug in the ledger: please report it with the input files",
         )
-    idle_allocated = 0.0
-    if util is not None:
-        idle_allocated = util.summary.idle_allocated_gpu_seconds
-        for key, value in util.summary.moved.items():
-            totals[key] = totals.get(key, 0.0) - value
-        totals[IDLE_ALLOCATED] = idle_allocated
+    idle_allocated = 0.0 if util is None else _move_idle(totals, util.summary)
     categories = {c.value: totals.get(c.value, 0.0) for c in Category}
     unallocated = installed - categories["down"] - allocated_by_job
     categories[Category.IDLE.value] = unallocated + idle_allocated
@@ -203,6 +198,14 @@ def compute_ledger(
         down=down,
         utilization=None if util is None else util.summary,
     )
+
+
+def _move_idle(totals: dict[str, float], summary: UtilizationSummary) -> float:
+    """Take measured-idle job time out of its categories into ``idle.allocated``; its total."""
+    for key, value in summary.moved.items():
+        totals[key] = totals.get(key, 0.0) - value
+    totals[IDLE_ALLOCATED] = summary.idle_allocated_gpu_seconds
+    return summary.idle_allocated_gpu_seconds
 
 
 def _utilization(
