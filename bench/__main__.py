@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHES = ("ledger", "simulate", "guard", "serve", "ladder", "collect")
+BENCHES = ("ledger", "simulate", "guard", "serve", "ladder", "collect", "utilization")
 
 
 def main(argv: list[str]) -> int:

@@ -72,6 +72,11 @@ CREATE TABLE IF NOT EXISTS divergence_events (
     run VARCHAR NOT NULL, step BIGINT NOT NULL, t_s DOUBLE, kind VARCHAR NOT NULL, metric VARCHAR,
     value DOUBLE, threshold DOUBLE, ingest_id BIGINT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS gpu_samples (
+    cluster VARCHAR, node VARCHAR NOT NULL, gpu BIGINT NOT NULL, job_id VARCHAR,
+    t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE, tensor_active DOUBLE,
+    sm_active DOUBLE, ingest_id BIGINT NOT NULL
+);
 """
 
 
