@@ -7,7 +7,17 @@ import json
 import sys
 from pathlib import Path
 
-BENCHES = ("ledger", "simulate", "guard", "serve", "ladder", "collect", "hostile", "ft")
+BENCHES = (
+    "ledger",
+    "simulate",
+    "guard",
+    "serve",
+    "ladder",
+    "collect",
+    "hostile",
+    "ft",
+    "utilization",
+)
 
 
 def main(argv: list[str]) -> int:

@@ -78,6 +78,11 @@ CREATE TABLE IF NOT EXISTS ft_events (
     replicas BIGINT, gpus BIGINT, quorum_id BIGINT, participants BIGINT, attempt BIGINT,
     ingest_id BIGINT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS gpu_samples (
+    cluster VARCHAR, node VARCHAR NOT NULL, gpu BIGINT NOT NULL, job_id VARCHAR,
+    t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE, tensor_active DOUBLE,
+    sm_active DOUBLE, ingest_id BIGINT NOT NULL
+);
 """
 
 

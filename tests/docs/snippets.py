@@ -71,10 +71,10 @@ def session(block: Block) -> list[Step]:
 
 
 def gpuyield_commands(text: str) -> list[list[str]]:
-    """The ``gpuyield`` invocations in a command line: pipes, ``&&`` and comments cut off."""
+    """The ``gpuyield`` invocations in a command line: pipes, ``&&``, ``;`` and comments cut off."""
     text = re.sub(r"\s+#.*$", "", text)
     found = []
-    for part in re.split(r"\s&&\s|\s\|\s", text):
+    for part in re.split(r"\s&&\s|\s\|\s|;\s", text):
         words = shlex.split(part)
         if words and words[0] == "gpuyield":
             found.append(words[1:])

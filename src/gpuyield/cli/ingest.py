@@ -207,3 +207,98 @@ def telemetry_command(
             )
         )
         console.print(f"{r.run}: {r.path}: {status}")
+
+
+@app.command("utilization")
+def utilization_command(
+    prom_json: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--prom-json",
+            help="Saved /api/v1/query_range responses (DCGM exporter or jobstats metrics).",
+        ),
+    ] = None,
+    prometheus: Annotated[
+        str | None, typer.Option(help="Prometheus base URL to query (http://host:9090).")
+    ] = None,
+    sacct_usage: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--sacct-usage",
+            help="`sacct -a -P -D --format=JobID,JobIDRaw,Start,End,NodeList,AllocTRES,"
+            "TRESUsageInAve,AdminComment`: Slurm's gres/gpuutil per step, or jobstats summaries.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="With --prometheus: window start (ISO).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="With --prometheus: window end (ISO).")] = None,
+    step: Annotated[
+        str, typer.Option(help="Sample interval: each sample covers the step before it.")
+    ] = "60s",
+    node_label: Annotated[
+        str | None, typer.Option(help="Label naming the node (default: Hostname, instance...).")
+    ] = None,
+    gpu_label: Annotated[
+        str | None, typer.Option(help="Label giving the GPU index (default: gpu, minor_number).")
+    ] = None,
+    job_label: Annotated[
+        str | None, typer.Option(help="Label naming the Slurm job (default: hpc_job, job_id...).")
+    ] = None,
+    cluster: Annotated[str | None, typer.Option(help="Cluster the samples belong to.")] = None,
+    tz: Annotated[str, typer.Option(help="Time zone of --since/--until.")] = "UTC",
+    db: DbOption = Path("gpuyield.duckdb"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+) -> None:
+    """Ingest per-GPU activity, so allocated GPUs measured idle move to idle.allocated."""
+    from gpuyield.ingest.utilization import MetricNames, PrometheusSource, ingest_utilization
+
+    with errors_mapped():
+        step_s = _seconds(step)
+        names = MetricNames()
+        names = dataclasses.replace(
+            names,
+            node_labels=(node_label,) if node_label else names.node_labels,
+            gpu_labels=(gpu_label,) if gpu_label else names.gpu_labels,
+            job_labels=(job_label,) if job_label else names.job_labels,
+        )
+        server = None
+        if prometheus is not None:
+            since_s, until_s = (
+                parse_instant(since, tz, "--since"),
+                parse_instant(until, tz, "--until"),
+            )
+            if since_s is None or until_s is None:
+                raise InputError(
+                    "--prometheus needs --since and --until", hint="the window to read"
+                )
+            server = PrometheusSource(url=prometheus, since_s=since_s, until_s=until_s)
+        results = ingest_utilization(
+            db,
+            prom_json=prom_json or [],
+            server=server,
+            sacct_usage=sacct_usage or [],
+            tz=tz,
+            step_s=step_s,
+            names=names,
+            cluster=cluster,
+        )
+    if as_json:
+        print_json([dataclasses.asdict(r) for r in results])
+        return
+    for r in results:
+        status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"
+        console.print(f"{r.path}: {status}")
+
+
+def _seconds(text: str) -> int:
+    """``60s``, ``1m``, ``60``: a step in whole seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
+    try:
+        value = int(number) * unit
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InputError(f"--step: not a duration: {text!r}", hint="write it like 60s or 1m")
+    return value

@@ -151,6 +151,8 @@ def _print_report(report: Any) -> None:
         f"{report.jobs_without_gpu_count}"
     )
     console.print(f"[dim]{quality}[/]")
+    if report.activity is not None:
+        _print_activity(report)
     for event in report.divergence_evidence:
         console.print(
             f"divergence watch: run {event['run']} step {event['step']}: {event['kind']} "
@@ -176,6 +178,28 @@ def _print_skipped_rungs(waste: Any) -> None:
             f"({_share(side.waste_share)})"
         )
     console.print("[dim]waste_in_skipped_rungs: `gpuyield ladder` lists the runs[/]")
+
+
+def _print_activity(report: Any) -> None:
+    """What the utilization samples measured: activity per category, and who was not attributed."""
+    util = report.activity
+    console.print(
+        f"allocated but idle (below {util.threshold:.0%} activity): "
+        f"{_hours(util.idle_allocated_gpu_seconds)} GPU-hours moved to idle.allocated"
+    )
+    for category, a in util.activity.items():
+        held = report.category_before_idle(category)
+        tensor = "" if a.tensor_share is None else f", tensor pipes {a.tensor_share:.0%}"
+        console.print(
+            f"  {category}: {_share(a.active_share)} graphics-engine activity{tensor}; "
+            f"{_share(a.measured_gpu_seconds / held if held else None)} of its GPU-seconds measured"
+        )
+    s = util.samples
+    console.print(
+        f"[dim]utilization samples: {s.total:,}; by job label {s.by_job_label:,}, by whole node "
+        f"{s.by_whole_node:,}, on unallocated GPUs {s.unallocated:,}, unattributed "
+        f"{s.unattributed:,} (not guessed: no job label on a shared node, or no such job)[/]"
+    )
 
 
 def _print_breakdown(cut: Any) -> None:

@@ -75,12 +75,20 @@ def run_command(
         float | None, typer.Option(help="Simulate this many days (default: the scenario's).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print truth.json to stdout.")] = False,
+    utilization: Annotated[
+        bool,
+        typer.Option(
+            "--utilization",
+            help="Also write utilization.json: DCGM GPU_UTIL series per job GPU (query_range "
+            "JSON), with their idle allocated time in truth.json.",
+        ),
+    ] = False,
 ) -> None:
     """Simulate SCENARIO and write sacct.psv, events.psv, nodes.txt, manifest.toml, truth.json."""
     from gpuyield.simulate.api import run_scenario
 
     with errors_mapped({"simulate.days": "--days", "simulate.seed": "--seed"}):
-        summary = run_scenario(scenario, out, seed=seed, days=days)
+        summary = run_scenario(scenario, out, seed=seed, days=days, utilization=utilization)
     if as_json:
         print_json(summary.truth.to_dict())
         return

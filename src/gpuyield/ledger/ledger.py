@@ -38,6 +38,19 @@ from gpuyield.ledger.telemetry import (
     overhead_intervals,
     with_detected_divergence,
 )
+from gpuyield.ledger.utilization import (
+    IDLE_ALLOCATED,
+    IDLE_THRESHOLD,
+    Utilization,
+    UtilizationSummary,
+    attribute,
+    combined_summaries,
+    has_samples,
+    idle_segments,
+    on_segments,
+    sample_intervals,
+    summarize,
+)
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.store import connection_of
@@ -85,6 +98,8 @@ class Ledger:
     """Jobs clipped to the window, with their runs."""
     down: ir.Table = field(repr=False)
     """Down segments per node (``cluster, node, start_s, end_s, subcategory, gpus``)."""
+    utilization: UtilizationSummary | None = None
+    """Measured GPU activity, when the store holds utilization samples; None: not measured."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -105,6 +120,7 @@ def compute_ledger(
     manifest: Manifest | None = None,
     keep_segments: bool = False,
     allow_gaps: bool = False,
+    idle_threshold: float = IDLE_THRESHOLD,
 ) -> Ledger:
     """Categorise every installed GPU-second of the window and check conservation.
 
@@ -116,19 +132,25 @@ def compute_ledger(
 
     The window must lie inside the store's coverage; with ``allow_gaps`` its uncaptured parts are
     left out (each captured part is accounted on its own, and the parts are summed).
+
+    With utilization samples in the store, job time measured below ``idle_threshold`` activity
+    moves to ``idle.allocated`` (ledger/utilization.py); without them nothing changes.
     """
     window = resolve_window(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     if manifest is None:
         needed_for = "the stored manifest (on other engines, pass the manifest)"
         manifest = stored_manifest(connection_of(backend, needed_for=needed_for))
     if not window.not_captured:
-        return _compute_window(backend, window, manifest, keep_segments=keep_segments)
+        return _compute_window(
+            backend, window, manifest, keep_segments=keep_segments, idle_threshold=idle_threshold
+        )
     parts = [
         _compute_window(
             backend,
             dataclasses.replace(window, start_s=start_s, end_s=end_s, not_captured=()),
             manifest,
             keep_segments=keep_segments,
+            idle_threshold=idle_threshold,
         )
         for start_s, end_s in captured_parts(window)
     ]
@@ -138,7 +160,12 @@ def compute_ledger(
 
 
 def _compute_window(
-    backend: ibis.BaseBackend, window: Window, manifest: Manifest, *, keep_segments: bool
+    backend: ibis.BaseBackend,
+    window: Window,
+    manifest: Manifest,
+    *,
+    keep_segments: bool,
+    idle_threshold: float,
 ) -> Ledger:
     evidence: list[dict[str, object]] = []
     telemetry = has_telemetry(backend)
@@ -156,33 +183,29 @@ def _compute_window(
         backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
     )
     _check_nodes_known(allocations)
-    lost = overhead = None
-    if telemetry:
-        lost = materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
-        overhead = materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
-    estimated = estimated_overhead_intervals(jobs, manifest, lost)
-    if estimated is not None:
-        estimated = materialize(backend, "gy_overhead_estimated", estimated)
-        if not estimated.count().to_pyarrow().as_py():
-            estimated = None  # every lineage job had telemetry: nothing was estimated
-    if estimated is not None:
-        overhead = estimated if overhead is None else overhead.union(estimated)
+    progress = _progress(backend, jobs, manifest, telemetry=telemetry)
     segments_jobs = job_segments(
-        backend, jobs, allocations, manifest, window, lost, overhead, node_ids=node_ids(capacity)
-    )
+        backend, jobs, allocations, manifest, window, progress.lost, progress.overhead,
+        node_ids=node_ids(capacity),
+    )  # fmt: skip
+    util = None
+    if has_samples(backend):  # the job segments are read twice then: once for the samples' cut
+        segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
+        util = _utilization(backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold)  # fmt: skip
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)
     down = down_segments(swept)
-    segments = segments_jobs.union(down.select(*_down_columns()))
+    base = segments_jobs.union(down.select(*_down_columns()))
+    segments = base if util is None else base.union(util.segments)
     if keep_segments:
         segments = _kept_segments(backend, segments, jobs)
     installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
-    totals, lost_jobs = _totals(segments, sorted(manifest.lineage_runs))
+    # Totals before the idle moves: allocated by job must still equal allocated by node.
+    totals, lost_jobs = _totals(segments if util is None else base, sorted(manifest.lineage_runs))
     allocated_by_job = _allocated_both_ways(totals, allocations)
-    categories = {c.value: totals.get(c.value, 0.0) for c in Category}
-    categories[Category.IDLE.value] = installed - categories["down"] - allocated_by_job
-    _check_conservation(installed, categories)
+    idle_allocated = 0.0 if util is None else _move_idle(totals, util.summary)
+    categories = _categories(totals, installed, allocated_by_job, idle_allocated)
     missing = _jobs_without_gpu_count(jobs)
     return Ledger(
         window=window,
@@ -195,13 +218,53 @@ def _compute_window(
         measured_lost_jobs=lost_jobs.get(True, 0),
         estimated_lost_jobs=lost_jobs.get(False, 0),
         overhead_measured=telemetry,
-        overhead_estimated_runs=tuple(estimated_runs(manifest)) if estimated is not None else (),
+        overhead_estimated_runs=tuple(estimated_runs(manifest)) if progress.estimated else (),
         divergence_evidence=tuple(evidence),
         segments=segments,
         capacity=capacity,
         jobs=jobs,
         down=down,
+        utilization=None if util is None else util.summary,
     )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Progress:
+    lost: ir.Table | None
+    """Measured lost progress (telemetry), or None."""
+    overhead: ir.Table | None
+    """Overhead intervals, measured and estimated, or None."""
+    estimated: bool
+    """True when some lineage job's overhead was estimated (no telemetry for it)."""
+
+
+def _progress(
+    backend: ibis.BaseBackend, jobs: ir.Table, manifest: Manifest, *, telemetry: bool
+) -> _Progress:
+    """Lost progress and overhead of lineage jobs: measured from telemetry, else estimated."""
+    lost = overhead = None
+    if telemetry:
+        lost = materialize(backend, "gy_lost", measured_lost_progress(backend, jobs, manifest))
+        overhead = materialize(backend, "gy_overhead", overhead_intervals(backend, jobs, manifest))
+    estimated = estimated_overhead_intervals(jobs, manifest, lost)
+    if estimated is not None:
+        estimated = materialize(backend, "gy_overhead_estimated", estimated)
+        if not estimated.count().to_pyarrow().as_py():
+            estimated = None  # every lineage job had telemetry: nothing was estimated
+    if estimated is not None:
+        overhead = estimated if overhead is None else overhead.union(estimated)
+    return _Progress(lost=lost, overhead=overhead, estimated=estimated is not None)
+
+
+def _categories(
+    totals: dict[str, float], installed: float, allocated_by_job: float, idle_allocated: float
+) -> dict[str, float]:
+    """Every category's GPU-seconds; idle is what no job held plus what jobs held idle."""
+    categories = {c.value: totals.get(c.value, 0.0) for c in Category}
+    unallocated = installed - categories["down"] - allocated_by_job
+    categories[Category.IDLE.value] = unallocated + idle_allocated
+    _check_conservation(installed, categories)
+    return categories
 
 
 def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
@@ -236,6 +299,7 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
         capacity=united(lambda p: p.capacity),
         jobs=united(lambda p: p.jobs),
         down=united(lambda p: p.down),
+        utilization=combined_summaries([p.utilization for p in parts]),
     )
 
 
@@ -250,6 +314,36 @@ def _allocated_both_ways(totals: dict[str, float], allocations: ir.Table) -> flo
             hint="a bug in the ledger: please report it with the input files",
         )
     return allocated_by_job
+
+
+def _move_idle(totals: dict[str, float], summary: UtilizationSummary) -> float:
+    """Take measured-idle job time out of its categories into ``idle.allocated``; its total."""
+    for key, value in summary.moved.items():
+        totals[key] = totals.get(key, 0.0) - value
+    totals[IDLE_ALLOCATED] = summary.idle_allocated_gpu_seconds
+    return summary.idle_allocated_gpu_seconds
+
+
+def _utilization(
+    backend: ibis.BaseBackend,
+    jobs: ir.Table,
+    allocations: ir.Table,
+    capacity: ir.Table,
+    segments_jobs: ir.Table,
+    window: Window,
+    threshold: float,
+) -> Utilization:
+    """Samples attributed to jobs, their activity per category, and the idle moves."""
+    samples = sample_intervals(backend, node_ids(capacity), window.start_s, window.end_s)
+    attributed = materialize(
+        backend, "gy_attributed", attribute(samples, jobs, allocations, capacity)
+    )
+    # Not stored: the plain report reads it once (the summary); breakdowns read it again.
+    cut = on_segments(attributed, segments_jobs)
+    labelled = samples.filter(samples.job_id.notnull()).count()
+    summary = summarize(attributed, cut, threshold, labelled)
+    segments = idle_segments(cut, threshold, list(segments_jobs.columns))
+    return Utilization(summary=summary, segments=segments)
 
 
 def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table) -> ir.Table:

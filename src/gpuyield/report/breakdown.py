@@ -174,7 +174,9 @@ def _unallocated(ledger: Ledger) -> BreakdownRow:
     """Down and idle time belong to no job: one row, so a breakdown adds up to installed."""
     categories = {c.value: 0.0 for c in Category}
     categories["down"] = ledger.categories["down"]
-    categories["idle"] = ledger.categories["idle"]
+    # Allocated-but-idle time is in the jobs' rows (utilization samples): only the rest is here.
+    allocated_idle = ledger.subcategories.get(f"{Category.IDLE.value}.allocated", 0.0)
+    categories["idle"] = ledger.categories["idle"] - allocated_idle
     return BreakdownRow(key=UNALLOCATED, categories=categories)
 
 

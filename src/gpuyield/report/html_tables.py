@@ -5,6 +5,7 @@ One builder per section; ``html.render_page`` puts them under their charts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gpuyield.categories import Category, FailedCause
@@ -403,6 +404,8 @@ def quality_blocks(figures: ReportFigures, data: dict[str, Any]) -> list[Block]:
         _table("Sources (every ingest, with the SHA-256 of the file read)", list(fields), sources),
     ]
     parts.append(_captured_table(data))
+    if "gpu_activity" in data:
+        parts.append(activity_tables(data["gpu_activity"]))
     evidence = _evidence_table(data.get("divergence_evidence", []))
     if evidence:
         parts.append(evidence)
@@ -415,6 +418,75 @@ def quality_blocks(figures: ReportFigures, data: dict[str, Any]) -> list[Block]:
             )
         )
     return parts
+
+
+def activity_tables(activity: dict[str, Any]) -> TableGroup:
+    """What the utilization samples measured: per category, and how the samples were attributed."""
+
+    def cell(key: str, text: str, value: Any) -> Cell:
+        return _td(text, keyed(f"gpu_activity.{key}", value), num=True)
+
+    rows = []
+    for c, a in activity["categories"].items():
+        k = f"categories.{c}"
+        rows.append(
+            _tr(
+                [
+                    Cell(text=c, swatch=COLORS.get(c)),
+                    cell(
+                        f"{k}.measured_gpu_seconds",
+                        hours_text(a["measured_gpu_seconds"]),
+                        a["measured_gpu_seconds"],
+                    ),
+                    cell(
+                        f"{k}.measured_share", share_text(a["measured_share"]), a["measured_share"]
+                    ),
+                    cell(
+                        f"{k}.idle_gpu_seconds",
+                        hours_text(a["idle_gpu_seconds"]),
+                        a["idle_gpu_seconds"],
+                    ),
+                    cell(f"{k}.active_share", share_text(a["active_share"]), a["active_share"]),
+                    cell(f"{k}.tensor_share", share_text(a["tensor_share"]), a["tensor_share"]),
+                ]
+            )
+        )
+    headers = ["category", "measured GPU-hours", "measured", "idle GPU-hours", "graphics engine",
+               "tensor pipes"]  # fmt: skip
+    return _tables(
+        _table("Measured GPU activity of job time (utilization samples)", headers, rows),
+        _table(
+            "Utilization samples (unattributed ones are counted, not guessed)",
+            ["samples", "count"],
+            _sample_rows(activity, cell),
+        ),
+    )
+
+
+def _sample_rows(activity: dict[str, Any], cell: Callable[[str, str, Any], Cell]) -> list[Row]:
+    counts = [
+        _tr([_td(k.replace("_", " ")), cell(f"samples.{k}", f"{v:,}", v)])
+        for k, v in activity["samples"].items()
+    ]
+    threshold = activity["idle_threshold"]
+    counts.append(
+        _tr(
+            [
+                _td("idle threshold (activity over a sample)"),
+                cell("idle_threshold", f"{threshold:.0%}", threshold),
+            ]
+        )
+    )
+    idle = activity["idle_allocated_gpu_seconds"]
+    counts.append(
+        _tr(
+            [
+                _td("allocated GPU-hours measured idle (idle.allocated)"),
+                cell("idle_allocated_gpu_seconds", hours_text(idle), idle),
+            ]
+        )
+    )
+    return counts
 
 
 def _captured_table(data: dict[str, Any]) -> Table:

@@ -10,6 +10,7 @@ from gpuyield import store
 from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
 from gpuyield.ledger.coverage import CoverageSpan
+from gpuyield.ledger.utilization import UtilizationSummary
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ class YieldReport:
     """The store's captured time per cluster."""
     not_captured: tuple[CoverageSpan, ...] = field(default=())
     """Gaps in the window (``allow_gaps``): left out of installed, never idle."""
+    activity: UtilizationSummary | None = None
+    """Measured GPU activity; None when no utilization samples were ingested."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -139,6 +142,41 @@ class YieldReport:
             "not_captured": [
                 {**g.to_dict(), "duration_s": g.duration_s} for g in self.not_captured
             ],
+            # Only with samples: a store without them reports exactly what it did before.
+            **({} if self.activity is None else {"gpu_activity": self._activity_dict()}),
+        }
+
+    def category_before_idle(self, category: str) -> float:
+        """A category's GPU-seconds before measured-idle time moved out of it."""
+        moved = self.activity.moved.get(category, 0.0) if self.activity else 0.0
+        return self.categories[category] + moved
+
+    def _activity_dict(self) -> dict[str, Any]:
+        """The ``gpu_activity`` block of the JSON (docs/contracts.md)."""
+        util = self.activity
+        assert util is not None
+        per_category = {}
+        for category, a in util.activity.items():
+            held = self.category_before_idle(category)
+            per_category[category] = {
+                "measured_gpu_seconds": _number(a.measured_gpu_seconds),
+                "measured_share": _ratio(a.measured_gpu_seconds, held),
+                "idle_gpu_seconds": _number(a.idle_gpu_seconds),
+                "active_share": a.active_share,
+                "tensor_share": a.tensor_share,
+            }
+        samples = util.samples
+        return {
+            "idle_threshold": util.threshold,
+            "idle_allocated_gpu_seconds": _number(util.idle_allocated_gpu_seconds),
+            "samples": {
+                "total": samples.total,
+                "by_job_label": samples.by_job_label,
+                "by_whole_node": samples.by_whole_node,
+                "unallocated": samples.unallocated,
+                "unattributed": samples.unattributed,
+            },
+            "categories": per_category,
         }
 
 
@@ -205,6 +243,8 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
     from gpuyield.ledger.ladder import analyse_ladder
 
     ladder = analyse_ladder(ledger)
+    if ledger.utilization is not None:
+        figures["gpu_activity"] = "measured (utilization samples)"
     return YieldReport(
         window_start_s=ledger.window.start_s,
         window_end_s=ledger.window.end_s,
@@ -219,6 +259,7 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         waste_in_skipped_rungs=None if ladder is None else ladder.waste,
         coverage=ledger.window.coverage,
         not_captured=ledger.window.not_captured,
+        activity=ledger.utilization,
         sources=tuple(
             dict(
                 zip(

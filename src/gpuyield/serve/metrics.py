@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpuyield.categories import SUBCATEGORIES, Category
 from gpuyield.errors import MissingExtraError
+from gpuyield.ledger.utilization import IDLE_ALLOCATED
 from gpuyield.report.breakdown import UNALLOCATED
 from gpuyield.report.summary import YieldReport
 from gpuyield.serve.snapshot import Snapshot
@@ -219,12 +220,19 @@ def _now_families(snap: Snapshot) -> Iterator[Metric]:
 
     now = snap.now
     seconds = max(now.window_end_s - now.window_start_s, 1)
-    for name, gpu_s, what in (
+    # With utilization samples the ledger moves allocated time measured idle into idle
+    # (idle.allocated): it is still allocated here, and has a gauge of its own.
+    idle_allocated = now.subcategories.get(IDLE_ALLOCATED, 0.0)
+    gauges = [
         ("gpuyield_installed_gpus", now.installed_gpu_seconds, "installed"),
-        ("gpuyield_idle_gpus", now.categories["idle"], "in service and not allocated"),
+        ("gpuyield_idle_gpus", now.categories["idle"] - idle_allocated, "in service and not allocated"),
         ("gpuyield_down_gpus", now.categories["down"], "on nodes out of service"),
-        ("gpuyield_allocated_gpus", now.allocated_gpu_seconds, "allocated to jobs"),
-    ):
+        ("gpuyield_allocated_gpus", now.allocated_gpu_seconds + idle_allocated, "allocated to jobs"),
+    ]  # fmt: skip
+    if now.activity is not None:  # only a store with samples measures it: no zero otherwise
+        what = "allocated to jobs but measured idle (below the activity threshold)"
+        gauges.append(("gpuyield_allocated_idle_gpus", idle_allocated, what))
+    for name, gpu_s, what in gauges:
         help_ = f"GPUs {what} at the end of the covered time."
         yield _one(GaugeMetricFamily, name, help_, snap.cluster, gpu_s / seconds)
     yield _one(

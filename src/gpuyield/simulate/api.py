@@ -28,9 +28,18 @@ class RunSummary:
 
 
 def run_scenario(
-    name_or_path: str | Path, out_dir: Path, *, seed: int | None = None, days: float | None = None
+    name_or_path: str | Path,
+    out_dir: Path,
+    *,
+    seed: int | None = None,
+    days: float | None = None,
+    utilization: bool = False,
 ) -> RunSummary:
-    """Simulate a bundled or user scenario and write its output directory."""
+    """Simulate a bundled or user scenario and write its output directory.
+
+    ``utilization`` also writes DCGM-style series (``utilization.json``) and adds their truth to
+    ``truth.json`` (``gpu_activity.idle_allocated_gpu_seconds``).
+    """
     scenario = load_scenario(name_or_path)
     changes: dict[str, Any] = {}
     if seed is not None:
@@ -47,6 +56,8 @@ def run_scenario(
     result = simulate(scenario)
     simulated = time.perf_counter()
     truth = write_outputs(result, out_dir)
+    if utilization:
+        truth = _with_utilization(out_dir, truth, seed=scenario.seed)
     return RunSummary(
         scenario=scenario.name,
         out_dir=out_dir,
@@ -56,3 +67,17 @@ def run_scenario(
         simulate_s=simulated - began,
         write_s=time.perf_counter() - simulated,
     )
+
+
+def _with_utilization(out_dir: Path, truth: Truth, *, seed: int) -> Truth:
+    """Write the utilization series and record their truth beside the rest."""
+    import dataclasses
+    import json
+
+    from gpuyield.simulate.utilization import write_utilization
+
+    util = write_utilization(out_dir, window_end_s=truth.window_end_s, seed=seed)
+    truth = dataclasses.replace(truth, gpu_activity=util)
+    text = json.dumps(truth.to_dict(), indent=2) + "\n"
+    (out_dir / "truth.json").write_text(text, encoding="utf-8")
+    return truth

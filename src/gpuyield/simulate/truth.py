@@ -8,7 +8,7 @@ here, vectorised. ``down`` is every node event's GPU-seconds minus GPUs allocate
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from gpuyield.simulate.research import (
     S_TIMEOUT,
 )
 from gpuyield.times import iso_utc
+
+if TYPE_CHECKING:
+    from gpuyield.simulate.utilization import UtilizationTruth
 
 # The ledger's closed vocabulary, in its own order: truth.json has the report's keys.
 CATEGORY_ORDER = tuple(c.value for c in Category)
@@ -68,6 +71,8 @@ class Truth:
     interruptions: Interruptions
     #: Released / all GPU-time of each lineage run's jobs.
     effective_training_time: dict[str, float]
+    gpu_activity: UtilizationTruth | None = None
+    """Idle allocated time of the simulated DCGM series (``simulate run --utilization``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """``truth.json``: the report's JSON shape plus interruptions and effective training time."""
@@ -93,6 +98,18 @@ class Truth:
                 ),
             },
             "effective_training_time": self.effective_training_time,
+            # Only with simulated utilization series: other truth files keep their shape.
+            **(
+                {}
+                if self.gpu_activity is None
+                else {
+                    # Beside the report's ``gpu_activity`` block ("utilization" is the ratio).
+                    "gpu_activity": {
+                        "idle_allocated_gpu_seconds": self.gpu_activity.idle_allocated_gpu_seconds,
+                        "samples": self.gpu_activity.samples,
+                    }
+                }
+            ),
         }
 
 

@@ -1,0 +1,269 @@
+"""``gpuyield ingest utilization``: per-GPU activity samples, to tell allocated from used.
+
+Sources, each in the format labs already have:
+
+- saved Prometheus ``query_range`` responses (``--prom-json``), from the NVIDIA DCGM exporter
+  (``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, ``DCGM_FI_DEV_GPU_UTIL``, ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``,
+  ``DCGM_FI_PROF_SM_ACTIVE``) or Princeton's jobstats exporter (``nvidia_gpu_duty_cycle``,
+  ``nvidia_gpu_jobId``);
+- a Prometheus server itself (``--prometheus URL``), read through the same HTTP API.
+
+Every source is read, staged (one row per GPU and sample time) and loaded in one transaction;
+the same content twice is a no-op. The ledger joins the samples to allocations (ledger/utilization).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from gpuyield import store
+from gpuyield.errors import InputError
+from gpuyield.ingest._files import scan_file
+from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage
+from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
+
+__all__ = [
+    "MetricNames",
+    "PrometheusSource",
+    "Role",
+    "UtilizationResult",
+    "ingest_utilization",
+]
+
+SOURCE = "utilization"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UtilizationResult:
+    """What one utilization source added."""
+
+    path: str
+    """The file read, or the Prometheus URL."""
+    sha256: str
+    """Content hash (of the responses, for a server)."""
+    ingest_id: int
+    """Provenance id (the earlier one when skipped)."""
+    skipped: bool
+    """True when the same content was ingested before."""
+    samples: int = 0
+    """GPU samples stored (one per GPU and sample time, all metrics of it together)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PrometheusSource:
+    """A window of a Prometheus server to read."""
+
+    url: str
+    """Base URL, e.g. ``http://prometheus:9090``."""
+    since_s: int
+    """Window start (epoch seconds)."""
+    until_s: int
+    """Window end (epoch seconds, inclusive of a sample at that instant)."""
+
+
+def ingest_utilization(
+    db: str | Path | None,
+    *,
+    prom_json: Iterable[Path] = (),
+    server: PrometheusSource | None = None,
+    sacct_usage: Iterable[Path] = (),
+    tz: str = "UTC",
+    step_s: int = 60,
+    names: MetricNames | None = None,
+    cluster: str | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> list[UtilizationResult]:
+    """Ingest utilization samples, all sources or none."""
+    names = names or MetricNames()
+    files = [Path(p) for p in prom_json]
+    usage = [Path(p) for p in sacct_usage]
+    if not files and server is None and not usage:
+        raise InputError(
+            "no utilization source given",
+            hint="pass --prom-json FILE..., --prometheus URL or --sacct-usage FILE",
+        )
+    if step_s <= 0:
+        raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
+    own = con is None
+    con = con if con is not None else store.connect(db)
+    try:
+        with store.transaction(con):
+            results = _ingest_files(con, files, names, step_s=step_s, cluster=cluster)
+            if server is not None:
+                results.append(_ingest_server(con, server, names, step_s=step_s, cluster=cluster))
+            results.extend(_ingest_usage(con, path, tz=tz, cluster=cluster) for path in usage)
+            return results
+    finally:
+        if own:
+            con.close()
+
+
+def _options(step_s: int, cluster: str | None, names: MetricNames) -> str:
+    return json.dumps(
+        {"step_s": step_s, "cluster": cluster, "metrics": sorted(names.metrics)}, sort_keys=True
+    )
+
+
+def _ingest_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    names: MetricNames,
+    *,
+    step_s: int,
+    cluster: str | None,
+) -> list[UtilizationResult]:
+    """Saved responses, read together: DuckDB reads many files in parallel."""
+    options = _options(step_s, cluster, names)
+    results: dict[Path, UtilizationResult] = {}
+    fresh: dict[Path, str] = {}
+    for path in files:
+        digest = scan_file(path).sha256
+        seen = _seen(con, digest, options)
+        if seen is not None:
+            results[path] = UtilizationResult(
+                path=str(path), sha256=digest, ingest_id=seen, skipped=True
+            )
+        else:
+            fresh[path] = digest
+    if fresh:
+        paths = list(fresh)
+        ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
+        replace = load.has_rows(con)
+        nodes = duckjson.readable(paths, names)
+        if nodes is not None:
+            duckjson.register_roles(con, names)
+            for group in _sharing_nodes(paths, nodes):
+                sources = {duckjson.source_name(p): ids[duckjson.source_name(p)] for p in group}
+                load.load(
+                    con, duckjson.points_sql(group, names), sources, step_s=step_s, cluster=cluster
+                )
+        else:  # read again in Python, which names the series and field at fault
+            tables = [
+                _with_source(parse_response(p, names), duckjson.source_name(p)) for p in paths
+            ]
+            con.register("gy_raw_points", pa.concat_tables(tables))
+            load.load(con, "SELECT * FROM gy_raw_points", ids, step_s=step_s, cluster=cluster)
+        staged = load.finish(con, list(ids.values()), replace=replace)
+        for path in paths:
+            ingest_id = ids[duckjson.source_name(path)]
+            samples = staged.get(ingest_id, 0)
+            _record(con, ingest_id, str(path), fresh[path], samples, options)
+            results[path] = UtilizationResult(
+                path=str(path),
+                sha256=fresh[path],
+                ingest_id=ingest_id,
+                skipped=False,
+                samples=samples,
+            )
+    return [results[p] for p in files]
+
+
+def _ingest_usage(
+    con: duckdb.DuckDBPyConnection, path: Path, *, tz: str, cluster: str | None
+) -> UtilizationResult:
+    """Slurm's own per-step GPU utilization or the jobstats summary: one sample per GPU and run."""
+    digest = scan_file(path).sha256
+    options = json.dumps({"sacct_usage": True, "tz": tz, "cluster": cluster}, sort_keys=True)
+    seen = _seen(con, digest, options)
+    if seen is not None:
+        return UtilizationResult(path=str(path), sha256=digest, ingest_id=seen, skipped=True)
+    table = sacct_usage.read(path, tz=tz)
+    ingest_id = store.next_ingest_id(con)
+    replace = load.has_rows(con)
+    con.register("gy_raw_points", _with_source(table, str(path)))
+    load.load(
+        con,
+        "SELECT * FROM gy_raw_points",
+        {str(path): ingest_id},
+        step_s=0,
+        cluster=cluster,
+        step_column=True,
+    )
+    samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
+    _record(con, ingest_id, str(path), digest, samples, options)
+    return UtilizationResult(
+        path=str(path), sha256=digest, ingest_id=ingest_id, skipped=False, samples=samples
+    )
+
+
+def _sharing_nodes(paths: list[Path], nodes: dict[str, frozenset[str]]) -> list[list[Path]]:
+    """Files in groups that share no node: samples of one GPU and time (say, one metric per
+    file) are pivoted together, and each group's pivot stays as small as its files."""
+    groups: list[tuple[set[str], list[Path]]] = []
+    for path in paths:
+        mine = set(nodes[duckjson.source_name(path)])
+        touching = [g for g in groups if g[0] & mine]
+        merged = (mine.union(*(g[0] for g in touching)), [p for g in touching for p in g[1]])
+        merged[1].append(path)
+        groups = [g for g in groups if not g[0] & mine] + [merged]
+    return [g[1] for g in groups]
+
+
+def _with_source(table: pa.Table, source: str) -> pa.Table:
+    return table.append_column("source", pa.array([source] * table.num_rows, pa.string()))
+
+
+def _seen(con: duckdb.DuckDBPyConnection, digest: str, options: str) -> int | None:
+    rows = con.execute(
+        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
+        [SOURCE, digest, options],
+    ).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection, ingest_id: int, path: str, digest: str, rows: int, options: str
+) -> None:
+    con.execute(
+        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, 0, NULL, ?, current_timestamp)",
+        [ingest_id, SOURCE, path, digest, rows, options],
+    )
+
+
+def _ingest_server(
+    con: duckdb.DuckDBPyConnection,
+    server: PrometheusSource,
+    names: MetricNames,
+    *,
+    step_s: int,
+    cluster: str | None,
+) -> UtilizationResult:
+    metrics = sorted(names.metrics)
+    documents = list(
+        prometheus.query_documents(
+            server.url, metrics, since_s=server.since_s, until_s=server.until_s, step_s=step_s
+        )
+    )
+    digest = hashlib.sha256()
+    for _, _, document in documents:
+        digest.update(json.dumps(document, sort_keys=True).encode())
+    options = _options(step_s, cluster, names)
+    seen = _seen(con, digest.hexdigest(), options)
+    if seen is not None:
+        return UtilizationResult(
+            path=server.url, sha256=digest.hexdigest(), ingest_id=seen, skipped=True
+        )
+    tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
+    con.register("gy_raw_points", _with_source(pa.concat_tables(tables), server.url))
+    ingest_id = store.next_ingest_id(con)
+    replace = load.has_rows(con)
+    load.load(
+        con, "SELECT * FROM gy_raw_points", {server.url: ingest_id}, step_s=step_s, cluster=cluster
+    )
+    staged = load.finish(con, [ingest_id], replace=replace)
+    samples = staged.get(ingest_id, 0)
+    _record(con, ingest_id, server.url, digest.hexdigest(), samples, options)
+    return UtilizationResult(
+        path=server.url,
+        sha256=digest.hexdigest(),
+        ingest_id=ingest_id,
+        skipped=False,
+        samples=samples,
+    )

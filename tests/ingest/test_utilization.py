@@ -1,0 +1,174 @@
+"""Reading utilization: Prometheus responses in, clear errors for anything else, idempotent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuyield.errors import InputError, ParseError
+from gpuyield.ingest.utilization import ingest_utilization
+from gpuyield.ingest.utilization.promjson import node_name
+
+FIXTURE = Path(__file__).parent / "fixtures" / "utilization" / "dcgm_query_range.json"
+
+
+def _write(tmp_path: Path, document: object) -> Path:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_same_file_twice_is_a_no_op(tmp_path: Path) -> None:
+    db = tmp_path / "db.duckdb"
+    first = ingest_utilization(db, prom_json=[FIXTURE])
+    again = ingest_utilization(db, prom_json=[FIXTURE])
+    assert first[0].samples == 16 * 120 - 10 and not first[0].skipped
+    assert again[0].skipped and again[0].ingest_id == first[0].ingest_id
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        ({"status": "error", "error": "bad query"}, "status"),
+        ({"status": "success", "data": {"resultType": "vector", "result": []}}, "data.resultType"),
+        (
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [{"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0"}}],
+                },
+            },
+            "data.result[0].metric",
+        ),
+        (
+            {
+                "status": "success",
+                "data": {
+                    "resultType": "matrix",
+                    "result": [
+                        {
+                            "metric": {
+                                "__name__": "DCGM_FI_DEV_GPU_UTIL",
+                                "Hostname": "n1",
+                                "gpu": "0",
+                            },
+                            "values": [[1767225660, "-3"]],
+                        }
+                    ],
+                },
+            },
+            "data.result[0].values[0]",
+        ),
+    ],
+)
+def test_bad_responses_name_the_field(tmp_path: Path, document: object, field: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        ingest_utilization(tmp_path / "db.duckdb", prom_json=[_write(tmp_path, document)])
+    assert caught.value.field == field
+    assert caught.value.path is not None and caught.value.path.endswith("r.json")
+
+
+def test_a_ratio_given_as_percent_is_refused(tmp_path: Path) -> None:
+    series = {
+        "metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Hostname": "n1", "gpu": "0"},
+        "values": [[1767225660, "87"]],
+    }
+    document = {"status": "success", "data": {"resultType": "matrix", "result": [series]}}
+    with pytest.raises(InputError, match="above 1"):
+        ingest_utilization(tmp_path / "db.duckdb", prom_json=[_write(tmp_path, document)])
+
+
+def test_host_labels_become_slurm_node_names() -> None:
+    assert node_name("gpu-017.cluster.example.org") == "gpu-017"
+    assert node_name("gpu-017:9400") == "gpu-017"
+    assert node_name("10.140.1.10:9400") == "10.140.1.10"
+
+
+def test_duckdb_reader_stores_what_the_python_reader_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuyield.ingest.utilization import MetricNames, duckjson
+    from gpuyield.store import connect
+
+    assert duckjson.readable([FIXTURE], MetricNames()) == {str(FIXTURE): frozenset({"n1", "n2"})}
+    fast = tmp_path / "fast.duckdb"
+    ingest_utilization(fast, prom_json=[FIXTURE])
+    monkeypatch.setattr(duckjson, "readable", lambda paths, names: None)
+    slow = tmp_path / "slow.duckdb"
+    ingest_utilization(slow, prom_json=[FIXTURE])
+    query = "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
+    rows = []
+    for db in (fast, slow):
+        con = connect(db, read_only=True)
+        rows.append(con.execute(query).fetchall())
+        con.close()
+    assert len(rows[0]) == 16 * 120 - 10
+    assert rows[0] == rows[1]
+
+
+def _split_by_metric(tmp_path: Path) -> list[Path]:
+    document = json.loads(FIXTURE.read_text())
+    paths = []
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"):
+        result = [s for s in document["data"]["result"] if s["metric"]["__name__"] == metric]
+        path = tmp_path / f"{metric}.json"
+        path.write_text(json.dumps({**document, "data": {**document["data"], "result": result}}))
+        paths.append(path)
+    return paths
+
+
+def test_one_file_per_metric_gives_one_row_per_gpu_and_time(tmp_path: Path) -> None:
+    from gpuyield.store import connect
+
+    db = tmp_path / "db.duckdb"
+    results = ingest_utilization(db, prom_json=_split_by_metric(tmp_path))
+    con = connect(db, read_only=True)
+    rows = con.execute(
+        "SELECT count(*), count(active), count(tensor_active) FROM gpu_samples"
+    ).fetchall()
+    con.close()
+    assert rows == [(16 * 120 - 10,) * 3]
+    assert sum(r.samples for r in results) == 16 * 120 - 10
+
+
+def test_a_later_capture_of_the_same_gpus_and_times_replaces_the_earlier(tmp_path: Path) -> None:
+    from gpuyield.store import connect
+
+    db = tmp_path / "db.duckdb"
+    ingest_utilization(db, prom_json=[FIXTURE])
+    document = json.loads(FIXTURE.read_text())
+    for series in document["data"]["result"]:
+        value = "50" if series["metric"]["__name__"] == "DCGM_FI_DEV_GPU_UTIL" else "0.2"
+        series["values"] = [[t, value] for t, _ in series["values"]]
+    later = _write(tmp_path, document)
+    ingest_utilization(db, prom_json=[later])
+    con = connect(db, read_only=True)
+    rows = con.execute(
+        "SELECT count(*), min(active), max(active), max(tensor_active) FROM gpu_samples"
+    ).fetchall()
+    con.close()
+    assert rows == [(16 * 120 - 10, 0.5, 0.5, 0.2)]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "no utilization source given"),
+        (["--prometheus", "http://127.0.0.1:9"], "--prometheus needs --since and --until"),
+        (["--prom-json", str(FIXTURE), "--step", "soon"], "--step: not a duration"),
+    ],
+)
+def test_cli_says_what_is_wrong(tmp_path: Path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from gpuyield.cli import app
+
+    result = CliRunner().invoke(
+        app, ["ingest", "utilization", "--db", str(tmp_path / "db.duckdb"), *args]
+    )
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
