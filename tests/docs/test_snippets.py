@@ -89,12 +89,21 @@ def _run(args: list[str], cwd: Path) -> str:
     return result.stdout
 
 
+_LIVE = {"doctor", "collect", "serve"}
+
+
 def test_the_readme_session_runs_and_prints_what_it_shows(tmp_path: Path) -> None:
     (readme,) = [b for b in SESSIONS if b.page.name == "README.md"]
     cwd = _sandbox(tmp_path)
     for step in session(readme):
         pipeline = step.command.split(" | ")
-        outputs = [_run(args, cwd) for args in gpuyield_commands(pipeline[0])]
+        commands = gpuyield_commands(pipeline[0])
+        if any(args[0] in _LIVE for args in commands):
+            # Needs a live Slurm (doctor, collect) or never ends (serve): parsed by the test above,
+            # run against the real Slurm lab by tests/slurm.
+            assert not step.shown.strip(), f"{step.command}: shows output the test cannot check"
+            continue
+        outputs = [_run(args, cwd) for args in commands]
         actual = outputs[-1]
         if len(pipeline) > 1:
             program = shlex.split(pipeline[1])
