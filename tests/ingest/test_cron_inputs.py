@@ -147,7 +147,8 @@ def test_several_clusters_in_one_store_report_per_cluster_and_together(tmp_path:
         cluster="lab2",
     )
     one = build_report(alone)
-    both, cut = build_report_with_breakdown(db, by="cluster")
+    result = build_report_with_breakdown(db, by="cluster")
+    both, cut = result.report, result.breakdown
     assert cut is not None and [r.key for r in cut.rows] == ["lab", "lab2"]
     for row in cut.rows:
         assert row.categories == pytest.approx(one.categories)

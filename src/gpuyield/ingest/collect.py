@@ -264,15 +264,27 @@ def _job_changes(con: duckdb.DuckDBPyConnection, summary: IngestSummary) -> tupl
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def watermark(con: duckdb.DuckDBPyConnection, cluster: str) -> tuple[int, int] | None:
-    """The cluster's coverage as (first start, last end), or None when it has none."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Watermark:
+    """The outer bounds of a cluster's coverage in the store (epoch seconds, UTC)."""
+
+    first_start_s: int
+    """First covered second of the earliest collection."""
+    last_end_s: int
+    """First second after the latest collection: the next one continues from here."""
+
+
+def watermark(con: duckdb.DuckDBPyConnection, cluster: str) -> Watermark | None:
+    """The cluster's coverage bounds, or None when it has none."""
     try:
         row = con.execute(
             "SELECT min(start_s), max(end_s) FROM coverage WHERE cluster = ?", [cluster]
         ).fetchall()[0]
     except duckdb.CatalogException:
         return None
-    return None if row[0] is None else (int(row[0]), int(row[1]))
+    if row[0] is None:
+        return None
+    return Watermark(first_start_s=int(row[0]), last_end_s=int(row[1]))
 
 
 def _covered_since(con: duckdb.DuckDBPyConnection, cluster: str, end_s: int) -> int:
@@ -311,10 +323,10 @@ def _query_start(
         start_s = since_s
     else:
         # Not before the first collection's start: that time was never asked for.
-        start_s = max(known[0], known[1] - overlap_s)
-        if since_s is not None and since_s < known[0]:
+        start_s = max(known.first_start_s, known.last_end_s - overlap_s)
+        if since_s is not None and since_s < known.first_start_s:
             start_s = since_s  # a backfill: everything from --since again
-        elif end_s <= known[1]:
+        elif end_s <= known.last_end_s:
             return None  # already covered up to --until: nothing to add
     if start_s >= end_s:
         raise InputError(

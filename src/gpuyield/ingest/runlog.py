@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield import store
+from gpuyield.guard.watch import DivergenceEvent
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.ft_rows import ft_table
 from gpuyield.ingest.telemetry import (
@@ -111,18 +112,7 @@ def ingest_telemetry(
     table, torn = _rows(run, log), log.torn_lines
     events = scan_log(log).events
     ingest_id = store.next_ingest_id(con)
-    # A newer copy of the same file (append-only logs grow) replaces what the older copy stored.
-    con.execute(
-        """DELETE FROM telemetry WHERE run = ? AND ingest_id IN
-           (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
-        [run, SOURCE, str(path)],
-    )
-    for older in ("divergence_events", "ft_events"):
-        con.execute(
-            f"""DELETE FROM {older} WHERE run = ? AND ingest_id IN
-               (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
-            [run, SOURCE, str(path)],
-        )
+    _drop_older_copy(con, run, path)
     ft_rows = ft_table(run, log)
     if ft_rows is not None:
         con.register("new_ft_events", ft_rows)
@@ -131,23 +121,7 @@ def ingest_telemetry(
     con.register("new_telemetry", table)
     con.execute(f"INSERT INTO telemetry SELECT *, {ingest_id}, NULL FROM new_telemetry")
     con.unregister("new_telemetry")
-    if events:
-        con.executemany(
-            "INSERT INTO divergence_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run,
-                    e.step,
-                    e.t,
-                    e.kind.value,
-                    e.metric,
-                    _finite(e.value),
-                    _finite(e.threshold),
-                    ingest_id,
-                )
-                for e in events
-            ],
-        )
+    _store_events(con, run, events, ingest_id)
     con.execute(
         "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, ?, NULL, ?, current_timestamp)",
         [ingest_id, SOURCE, str(path), digest, table.num_rows, torn, json.dumps({"run": run})],
@@ -162,6 +136,43 @@ def ingest_telemetry(
         torn_lines=torn,
         divergence_events=len(events),
         ft_events=0 if ft_rows is None else ft_rows.num_rows,
+    )
+
+
+def _drop_older_copy(con: duckdb.DuckDBPyConnection, run: str, path: Path) -> None:
+    """A newer copy of the same file (append-only logs grow) replaces what the older copy stored."""
+    for older in ("telemetry", "divergence_events", "ft_events"):
+        con.execute(
+            f"""DELETE FROM {older} WHERE run = ? AND ingest_id IN
+               (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
+            [run, SOURCE, str(path)],
+        )
+
+
+def _store_events(
+    con: duckdb.DuckDBPyConnection,
+    run: str,
+    events: tuple[DivergenceEvent, ...],
+    ingest_id: int,
+) -> None:
+    """The divergence watch's findings, with non-finite values (inf, NaN) stored as NULL."""
+    if not events:
+        return
+    con.executemany(
+        "INSERT INTO divergence_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run,
+                e.step,
+                e.t,
+                e.kind.value,
+                e.metric,
+                _finite(e.value),
+                _finite(e.threshold),
+                ingest_id,
+            )
+            for e in events
+        ],
     )
 
 

@@ -140,7 +140,7 @@ def ingest_slurm(
     fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
-            plain, renamed = plain_inputs(inputs, Path(tmp))
+            plain, renamed = _plain_inputs(inputs, Path(tmp))
             try:
                 return _ingest_plain(
                     db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
@@ -211,7 +211,7 @@ def _run_atomically(params: _Params, *, since_s: int | None) -> _Attempt:
             return _ingest_covered(params, direct=False, since_s=since_s)
 
 
-def plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
+def _plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
     """Inputs with stdin and compressed files replaced by plain copies in ``directory``, and
     each copy's path mapped to what the user gave (for provenance and messages)."""
     kinds = ("sacct", "events", "nodes", "manifest", "reservations")

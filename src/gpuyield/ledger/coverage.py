@@ -95,7 +95,17 @@ def gaps_in(
     return tuple(gaps)
 
 
-def covered_bounds(covered: tuple[CoverageSpan, ...]) -> tuple[int, int] | None:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CoveredBounds:
+    """``[start_s, end_s)``: the default window every cluster's coverage reaches (epoch, UTC)."""
+
+    start_s: int
+    """The latest first covered second over the clusters."""
+    end_s: int
+    """The earliest end of coverage over the clusters."""
+
+
+def covered_bounds(covered: tuple[CoverageSpan, ...]) -> CoveredBounds | None:
     """The default window: from the latest first covered second to the end of the latest coverage
     every cluster shares: a cluster captured from later, or collected less recently, would
     otherwise show a gap."""
@@ -106,7 +116,7 @@ def covered_bounds(covered: tuple[CoverageSpan, ...]) -> tuple[int, int] | None:
     for span in covered:
         starts[span.cluster] = min(starts.get(span.cluster, span.start_s), span.start_s)
         ends[span.cluster] = max(ends.get(span.cluster, span.end_s), span.end_s)
-    return max(starts.values()), min(ends.values())
+    return CoveredBounds(start_s=max(starts.values()), end_s=min(ends.values()))
 
 
 def captured_parts(window: _HasGaps) -> list[tuple[int, int]]:

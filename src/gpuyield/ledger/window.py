@@ -81,8 +81,8 @@ def resolve_window(
     covered = stored_coverage(backend)
     bounds = covered_bounds(covered)
     if bounds is not None:
-        since_s = bounds[0] if since_s is None else since_s
-        until_s = bounds[1] if until_s is None else until_s
+        since_s = bounds.start_s if since_s is None else since_s
+        until_s = bounds.end_s if until_s is None else until_s
     # A collect whose files were all unchanged records coverage but no new ingest: its end is
     # a capture time too.
     covered_end = max((c.end_s for c in covered), default=None)

@@ -214,7 +214,24 @@ class _RunSim:
         members &= ~outages.planned
         self.hw = Outages(**{k: getattr(outages, k)[members] for k in Outages.__slots__})
         self.pool = _NodePool(self.hw, spares)
-        rates = scenario.failure_rates()
+        self._draw_interruptions(rng)
+        self.rollback_count = 0
+        self.work_left = scenario.work_s(run)
+        self.next_job_id = next_job_id
+        self.rows: list[JobRow] = []
+        self.lines: list[str] = []
+        self.tally = Tally()
+        self.interruptions: dict[str, int] = {}
+        self.planned_count = 0
+        self.productive = 0
+        self.running_node_s = 0
+        self.debt = 0
+        self.completed: int | None = None
+
+    def _draw_interruptions(self, rng: np.random.Generator) -> None:
+        """Software failures, planned stops, manual restarts and rollbacks, drawn up front in
+        this order: the order of draws from ``rng`` fixes a seed's output."""
+        rates = self.sc.failure_rates()
         sw_rate = sum(rates[c] for c in SOFTWARE_CAUSES) * self.need
         self.sw_times = (
             poisson_times(rng, sw_rate, self.submit, self.end)
@@ -230,13 +247,13 @@ class _RunSim:
             else np.empty(0, dtype=np.int64)
         )
         self.planned = (
-            poisson_times(rng, run.planned_stops_per_day / 86400, self.submit, self.end)
+            poisson_times(rng, self.run.planned_stops_per_day / 86400, self.submit, self.end)
             if self.submit < self.end
             else np.empty(0, dtype=np.int64)
         )
         # Manual restarts draw from their own stream, created only when the scenario has them,
         # so scenarios without them keep every draw (and output) they had.
-        cfg = scenario.failures
+        cfg = self.sc.failures
         self.manual = (
             np.random.default_rng(int(rng.integers(2**63))) if cfg.manual_share > 0 else None
         )
@@ -251,18 +268,6 @@ class _RunSim:
             if cfg.rollbacks_per_day > 0 and self.submit < self.end
             else np.empty(0, dtype=np.int64)
         )
-        self.rollback_count = 0
-        self.work_left = scenario.work_s(run)
-        self.next_job_id = next_job_id
-        self.rows: list[JobRow] = []
-        self.lines: list[str] = []
-        self.tally = Tally()
-        self.interruptions: dict[str, int] = {}
-        self.planned_count = 0
-        self.productive = 0
-        self.running_node_s = 0
-        self.debt = 0
-        self.completed: int | None = None
 
     # -- the loop -------------------------------------------------------------------------------
     def simulate(self) -> None:

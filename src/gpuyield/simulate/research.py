@@ -215,7 +215,7 @@ def draw_jobs(
     probs = np.array([cfg.end_states[o] for o in outcomes], dtype=float)
     probs /= probs.sum()
     codes = np.array([_OUTCOME_CODES[o] for o in outcomes])
-    parts = []
+    parts: list[tuple[np.ndarray, ...]] = []
     for index, lay in enumerate(layouts):
         cls = lay.cls
         if lay.num_units == 0:
@@ -255,6 +255,12 @@ def draw_jobs(
                 np.full(count, cls.time_limit_s),
             )
         )
+    return _in_submit_order(parts, first_job_id)
+
+
+def _in_submit_order(parts: list[tuple[np.ndarray, ...]], first_job_id: int) -> ResearchJobs:
+    """Each class's columns (class, submit, run, requeue after, outcome, diverged, user, time
+    limit) joined and sorted by submit time (then class), numbered from ``first_job_id``."""
     cols = [
         np.concatenate([p[i] for p in parts]) if parts else np.empty(0, dtype=np.int64)
         for i in range(8)

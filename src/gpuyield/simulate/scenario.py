@@ -456,22 +456,22 @@ def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scena
                 hint=f"known tables: {', '.join(sorted(known))}",
             )
     try:
-        head = dict(check_table(Scenario, data.get("scenario", {}), "scenario", origin))
+        head = dict(_checked(Scenario, data.get("scenario", {}), "scenario", origin))
         if "start" in head:
             head["start"] = _parse_start(head["start"])
-        fleet = FleetConfig(**check_table(FleetConfig, data["fleet"], "fleet", origin))
+        fleet = FleetConfig(**_checked(FleetConfig, data["fleet"], "fleet", origin))
         failures = FailureConfig(
-            **check_table(FailureConfig, data.get("failures", {}), "failures", origin)
+            **_checked(FailureConfig, data.get("failures", {}), "failures", origin)
         )
         lineage = tuple(
-            _lineage(check_table(LineageConfig, d, f"lineage[{i}]", origin))
+            _lineage(_checked(LineageConfig, d, f"lineage[{i}]", origin))
             for i, d in enumerate(_array(data.get("lineage", []), "lineage", origin))
         )
         research = _research(
-            check_table(ResearchConfig, data.get("research", {}), "research", origin), origin
+            _checked(ResearchConfig, data.get("research", {}), "research", origin), origin
         )
         maintenance = tuple(
-            MaintenanceWindow(**check_table(MaintenanceWindow, m, f"maintenance[{i}]", origin))
+            MaintenanceWindow(**_checked(MaintenanceWindow, m, f"maintenance[{i}]", origin))
             for i, m in enumerate(_array(data.get("maintenance", []), "maintenance", origin))
         )
         return Scenario(
@@ -523,10 +523,16 @@ def _research(data: dict[str, Any], origin: str) -> ResearchConfig:
     data = dict(data)
     if "classes" in data:
         data["classes"] = tuple(
-            JobClass(**check_table(JobClass, c, f"research.classes[{i}]", origin))
+            JobClass(**_checked(JobClass, c, f"research.classes[{i}]", origin))
             for i, c in enumerate(_array(data["classes"], "research.classes", origin))
         )
     return ResearchConfig(**data)
+
+
+def _checked(cls: type, data: Any, where: str, origin: str) -> dict[str, Any]:
+    """The TOML table ``data``, once its keys and value types fit ``cls``."""
+    check_table(cls, data, where, origin)
+    return data
 
 
 def _array(value: Any, where: str, origin: str) -> list[Any]:

@@ -15,8 +15,9 @@ from gpuyield.errors import ParseError
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
-def check_table(cls: type, data: Any, where: str, origin: str) -> dict[str, Any]:
-    """``data`` as a dict whose keys are fields of ``cls`` with values of their types."""
+def check_table(cls: type, data: Any, where: str, origin: str) -> None:
+    """Raise a ``ParseError`` unless ``data`` is a dict whose keys are fields of ``cls`` with
+    values of their types."""
     if not isinstance(data, dict):
         raise ParseError(
             f"[{where}] must be a table, got {_kind(data)}",
@@ -41,7 +42,6 @@ def check_table(cls: type, data: Any, where: str, origin: str) -> dict[str, Any]
                 field=f"{where}.{key}",
                 hint="write numbers without quotes or units (e.g. tokens = 1.5e13)",
             )
-    return data
 
 
 def _expected(hint: Any) -> str | None:

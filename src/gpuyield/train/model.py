@@ -42,15 +42,23 @@ def load_corpus() -> Corpus:
     return Corpus(train=ids[:cut], held_out=ids[cut:], vocab_size=len(chars))
 
 
-def batch(
-    data: torch.Tensor, config: TrainConfig, index: int, *, salt: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Batch:
+    """One global batch of character ids, each tensor shaped (``config.batch``, ``config.block``)."""
+
+    inputs: torch.Tensor
+    """The characters the model reads."""
+    targets: torch.Tensor
+    """The next character after each input: the inputs shifted by one."""
+
+
+def batch(data: torch.Tensor, config: TrainConfig, index: int, *, salt: int = 0) -> Batch:
     """Inputs and next-character targets of global batch ``index`` (deterministic)."""
     gen = torch.Generator().manual_seed(config.seed * 1_000_003 + index * 7919 + salt)
     starts = torch.randint(0, len(data) - config.block - 1, (config.batch,), generator=gen)
     x = torch.stack([data[s : s + config.block] for s in starts.tolist()])
     y = torch.stack([data[s + 1 : s + config.block + 1] for s in starts.tolist()])
-    return x, y
+    return Batch(inputs=x, targets=y)
 
 
 def _init(module: nn.Module) -> None:
@@ -105,12 +113,20 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def build(config: TrainConfig, vocab_size: int) -> tuple[GPT, torch.optim.Optimizer]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Trainable:
+    """A model and the optimizer that steps its parameters."""
+
+    model: GPT
+    optimizer: torch.optim.Optimizer
+
+
+def build(config: TrainConfig, vocab_size: int) -> Trainable:
     """The model and its optimizer, initialised from the seed (identical in every group)."""
     torch.manual_seed(config.seed)
     model = GPT(config, vocab_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
-    return model, optimizer
+    return Trainable(model=model, optimizer=optimizer)
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
@@ -125,10 +141,8 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 def held_out_loss(model: GPT, corpus: Corpus, config: TrainConfig) -> float:
     """Mean loss over ``eval_batches`` fixed batches of held-out text."""
     model.eval()
-    losses = [
-        float(model(*batch(corpus.held_out, config, i, salt=104_729)))
-        for i in range(config.eval_batches)
-    ]
+    batches = (batch(corpus.held_out, config, i, salt=104_729) for i in range(config.eval_batches))
+    losses = [float(model(b.inputs, b.targets)) for b in batches]
     model.train()
     return sum(losses) / len(losses)
 

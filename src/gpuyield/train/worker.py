@@ -75,7 +75,8 @@ def run_drop(config: TrainConfig, out: Path, group: int, attempt: int) -> None:
     if attempt:
         rec.restart(attempt)
     corpus = gpt.load_corpus()
-    net, optim = gpt.build(config, corpus.vocab_size)
+    trainable = gpt.build(config, corpus.vocab_size)
+    net, optim = trainable.model, trainable.optimizer
 
     def load(state: dict[str, object]) -> None:
         net.load_state_dict(state["model"])  # type: ignore[arg-type]
@@ -152,7 +153,8 @@ def _drop_loop(
             group_lr["lr"] = gpt.learning_rate(config, seen // config.replicas)
         optim.zero_grad()
         rank = manager.participating_rank() or 0
-        loss = net(*gpt.batch(corpus.train, config, seen + rank))
+        data = gpt.batch(corpus.train, config, seen + rank)
+        loss = net(data.inputs, data.targets)
         loss.backward()
         _maybe_fail(config, out, rec, group, step)
         flat = gpt.flat_grads(net, loss)
@@ -228,7 +230,8 @@ def run_restart(config: TrainConfig, out: Path) -> None:
         timeout=timedelta(seconds=60),
     )
     corpus = gpt.load_corpus()
-    net, optim = gpt.build(config, corpus.vocab_size)
+    trainable = gpt.build(config, corpus.vocab_size)
+    net, optim = trainable.model, trainable.optimizer
     checkpoint = out / "checkpoint.pt"
     step = 0
     if attempt:
@@ -243,7 +246,8 @@ def run_restart(config: TrainConfig, out: Path) -> None:
         for group_lr in optim.param_groups:
             group_lr["lr"] = gpt.learning_rate(config, step)
         optim.zero_grad()
-        loss = net(*gpt.batch(corpus.train, config, step * world + rank))
+        data = gpt.batch(corpus.train, config, step * world + rank)
+        loss = net(data.inputs, data.targets)
         loss.backward()
         _maybe_fail(config, out, rec, rank, step)
         flat = gpt.flat_grads(net, loss)
