@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import importlib.util
 import socket
 from pathlib import Path
 
@@ -151,12 +150,16 @@ def test_collect_every_must_be_a_duration(every: str) -> None:
     assert code == 1 and "not a duration" in output
 
 
-def test_collect_every_says_clearly_when_collect_is_missing(tmp_path: Path) -> None:
-    if importlib.util.find_spec("gpuyield.ingest.collect") is not None:
-        from gpuyield.cli.serve import scheduled_collect
+def test_collect_every_runs_gpuyield_collect_on_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schedule calls the real `gpuyield collect` on --db: with no Slurm on PATH it fails
+    naming the command, and creates no store."""
+    from gpuyield.cli.serve import scheduled_collect
+    from gpuyield.ingest.collect import CollectError
 
-        assert callable(scheduled_collect(tmp_path / "x.duckdb"))
-        return
-    code, output = _cli("--db", str(tmp_path / "x.duckdb"), "--collect-every", "5m")
-    assert code == 1
-    assert "gpuyield collect" in output and "cron" in output
+    monkeypatch.setenv("PATH", str(tmp_path))
+    db = tmp_path / "x.duckdb"
+    with pytest.raises(CollectError, match="sacct"):
+        scheduled_collect(db)()
+    assert not db.exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -80,17 +79,8 @@ def parse_duration(text: str) -> float:
 
 
 def scheduled_collect(db: Path) -> Callable[[], object]:
-    """``gpuyield collect`` into ``db``, imported only when a schedule asks for it."""
-    try:
-        module = importlib.import_module("gpuyield.ingest.collect")
-    except ModuleNotFoundError as error:
-        if error.name != "gpuyield.ingest.collect":
-            raise
-        raise InputError(
-            "--collect-every needs `gpuyield collect` (gpuyield.ingest.collect), "
-            "which this gpuyield does not have",
-            hint="leave out --collect-every and run `gpuyield ingest slurm` from cron: "
-            "serve re-reads the store whenever it changes",
-        ) from None
-    collect: Callable[..., object] = module.collect
-    return functools.partial(collect, db=db)
+    """``gpuyield collect`` into ``db`` (from the store's watermark, as the CLI's), imported only
+    when a schedule asks for it: it runs Slurm's commands, which a plain server never needs."""
+    from gpuyield.ingest.collect import collect
+
+    return functools.partial(collect, db)
