@@ -169,7 +169,7 @@ class SweepResult:
         return {
             "calibration": costs.path,
             "by_value": {
-                _value_key(v): dataclasses.asdict(
+                value_label(v): dataclasses.asdict(
                     costs.costs_at(spec.model(Policy.RESTART, v).num_nodes * spec.gpus_per_node)
                 )
                 for v in spec.values
@@ -177,7 +177,8 @@ class SweepResult:
         }
 
 
-def _value_key(value: float) -> str:
+def value_label(value: float) -> str:
+    """A sweep value as sweep.csv and sweep.json write it: whole numbers without a decimal point."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 

@@ -9,7 +9,7 @@ import csv
 import json
 from pathlib import Path
 
-from gpuyield.simulate.sweep import SweepResult, SweepSpec, run_sweep
+from gpuyield.simulate.sweep import SweepResult, SweepSpec, run_sweep, value_label
 
 
 def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> list[Path]:
@@ -33,7 +33,7 @@ def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> li
             writer.writerow(
                 [
                     p.policy.value,
-                    _fmt(p.value),
+                    value_label(p.value),
                     f"{p.ettr_mean:.6f}",
                     f"{p.ettr_std:.6f}",
                     f"{p.yield_mean:.6f}",
@@ -47,10 +47,6 @@ def write_sweep(result: SweepResult, out_dir: Path, *, plots: bool = True) -> li
 
         written += write_plots(result, out_dir)
     return written
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def run_and_write_sweep(spec: SweepSpec, out_dir: Path, *, jobs: int, plots: bool) -> SweepResult:

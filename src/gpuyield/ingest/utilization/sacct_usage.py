@@ -25,22 +25,13 @@ import pyarrow as pa
 
 from gpuyield.errors import ParseError
 from gpuyield.hostlist import expand_hostlist
-from gpuyield.ingest.utilization.promjson import Role
+from gpuyield.ingest.utilization.promjson import RAW_SCHEMA, Role
 
 _NEEDED = ("JobID", "Start", "End", "NodeList", "AllocTRES")
 _USAGE = ("TRESUsageInAve", "TRESUsageInTot")
 
-SCHEMA = pa.schema(
-    [
-        ("role", pa.string()),
-        ("node", pa.string()),
-        ("gpu", pa.int64()),
-        ("job_id", pa.string()),
-        ("t_s", pa.int64()),
-        ("value", pa.float64()),
-        ("step_s", pa.int64()),
-    ]
-)
+# The raw samples' columns, plus each sample's own length (a run average covers the whole run).
+SCHEMA = RAW_SCHEMA.append(pa.field("step_s", pa.int64()))
 
 
 def read(path: Path, *, tz: str = "UTC") -> pa.Table:
