@@ -93,10 +93,19 @@ def test_duckdb_reader_stores_what_the_python_reader_stores(
     from gpuyield.ingest.utilization import MetricNames, duckjson
     from gpuyield.store import connect
 
-    assert duckjson.readable([FIXTURE], MetricNames()) == {str(FIXTURE): frozenset({"n1", "n2"})}
+    surveyed = duckjson.survey([FIXTURE], MetricNames())
+    assert surveyed == {
+        str(FIXTURE): duckjson.FileSurvey(
+            nodes=frozenset({"n1", "n2"}),
+            roles=frozenset({"active", "tensor"}),
+            # n2's labelled and unlabelled series take turns within one span
+            overlapping_series=True,
+        )
+    }
+    assert not surveyed[str(FIXTURE)].loads_without_pivot()  # two metrics: pivoted
     fast = tmp_path / "fast.duckdb"
     ingest_utilization(fast, prom_json=[FIXTURE])
-    monkeypatch.setattr(duckjson, "readable", lambda paths, names: None)
+    monkeypatch.setattr(duckjson, "survey", lambda paths, names: None)
     slow = tmp_path / "slow.duckdb"
     ingest_utilization(slow, prom_json=[FIXTURE])
     query = "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
@@ -107,6 +116,61 @@ def test_duckdb_reader_stores_what_the_python_reader_stores(
         con.close()
     assert len(rows[0]) == 16 * 120 - 10
     assert rows[0] == rows[1]
+
+
+def _stored(db: Path) -> list[tuple[object, ...]]:
+    from gpuyield.store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return con.execute(
+            "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def _one_metric_of_n1(tmp_path: Path, *, repeat_a_point: bool = False) -> Path:
+    """The fixture's graphics-engine series of node n1 only: one series per GPU, no pivot."""
+    document = json.loads(FIXTURE.read_text())
+    result = [
+        s
+        for s in document["data"]["result"]
+        if s["metric"]["__name__"] == "DCGM_FI_DEV_GPU_UTIL"
+        and s["metric"]["Hostname"].startswith("n1.")
+    ]
+    if repeat_a_point:
+        result[0]["values"].insert(1, result[0]["values"][0])
+    path = tmp_path / f"n1-util{'-repeat' if repeat_a_point else ''}.json"
+    path.write_text(json.dumps({**document, "data": {**document["data"], "result": result}}))
+    return path
+
+
+def test_one_metric_loads_without_the_pivot_and_stores_what_python_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuyield.ingest.utilization import MetricNames, duckjson
+
+    path = _one_metric_of_n1(tmp_path)
+    surveyed = duckjson.survey([path], MetricNames())
+    assert surveyed is not None and surveyed[str(path)].loads_without_pivot()
+    fast = tmp_path / "fast.duckdb"
+    ingest_utilization(fast, prom_json=[path])
+    monkeypatch.setattr(duckjson, "survey", lambda paths, names: None)
+    slow = tmp_path / "slow.duckdb"
+    ingest_utilization(slow, prom_json=[path])
+    assert len(_stored(fast)) == 8 * 120 - 10  # GPU 3 misses ten samples
+    assert _stored(fast) == _stored(slow)
+
+
+def test_a_repeated_time_in_one_series_is_one_sample(tmp_path: Path) -> None:
+    """Without the pivot a repeat would count a GPU twice: the check sends it to the reader
+    that merges it."""
+    once = tmp_path / "once.duckdb"
+    ingest_utilization(once, prom_json=[_one_metric_of_n1(tmp_path)])
+    twice = tmp_path / "twice.duckdb"
+    ingest_utilization(twice, prom_json=[_one_metric_of_n1(tmp_path, repeat_a_point=True)])
+    assert _stored(twice) == _stored(once)
 
 
 def _split_by_metric(tmp_path: Path) -> list[Path]:

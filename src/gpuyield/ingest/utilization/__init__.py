@@ -94,15 +94,28 @@ def ingest_utilization(
     own = con is None
     con = con if con is not None else store.connect(db)
     try:
-        with store.transaction(con):
-            results = _ingest_files(con, files, names, step_s=step_s, cluster=cluster)
-            if server is not None:
-                results.append(_ingest_server(con, server, names, step_s=step_s, cluster=cluster))
-            results.extend(_ingest_usage(con, path, tz=tz, cluster=cluster) for path in usage)
-            return results
+        for fast in (True, False):
+            try:
+                with store.transaction(con):
+                    results = _ingest_files(
+                        con, files, names, step_s=step_s, cluster=cluster, fast=fast
+                    )
+                    if server is not None:
+                        results.append(
+                            _ingest_server(con, server, names, step_s=step_s, cluster=cluster)
+                        )
+                    results.extend(_ingest_usage(con, p, tz=tz, cluster=cluster) for p in usage)
+                    return results
+            except _Refused:
+                continue  # rolled back: read every file again in Python, which names the fault
+        raise AssertionError("the Python reader never refuses silently")
     finally:
         if own:
             con.close()
+
+
+class _Refused(Exception):
+    """DuckDB's reader refused a point that the Python reader must name (or accept)."""
 
 
 def _options(step_s: int, cluster: str | None, names: MetricNames) -> str:
@@ -118,8 +131,10 @@ def _ingest_files(
     *,
     step_s: int,
     cluster: str | None,
+    fast: bool = True,
 ) -> list[UtilizationResult]:
-    """Saved responses, read together: DuckDB reads many files in parallel."""
+    """Saved responses, read together: DuckDB reads many files in parallel (``fast``), else
+    Python reads them one by one."""
     options = _options(step_s, cluster, names)
     results: dict[Path, UtilizationResult] = {}
     fresh: dict[Path, str] = {}
@@ -136,20 +151,15 @@ def _ingest_files(
         paths = list(fresh)
         ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
         replace = load.has_rows(con)
-        nodes = duckjson.readable(paths, names)
-        if nodes is not None:
-            duckjson.register_roles(con, names)
-            for group in _sharing_nodes(paths, nodes):
-                sources = {duckjson.source_name(p): ids[duckjson.source_name(p)] for p in group}
-                load.load(
-                    con, duckjson.points_sql(group, names), sources, step_s=step_s, cluster=cluster
-                )
+        surveyed = duckjson.survey(paths, names) if fast else None
+        if surveyed is not None:
+            _load_fast(con, paths, surveyed, ids, names, step_s=step_s, cluster=cluster)
         else:  # read again in Python, which names the series and field at fault
             tables = [
-                _with_source(parse_response(p, names), duckjson.source_name(p)) for p in paths
+                _with_ingest(parse_response(p, names), ids[duckjson.source_name(p)]) for p in paths
             ]
             con.register("gy_raw_points", pa.concat_tables(tables))
-            load.load(con, "SELECT * FROM gy_raw_points", ids, step_s=step_s, cluster=cluster)
+            load.load(con, "SELECT * FROM gy_raw_points", step_s=step_s, cluster=cluster)
         staged = load.finish(con, list(ids.values()), replace=replace)
         for path in paths:
             ingest_id = ids[duckjson.source_name(path)]
@@ -165,6 +175,41 @@ def _ingest_files(
     return [results[p] for p in files]
 
 
+def _load_fast(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[Path],
+    surveyed: dict[str, duckjson.FileSurvey],
+    ids: dict[str, int],
+    names: MetricNames,
+    *,
+    step_s: int,
+    cluster: str | None,
+) -> None:
+    """DuckDB's reader, group by group of files sharing nodes; ``_Refused`` when a check fails."""
+    duckjson.register_roles(con, names)
+    duckjson.register_ingest_ids(con, ids)
+    nodes = {source: s.nodes for source, s in surveyed.items()}
+    groups = _sharing_nodes(paths, nodes)
+    # Files alone on their nodes with one metric go in one statement: DuckDB reads a JSON
+    # document on one thread, so only several files at once keep every core busy, and without
+    # the pivot nothing grows with the number of files.
+    direct = [
+        g[0]
+        for g in groups
+        if len(g) == 1 and surveyed[duckjson.source_name(g[0])].loads_without_pivot()
+    ]
+    pivoted = [g for g in groups if not (len(g) == 1 and g[0] in direct)]
+    try:
+        if direct:
+            sql = duckjson.points_sql(direct, names, pivot=False, step_s=step_s)
+            load.load(con, sql, step_s=step_s, cluster=cluster, pivot=False)
+        for group in pivoted:
+            sql = duckjson.points_sql(group, names, step_s=step_s)
+            load.load(con, sql, step_s=step_s, cluster=cluster)
+    except duckjson.CHECK_ERRORS as error:
+        raise _Refused from error
+
+
 def _ingest_usage(
     con: duckdb.DuckDBPyConnection, path: Path, *, tz: str, cluster: str | None
 ) -> UtilizationResult:
@@ -177,11 +222,10 @@ def _ingest_usage(
     table = sacct_usage.read(path, tz=tz)
     ingest_id = store.next_ingest_id(con)
     replace = load.has_rows(con)
-    con.register("gy_raw_points", _with_source(table, str(path)))
+    con.register("gy_raw_points", _with_ingest(table, ingest_id))
     load.load(
         con,
         "SELECT * FROM gy_raw_points",
-        {str(path): ingest_id},
         step_s=0,
         cluster=cluster,
         step_column=True,
@@ -206,8 +250,8 @@ def _sharing_nodes(paths: list[Path], nodes: dict[str, frozenset[str]]) -> list[
     return [g[1] for g in groups]
 
 
-def _with_source(table: pa.Table, source: str) -> pa.Table:
-    return table.append_column("source", pa.array([source] * table.num_rows, pa.string()))
+def _with_ingest(table: pa.Table, ingest_id: int) -> pa.Table:
+    return table.append_column("ingest_id", pa.array([ingest_id] * table.num_rows, pa.int64()))
 
 
 def _seen(con: duckdb.DuckDBPyConnection, digest: str, options: str) -> int | None:
@@ -251,12 +295,10 @@ def _ingest_server(
             path=server.url, sha256=digest.hexdigest(), ingest_id=seen, skipped=True
         )
     tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
-    con.register("gy_raw_points", _with_source(pa.concat_tables(tables), server.url))
     ingest_id = store.next_ingest_id(con)
+    con.register("gy_raw_points", _with_ingest(pa.concat_tables(tables), ingest_id))
     replace = load.has_rows(con)
-    load.load(
-        con, "SELECT * FROM gy_raw_points", {server.url: ingest_id}, step_s=step_s, cluster=cluster
-    )
+    load.load(con, "SELECT * FROM gy_raw_points", step_s=step_s, cluster=cluster)
     staged = load.finish(con, [ingest_id], replace=replace)
     samples = staged.get(ingest_id, 0)
     _record(con, ingest_id, server.url, digest.hexdigest(), samples, options)

@@ -1,16 +1,23 @@
 """Saved ``query_range`` responses read by DuckDB's JSON reader: the fast path for large captures.
 
 A cluster-day of a 100k-GPU cluster at one sample a minute is 144M points; Python's ``json`` reads
-them at about 70k a second, DuckDB's reader across files in parallel at millions. Two passes: one on
-a connection of its own checks everything ``promjson`` checks (a successful matrix, series with node
-and GPU labels and values, whole-second times, finite non-negative values), then the store's
-connection loads. Anything the check refuses goes to ``promjson``, which names the series and field
-at fault. Labels are read once per series, not once per point.
+them at about 70k a second, DuckDB's reader across files in parallel at millions. Two passes:
+
+1. ``survey`` reads the labels only (not the points): which nodes and metrics each file holds, so
+   files of disjoint nodes load apart and a file of one metric skips the pivot (the pivot, a hash
+   aggregate over every point, costs several times the read);
+2. ``points_sql`` reads the points and checks everything ``promjson`` checks (a successful matrix,
+   series with node and GPU labels and values, whole-second times, finite non-negative values) in
+   the same pass: a point that fails raises (DuckDB's ``error()``) and the caller reads the files
+   again in Python, which names the series and field at fault.
+
+Labels are read once per series, not once per point.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -24,11 +31,48 @@ _MAX_OBJECT_BYTES = (1 << 32) - 1
 # its text.
 _SERIES = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" VARCHAR[][])'
 _COLUMNS = f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_SERIES}[])'}}"
+# The survey keeps each series' points as JSON text: the reader copies it but builds no lists,
+# and the first and last times are read off its two ends.
+_LABELS = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" JSON)'
+_LABEL_COLUMNS = f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_LABELS}[])'}}"
+_FIRST_TIME = r"""'^\s*\[\s*\[\s*"?(-?[0-9.eE+]+)'"""
+_LAST_TIME = r"""'\[\s*"?(-?[0-9.eE+]+)"?\s*,\s*"[^"]*"\s*\]\s*\]\s*$'"""
+# A series holds at most one point per step between its ends (Prometheus writes one per step
+# and leaves out the steps with no data): more points than that means a time repeats. Checked
+# from the two ends, not point by point (a count of distinct times costs as much as the read);
+# a repeat inside a series that also has gaps is not caught this way, and no Prometheus writes
+# either.
+_DENSE_ENOUGH = (
+    "len(vs) - 1 <= (TRY_CAST(vs[-1][1] AS DOUBLE) - TRY_CAST(vs[1][1] AS DOUBLE)) / {step_s}"
+)
+# Marks the errors the checks raise, to tell them from DuckDB's own.
+REFUSED = "gpuyield: refused"
+# What the checks raise (``error()``) or a cast of a malformed point raises: read the files in
+# Python, which names what is wrong. Any other error (memory, disk) is the error to report.
+CHECK_ERRORS = (duckdb.InvalidInputException, duckdb.ConversionException)
 
 
-def readable(paths: list[Path], names: MetricNames) -> dict[str, frozenset[str]] | None:
-    """The nodes of every file (by ``source_name``) when DuckDB reads every file and everything
-    in them passes the checks; None otherwise.
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FileSurvey:
+    """What the labels of one file say, before its points are read."""
+
+    nodes: frozenset[str]
+    """Nodes of the series gpuyield reads (known metrics)."""
+    roles: frozenset[str]
+    """Roles (``Role`` values) of those series."""
+    overlapping_series: bool
+    """Two series of one node, GPU and role cover some time in common (two exporters scraping
+    one GPU). Series that follow each other (the job label changed) do not."""
+
+    def loads_without_pivot(self) -> bool:
+        """One metric, no overlapping series: every point is already one GPU sample. (The
+        job-id metric alone measures nothing: it goes through the pivot with the rest.)"""
+        return len(self.roles) == 1 and Role.JOB.value not in self.roles and not self.overlapping_series
+
+
+def survey(paths: list[Path], names: MetricNames) -> dict[str, FileSurvey] | None:
+    """Per file (by ``source_name``), what its labels say; None when DuckDB cannot read every
+    file as a Prometheus response (the Python reader then says why).
 
     On a connection of its own: a reader error must not abort the store's transaction.
     """
@@ -37,14 +81,21 @@ def readable(paths: list[Path], names: MetricNames) -> dict[str, frozenset[str]]
         con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
         con.execute("SET enable_progress_bar = false")  # the CLI shows its own progress
         register_roles(con, names)
-        rows = con.execute(_check_sql(paths, names)).fetchall()
+        rows = con.execute(_survey_sql(paths, names)).fetchall()
     except duckdb.Error:
         return None
     finally:
         con.close()
-    if len(rows) != len(paths) or not all(r[1] and r[2] == 0 for r in rows):
+    if len(rows) != len(paths):
         return None
-    return {str(r[0]): frozenset(n for n in r[3] if n is not None) for r in rows}
+    return {
+        str(source): FileSurvey(
+            nodes=frozenset(n for n in nodes or () if n is not None),
+            roles=frozenset(r for r in roles or () if r is not None),
+            overlapping_series=bool(overlapping),
+        )
+        for source, nodes, roles, overlapping in rows
+    }
 
 
 def register_roles(con: duckdb.DuckDBPyConnection, names: MetricNames) -> None:
@@ -59,68 +110,99 @@ def register_roles(con: duckdb.DuckDBPyConnection, names: MetricNames) -> None:
     con.register("gy_metric_roles", roles)
 
 
-def _check_sql(paths: list[Path], names: MetricNames) -> str:
-    """Per file: a successful matrix?, how many series or points are bad, its nodes. A file or a
-    series with nothing in it still gives one (null) row, so it is counted and checked."""
+def register_ingest_ids(con: duckdb.DuckDBPyConnection, ingest_ids: dict[str, int]) -> None:
+    """The file -> ingest id table ``points_sql`` joins (``gy_ingest_ids``), once per file."""
+    ids = pa.table({"source": list(ingest_ids), "ingest_id": list(ingest_ids.values())})
+    con.register("gy_ingest_ids", ids)
+
+
+def _survey_sql(paths: list[Path], names: MetricNames) -> str:
+    """Per file: its nodes, its roles, and whether two series of one GPU and role overlap in
+    time (Prometheus returns each series' points in time order: its ends give its span; an end
+    that cannot be read counts as overlapping). A file with no series still gives a (null) row,
+    so every file is accounted for."""
     node, gpu, _ = _labels(names)
     return f"""
         WITH doc AS (
             SELECT filename AS source,
-                   coalesce(status = 'success' AND data.resultType = 'matrix'
-                            AND data.result IS NOT NULL, false) AS doc_ok,
                    unnest(CASE WHEN len(data.result) > 0 THEN data.result
-                               ELSE [NULL::{_SERIES}] END) AS s
-            FROM {_reader(paths)}
+                               ELSE [NULL::{_LABELS}] END) AS s
+            FROM {_reader(paths, _LABEL_COLUMNS)}
         ), series AS (
-            SELECT source, doc_ok, r.role IS NOT NULL AS known, {node} AS node, {gpu} AS gpu,
-                   s."values" IS NOT NULL AS has_values,
-                   CASE WHEN len(s."values") > 0 THEN s."values"
-                        ELSE [NULL::VARCHAR[]] END AS vs
+            SELECT source, r.role, {node} AS node, {gpu} AS gpu,
+                   TRY_CAST(regexp_extract(left(s."values"::VARCHAR, 64), {_FIRST_TIME}, 1)
+                            AS DOUBLE) AS first_t,
+                   TRY_CAST(regexp_extract(right(s."values"::VARCHAR, 256), {_LAST_TIME}, 1)
+                            AS DOUBLE) AS last_t
             FROM doc LEFT JOIN gy_metric_roles r ON r.name = s.metric['__name__']
-        ), pts AS (
-            SELECT source, doc_ok, known, node, gpu, has_values, unnest(vs) AS v FROM series
-        ), typed AS (
-            SELECT *, TRY_CAST(v[1] AS DOUBLE) AS t, TRY_CAST(v[2] AS DOUBLE) AS raw FROM pts
+        ), spans AS (
+            SELECT *, max(last_t) OVER (
+                PARTITION BY source, node, gpu, role ORDER BY first_t
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_t
+            FROM series
         )
-        SELECT source, bool_and(doc_ok),
-               count(*) FILTER (WHERE known AND NOT coalesce(
-                   has_values AND node IS NOT NULL AND gpu IS NOT NULL
-                   AND (v IS NULL OR (len(v) = 2 AND t IS NOT NULL AND t = floor(t)
-                        AND raw IS NOT NULL AND (isnan(raw) OR (raw >= 0 AND isfinite(raw))))),
-                   false)),
-               list(DISTINCT node) FILTER (WHERE known)
-        FROM typed GROUP BY source
+        SELECT source,
+               list(DISTINCT node) FILTER (WHERE role IS NOT NULL),
+               list(DISTINCT role) FILTER (WHERE role IS NOT NULL),
+               coalesce(bool_or(first_t IS NULL OR last_t IS NULL OR before_t >= first_t)
+                        FILTER (WHERE role IS NOT NULL), false)
+        FROM spans GROUP BY source
     """
 
 
-def points_sql(paths: list[Path], names: MetricNames) -> str:
-    """Every point of the files as ``promjson.RAW_SCHEMA`` rows plus ``source`` (the file);
-    only for files ``readable`` passed."""
+def points_sql(
+    paths: list[Path], names: MetricNames, *, pivot: bool = True, step_s: int = 60
+) -> str:
+    """Every point of the files as ``promjson.RAW_SCHEMA`` rows plus ``ingest_id`` (from
+    ``gy_ingest_ids``), checked as they are read: anything ``promjson`` would refuse raises.
+    Without the ``pivot`` (which keeps one sample per GPU and time) a series with more points
+    than ``step_s`` steps between its ends raises too (a time repeats: the Python reader then
+    merges the repeats)."""
+    dense = "true" if pivot else f"(len(vs) <= 1 OR {_DENSE_ENOUGH.format(step_s=int(step_s))})"
     node, gpu, job = _labels(names)
     job_role = _quote(Role.JOB.value)
+    ok_point = (
+        "len(v) = 2 AND t IS NOT NULL AND isfinite(t) AND t = floor(t) "
+        "AND raw IS NOT NULL AND (isnan(raw) OR (raw >= 0 AND isfinite(raw)))"
+    )
     return f"""
         WITH doc AS (
-            SELECT filename AS source, unnest(data.result) AS s FROM {_reader(paths)}
+            SELECT i.ingest_id,
+                   CASE WHEN coalesce(status = 'success' AND data.resultType = 'matrix'
+                                      AND data.result IS NOT NULL, false)
+                        THEN data.result
+                        ELSE error({_quote(REFUSED + ": not a successful matrix")}) END AS result
+            FROM {_reader(paths, _COLUMNS)} JOIN gy_ingest_ids i ON i.source = filename
         ), series AS (
-            SELECT source, r.role, r.scale, {node} AS node, {gpu} AS gpu, {job} AS label_job,
+            SELECT ingest_id, unnest(result) AS s FROM doc
+        ), known AS (
+            SELECT ingest_id, r.role, r.scale, {node} AS node, {gpu} AS gpu, {job} AS label_job,
                    s."values" AS vs
-            FROM doc JOIN gy_metric_roles r ON r.name = s.metric['__name__']
+            FROM series JOIN gy_metric_roles r ON r.name = s.metric['__name__']
+        ), checked AS (
+            SELECT ingest_id, role, scale, label_job,
+                   CASE WHEN node IS NOT NULL AND gpu IS NOT NULL AND vs IS NOT NULL
+                             AND {dense} THEN node
+                        ELSE error({_quote(REFUSED + ": a series without labels or values")})
+                   END AS node, gpu, vs
+            FROM known
         ), pts AS (
-            SELECT source, role, scale, node, gpu, label_job, unnest(vs) AS v FROM series
+            SELECT ingest_id, role, scale, node, gpu, label_job, unnest(vs) AS v FROM checked
         ), typed AS (
-            SELECT source, role, scale, node, gpu, label_job,
-                   CAST(CAST(v[1] AS DOUBLE) AS BIGINT) AS t_s, CAST(v[2] AS DOUBLE) AS raw
-            FROM pts
+            SELECT *, TRY_CAST(v[1] AS DOUBLE) AS t, TRY_CAST(v[2] AS DOUBLE) AS raw FROM pts
         )
         SELECT role, node, gpu,
                CASE WHEN role = {job_role}
                     THEN CASE WHEN raw > 0 THEN CAST(CAST(raw AS BIGINT) AS VARCHAR) END
                     ELSE label_job END AS job_id,
-               t_s,
+               CASE WHEN {ok_point} THEN CAST(t AS BIGINT)
+                    ELSE error({_quote(REFUSED + ": a malformed point")}) END AS t_s,
                CASE WHEN role = {job_role} THEN CAST('NaN' AS DOUBLE) ELSE raw * scale END AS value,
-               source
+               ingest_id
         FROM typed
-        WHERE NOT isnan(raw) OR role = {job_role}
+        -- A NaN is no measurement (the interval stays unmeasured); a null (unreadable) point
+        -- must reach the check above, not be filtered out before it.
+        WHERE NOT coalesce(isnan(raw), false) OR role = {job_role}
     """
 
 
@@ -140,10 +222,10 @@ def _labels(names: MetricNames) -> tuple[str, str, str]:
     return node, gpu, first(names.job_labels)
 
 
-def _reader(paths: list[Path]) -> str:
+def _reader(paths: list[Path], columns: str) -> str:
     files = "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
     size = max(_object_size(p) for p in paths)
-    return f"read_json({files}, columns={_COLUMNS}, maximum_object_size={size}, filename=true)"
+    return f"read_json({files}, columns={columns}, maximum_object_size={size}, filename=true)"
 
 
 def source_name(path: Path) -> str:

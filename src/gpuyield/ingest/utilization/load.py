@@ -8,7 +8,6 @@ interval that ends when they are scraped. Loading replaces rows of the same ``no
 from __future__ import annotations
 
 import duckdb
-import pyarrow as pa
 
 from gpuyield.errors import InputError
 from gpuyield.ingest.utilization.promjson import Role
@@ -23,40 +22,52 @@ def has_rows(con: duckdb.DuckDBPyConnection) -> bool:
 def load(
     con: duckdb.DuckDBPyConnection,
     points_sql: str,
-    ingest_ids: dict[str, int],
     *,
     step_s: int,
     cluster: str | None,
     step_column: bool = False,
+    pivot: bool = True,
 ) -> None:
-    """Pivot the points (``RAW_SCHEMA`` + ``source``) into ``gpu_samples``: one row per GPU and
+    """Put the points (``RAW_SCHEMA`` + ``ingest_id``) into ``gpu_samples``: one row per GPU and
     time, its metrics side by side.
 
-    ``ingest_ids`` maps each source to its ingest; a GPU sample whose metrics came from several
-    sources keeps the first. Straight into the store, not through a staging table: at 144M
-    samples a second copy costs more than the pivot. Callers load sources that share no node
-    separately (the pivot's memory grows with what it groups), then call ``finish``.
-    ``step_column``: the points carry their own ``step_s`` (a job's average covers its run).
+    ``pivot``: group the points by GPU and time (several metrics, or several series of one GPU);
+    a GPU sample whose metrics came from several sources keeps the first ingest's id. Without it
+    every point is a sample (the caller knows the points hold one metric, one series per GPU):
+    the pivot, a hash aggregate over every point, costs several times the read. Straight into the
+    store, not through a staging table: at 144M samples a second copy costs more than the pivot.
+    Callers load sources that share no node separately (the pivot's memory grows with what it
+    groups), then call ``finish``. ``step_column``: the points carry their own ``step_s`` (a
+    job's average covers its run).
     """
-    step = "max(p.step_s)" if step_column else f"{int(step_s)}::BIGINT"
-    ids = pa.table({"source": list(ingest_ids), "ingest_id": list(ingest_ids.values())})
-    con.register("gy_ingest_ids", ids)
     # Row order means nothing here; keeping it makes DuckDB buffer more of the insert.
     con.execute("SET preserve_insertion_order = false")
-    con.execute(
-        f"""INSERT INTO gpu_samples
-            SELECT {_sql_text(cluster)} AS cluster, node, gpu, max(job_id) AS job_id, t_s,
-                   {step} AS step_s,
-                   max(value) FILTER (WHERE role = '{Role.ACTIVE.value}') AS active,
-                   max(value) FILTER (WHERE role = '{Role.TENSOR.value}') AS tensor_active,
-                   max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active,
-                   min(i.ingest_id) AS ingest_id
-            FROM ({points_sql}) p JOIN gy_ingest_ids i ON i.source = p.source
-            GROUP BY node, gpu, t_s"""
-    )
-    # Not in a ``finally``: after a failed statement the transaction is aborted, and unregistering
-    # would raise over the error that says why.
-    con.unregister("gy_ingest_ids")
+    con.execute(_pivot_sql(points_sql, step_s, cluster, step_column) if pivot else _direct_sql(
+        points_sql, step_s, cluster
+    ))
+
+
+def _pivot_sql(points_sql: str, step_s: int, cluster: str | None, step_column: bool) -> str:
+    step = "max(p.step_s)" if step_column else f"{int(step_s)}::BIGINT"
+    return f"""INSERT INTO gpu_samples
+        SELECT {_sql_text(cluster)} AS cluster, node, gpu, max(job_id) AS job_id, t_s,
+               {step} AS step_s,
+               max(value) FILTER (WHERE role = '{Role.ACTIVE.value}') AS active,
+               max(value) FILTER (WHERE role = '{Role.TENSOR.value}') AS tensor_active,
+               max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active,
+               min(ingest_id) AS ingest_id
+        FROM ({points_sql}) p
+        GROUP BY node, gpu, t_s"""
+
+
+def _direct_sql(points_sql: str, step_s: int, cluster: str | None) -> str:
+    def of(role: Role) -> str:
+        return f"CASE WHEN role = '{role.value}' THEN value END"
+
+    return f"""INSERT INTO gpu_samples
+        SELECT {_sql_text(cluster)}, node, gpu, job_id, t_s, {int(step_s)}::BIGINT,
+               {of(Role.ACTIVE)}, {of(Role.TENSOR)}, {of(Role.SM)}, ingest_id
+        FROM ({points_sql}) p"""
 
 
 def finish(
