@@ -210,18 +210,34 @@ def _by_node(samples: ir.Table, allocations: ir.Table, capacity: ir.Table) -> ir
     return matched.union(shared).union(free)
 
 
-def on_segments(attributed: ir.Table, job_segments: ir.Table) -> ir.Table:
-    """Attributed samples cut by the job's segments: one row per sample and segment overlap.
+def grouped(attributed: ir.Table, threshold: float) -> ir.Table:
+    """Attributed samples of one job and one interval taken together (the GPUs of a node, read
+    at the same instant): the cut, the sums and the idle moves weigh a sample by its interval
+    only, so sums over the group are exact, and the tables that follow are a GPU count smaller.
+    ``idle_samples`` are those below ``threshold``; a sample without graphics-engine activity
+    (only tensor pipes measured) counts as measured, not idle, as before the grouping."""
+    return attributed.group_by(["how", "job_key", "u_start_s", "u_end_s"]).aggregate(
+        samples=attributed.count(),
+        idle_samples=(attributed.active < threshold).sum(),
+        active_sum=attributed.active.sum(),
+        tensor_sum=attributed.tensor_active.sum(),
+        tensor_samples=attributed.tensor_active.count(),
+    )
+
+
+# What the cut carries of a group of samples (beside its interval).
+_SUMS = ("samples", "idle_samples", "active_sum", "tensor_sum", "tensor_samples")
+
+
+def on_segments(groups: ir.Table, job_segments: ir.Table) -> ir.Table:
+    """Attributed sample groups (``grouped``) cut by the job's segments: one row per group and
+    segment overlap.
 
     ``sign`` carries the segment's sign (overhead pairs a +overhead with a -released segment),
     so a stall measured idle moves out of overhead, not out of released twice.
     """
-    owned = attributed.filter(attributed.job_key.notnull()).select(
-        u_job_key="job_key",
-        u_active="active",
-        u_tensor="tensor_active",
-        u_start_s="u_start_s",
-        u_end_s="u_end_s",
+    owned = groups.filter(groups.job_key.notnull()).select(
+        "u_start_s", "u_end_s", *_SUMS, u_job_key="job_key"
     )
     seg = job_segments.filter(job_segments.job_key.notnull())
     joined = owned.join(
@@ -237,34 +253,35 @@ def on_segments(attributed: ir.Table, job_segments: ir.Table) -> ir.Table:
     sign = ibis.ifelse(joined.gpus < 0, -1.0, 1.0)
     return joined.select(
         *[c for c in job_segments.columns if c not in ("start_s", "end_s", "gpus")],
-        active=joined.u_active,
-        tensor_active=joined.u_tensor,
+        *_SUMS,
         start_s=o_start,
         end_s=o_end,
         sign=sign,
     )
 
 
-def idle_segments(cut: ir.Table, threshold: float, columns: list[str]) -> ir.Table:
-    """The signed pairs that move idle sample time from the job's category to idle.allocated;
-    ``columns`` are the job segments' columns, in their order."""
-    idle = cut.filter(cut.active < threshold)
+def idle_segments(cut: ir.Table, columns: list[str]) -> ir.Table:
+    """The signed pairs that move idle sample time from the job's category to idle.allocated
+    (one pair per group, as many GPUs as its idle samples); ``columns`` are the job segments'
+    columns, in their order."""
+    idle = cut.filter(cut.idle_samples > 0)
+    gpus = idle.sign * idle.idle_samples.cast("float64")
     plus = idle.mutate(
         category=ibis.literal(Category.IDLE.value),
         subcategory=ibis.literal(ALLOCATED),
-        gpus=idle.sign,
+        gpus=gpus,
     ).select(*columns)
-    minus = idle.mutate(gpus=-idle.sign).select(*columns)
+    minus = idle.mutate(gpus=-gpus).select(*columns)
     return plus.union(minus)
 
 
 def summarize(
-    attributed: ir.Table, cut: ir.Table, threshold: float, total_labelled: ir.IntegerScalar
+    groups: ir.Table, cut: ir.Table, threshold: float, total_labelled: ir.IntegerScalar
 ) -> UtilizationSummary:
     """Counts by attribution; activity per category; GPU-seconds moved per category key."""
     counts = {
         r["how"]: int(r["n"])
-        for r in attributed.group_by("how").aggregate(n=attributed.count()).to_pyarrow().to_pylist()
+        for r in groups.group_by("how").aggregate(n=groups.samples.sum()).to_pyarrow().to_pylist()
     }
     # A labelled sample of a GPU handed between two runs of one job within a step matches both
     # (each gets its part of the step): count samples, not matches. An unmatched one has one row.
@@ -279,26 +296,35 @@ def summarize(
         unattributed=counts.get("unattributed", 0) + unmatched,
     )
     weight = (cut.end_s - cut.start_s) * cut.sign
-    has_tensor = cut.tensor_active.notnull()
-    grouped = cut.group_by(["category", "subcategory"]).aggregate(
-        measured=weight.sum(),
-        idle=ibis.ifelse(cut.active < threshold, weight, 0.0).sum(),
-        active=(weight * cut.active).sum(),
-        tensor=ibis.ifelse(has_tensor, weight * cut.tensor_active, 0.0).sum(),
-        tensor_measured=ibis.ifelse(has_tensor, weight, 0.0).sum(),
+    grouped_sums = cut.group_by(["category", "subcategory"]).aggregate(
+        measured=(weight * cut.samples.cast("float64")).sum(),
+        idle=(weight * cut.idle_samples.cast("float64")).sum(),
+        active=(weight * cut.active_sum).sum(),
+        tensor=(weight * cut.tensor_sum).sum(),
+        tensor_measured=(weight * cut.tensor_samples.cast("float64")).sum(),
     )
+    return _summary(grouped_sums.to_pyarrow().to_pylist(), threshold, samples)
+
+
+def _summary(
+    rows: list[dict[str, object]], threshold: float, samples: SampleCounts
+) -> UtilizationSummary:
+    """The per-category sums (``measured``, ``idle``, ``active``, ``tensor``,
+    ``tensor_measured``, by category and subcategory) as the summary."""
     sums: dict[str, list[float]] = {}
     moved: dict[str, float] = {}
-    for r in grouped.to_pyarrow().to_pylist():
+    for r in rows:
         values = [
-            float(r[k] or 0.0) for k in ("measured", "idle", "active", "tensor", "tensor_measured")
+            float(r[k] or 0.0)  # type: ignore[arg-type]
+            for k in ("measured", "idle", "active", "tensor", "tensor_measured")
         ]
-        acc = sums.setdefault(r["category"], [0.0] * 5)
+        category = str(r["category"])
+        acc = sums.setdefault(category, [0.0] * 5)
         for i, v in enumerate(values):
             acc[i] += v
-        moved[r["category"]] = moved.get(r["category"], 0.0) + values[1]
+        moved[category] = moved.get(category, 0.0) + values[1]
         if r["subcategory"] is not None:
-            key = f"{r['category']}.{r['subcategory']}"
+            key = f"{category}.{r['subcategory']}"
             moved[key] = moved.get(key, 0.0) + values[1]
     activity = {
         category: CategoryActivity(

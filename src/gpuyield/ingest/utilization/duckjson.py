@@ -34,7 +34,9 @@ _COLUMNS = f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {
 # The survey keeps each series' points as JSON text: the reader copies it but builds no lists,
 # and the first and last times are read off its two ends.
 _LABELS = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" JSON)'
-_LABEL_COLUMNS = f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_LABELS}[])'}}"
+_LABEL_COLUMNS = (
+    f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_LABELS}[])'}}"
+)
 _FIRST_TIME = r"""'^\s*\[\s*\[\s*"?(-?[0-9.eE+]+)'"""
 _LAST_TIME = r"""'\[\s*"?(-?[0-9.eE+]+)"?\s*,\s*"[^"]*"\s*\]\s*\]\s*$'"""
 # A series holds at most one point per step between its ends (Prometheus writes one per step
@@ -67,7 +69,11 @@ class FileSurvey:
     def loads_without_pivot(self) -> bool:
         """One metric, no overlapping series: every point is already one GPU sample. (The
         job-id metric alone measures nothing: it goes through the pivot with the rest.)"""
-        return len(self.roles) == 1 and Role.JOB.value not in self.roles and not self.overlapping_series
+        return (
+            len(self.roles) == 1
+            and Role.JOB.value not in self.roles
+            and not self.overlapping_series
+        )
 
 
 def survey(paths: list[Path], names: MetricNames) -> dict[str, FileSurvey] | None:

@@ -42,9 +42,11 @@ def load(
     """
     # Row order means nothing here; keeping it makes DuckDB buffer more of the insert.
     con.execute("SET preserve_insertion_order = false")
-    con.execute(_pivot_sql(points_sql, step_s, cluster, step_column) if pivot else _direct_sql(
-        points_sql, step_s, cluster
-    ))
+    con.execute(
+        _pivot_sql(points_sql, step_s, cluster, step_column)
+        if pivot
+        else _direct_sql(points_sql, step_s, cluster)
+    )
 
 
 def _pivot_sql(points_sql: str, step_s: int, cluster: str | None, step_column: bool) -> str:
