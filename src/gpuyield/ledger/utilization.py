@@ -236,7 +236,7 @@ def _by_node(
     )
     rest = on_whole.filter(on_whole.a_job_key.isnull()).select(*unlabelled.columns)
     # Jobs that held part of the node, GPU indices unknown (sacct has none): the GPU may be theirs.
-    # A job of known indices that held this GPU took the sample above: it held others.
+    # A job of known indices held other GPUs (had it held this one, it took the sample above).
     unknown = alloc if held is None else _unknown_indices(alloc, held)
     overlapping = [
         rest.node_id == unknown.a_node,
