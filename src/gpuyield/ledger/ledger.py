@@ -46,6 +46,7 @@ from gpuyield.ledger.utilization import (
     attribute,
     combined_summaries,
     has_samples,
+    held_gpus,
     idle_segments,
     on_segments,
     sample_intervals,
@@ -335,8 +336,9 @@ def _utilization(
 ) -> Utilization:
     """Samples attributed to jobs, their activity per category, and the idle moves."""
     samples = sample_intervals(backend, node_ids(capacity), window.start_s, window.end_s)
+    held = held_gpus(backend, jobs, node_ids(capacity))
     attributed = materialize(
-        backend, "gy_attributed", attribute(samples, jobs, allocations, capacity)
+        backend, "gy_attributed", attribute(samples, jobs, allocations, capacity, held)
     )
     # Not stored: the plain report reads it once (the summary); breakdowns read it again.
     cut = on_segments(attributed, segments_jobs)
