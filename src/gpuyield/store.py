@@ -83,6 +83,12 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
     t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE, tensor_active DOUBLE,
     sm_active DOUBLE, ingest_id BIGINT NOT NULL
 );
+-- The GPU indices a job run held on a node (scontrol -d show job, captured while it ran).
+CREATE TABLE IF NOT EXISTS job_gpus (
+    cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL, start_s BIGINT NOT NULL,
+    node VARCHAR NOT NULL, gpu BIGINT NOT NULL, first_seen_s BIGINT NOT NULL,
+    last_seen_s BIGINT NOT NULL, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
+);
 """
 
 

@@ -1,7 +1,8 @@
 """A recorded Slurm for ``gpuyield collect`` and ``doctor`` tests that cannot start the real lab.
 
 ``sacct``, ``sacctmgr`` and ``scontrol`` are small shell scripts that print what the real lab printed
-(``examples/slurm-lab/``, Slurm 22.05.8) and log their arguments; ``down`` makes every one fail the
+(``examples/slurm-lab/``; ``scontrol -d -o show job`` from ``fixtures/jobs-detail/``, a later
+recording: its job ids are not the sacct recording's; Slurm 22.05.8) and log their arguments; ``down`` makes every one fail the
 way a client does when slurmdbd is gone. The real lab runs the same code end to end in
 tests/slurm/test_collect.py.
 """
@@ -12,6 +13,7 @@ import shlex
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "slurm-lab"
+JOBS_DETAIL = Path(__file__).resolve().parent / "fixtures" / "jobs-detail"
 CONFIG = """Configuration data as of 2026-11-30T11:00:00
 AccountingStorageTRES   = cpu,mem,energy,node,billing,fs/disk,vmem,pages,gres/gpu
 AccountingStoreFlags    = job_comment
@@ -33,13 +35,15 @@ class RecordedSlurm:
         (self.out / "events").write_text((EXAMPLES / "sacctmgr-event-format.psv").read_text())
         (self.out / "nodes").write_text((EXAMPLES / "scontrol-show-nodes-oneliner.txt").read_text())
         (self.out / "reservations").write_text(EMPTY_RESERVATIONS)
+        (self.out / "jobs").write_text((JOBS_DETAIL / "scontrol-d-o-show-job.txt").read_text())
         (self.out / "config").write_text(config)
         (self.out / "clusters").write_text("lab\n")
         for name, body in {
             "sacct": 'cat "$OUT/sacct"',
             "sacctmgr": 'case "$*" in *event*) cat "$OUT/events";; *reservation*) '
             'cat "$OUT/reservations";; *) cat "$OUT/clusters";; esac',
-            "scontrol": 'case "$*" in *config*) cat "$OUT/config";; *) cat "$OUT/nodes";; esac',
+            "scontrol": 'case "$*" in *config*) cat "$OUT/config";; *job*) cat "$OUT/jobs";; '
+            '*) cat "$OUT/nodes";; esac',
         }.items():
             script = self.bin / name
             script.write_text(

@@ -152,3 +152,26 @@ def test_the_cli_prints_one_line_and_json(tmp_path: Path, slurm: RecordedSlurm) 
     assert (
         "scontrol show config` exited 1" in proc.stderr.replace("\n", "") and "hint:" in proc.stderr
     )
+
+
+def test_collect_stores_the_gpu_indices_of_running_jobs(
+    tmp_path: Path, slurm: RecordedSlurm
+) -> None:
+    from tests.ingest.held_oracle import FIXTURE, held
+
+    db = tmp_path / "db.duckdb"
+    collect(db, since_s=SINCE_S, until_s=UNTIL_S, slurm_bin=slurm.bin)
+    assert any(c.startswith("scontrol -d -o show job") for c in slurm.call_lines())
+    con = connect(db, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT job_id_raw, start_s, node, gpu, first_seen_s, last_seen_s, cluster "
+            "FROM job_gpus"
+        ).fetchall()
+        path = con.execute("SELECT path FROM ingests WHERE source = 'slurm.jobs_detail'").fetchall()
+    finally:
+        con.close()
+    expected = held(FIXTURE / "scontrol-d-o-show-job.txt")
+    assert {(j, s, n, g, seen) for j, s, n, g, seen, _, _ in rows} == expected
+    assert {(r[4] == r[5], r[6]) for r in rows} == {(True, "lab")}
+    assert path == [(f"TZ=UTC {slurm.bin / 'scontrol'} -d -o show job",)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shlex
 import shutil
 from fractions import Fraction
@@ -71,6 +72,49 @@ def test_jobs_running_across_collections_are_updated_not_doubled(lab_run: LabRun
     assert sum(r.json()["jobs_updated"] for r in collected.runs) >= len(across)
     # One row per sacct -X -D row of the whole period: nothing counted twice.
     assert _count_jobs(collected.db) == len(lab_run.jobs)
+
+
+def test_collect_stored_the_gpu_indices_of_running_jobs(lab_run: LabRun) -> None:
+    """Every GPU index ``scontrol -d -o show job`` printed in a collection is in ``job_gpus``,
+    joined to its job run; jobs running at once on a node hold disjoint GPUs."""
+    collected = _collected(lab_run)
+    printed: set[tuple[str, str, int]] = set()
+    for directory in sorted(collected.raw.iterdir()):
+        text = gzip.decompress((directory / "jobs-detail.txt.gz").read_bytes()).decode()
+        for line in text.splitlines():
+            job = re.match(r"JobId=(\d+) ", line)
+            for nodes, idx in re.findall(
+                r" Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=\S*?\(IDX:([^)]*)\)", line
+            ):
+                assert job is not None
+                for node in oracle.expand_hostlist(nodes):
+                    for part in idx.split(","):
+                        low, _, high = part.partition("-")
+                        for gpu in range(int(low), int(high or low) + 1):
+                            printed.add((job.group(1), node, gpu))
+    assert printed, "no collection saw a running job's GPU indices"
+    import duckdb
+
+    con = duckdb.connect(str(collected.db), read_only=True)
+    try:
+        stored = con.execute(
+            "SELECT g.job_id_raw, g.node, g.gpu, j.job_key FROM job_gpus g LEFT JOIN jobs j "
+            "USING (cluster, job_id_raw, start_s)"
+        ).fetchall()
+        clashes = con.execute(
+            """WITH held AS (SELECT g.node, g.gpu, j.job_key, j.start_s,
+                                    coalesce(j.end_s, 9e18) AS end_s
+                             FROM job_gpus g JOIN jobs j USING (cluster, job_id_raw, start_s))
+               SELECT a.node, a.gpu, a.job_key, b.job_key FROM held a JOIN held b
+               ON a.node = b.node AND a.gpu = b.gpu AND a.job_key < b.job_key
+                  AND a.start_s < b.end_s AND b.start_s < a.end_s"""
+        ).fetchall()
+    finally:
+        con.close()
+    assert {(j, n, g) for j, n, g, _ in stored} == printed
+    assert all(key is not None for *_, key in stored), "a GPU row matches no job run"
+    assert {n for _, n, _, _ in stored} >= {"n1", "n3"}  # nodes the workload shares
+    assert not clashes, f"two overlapping job runs hold the same GPU: {clashes}"
 
 
 def _count_jobs(db: Path) -> int:

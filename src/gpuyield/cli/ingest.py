@@ -62,12 +62,19 @@ def slurm_command(
             "Flags,NodeNames`: MAINT reservations are planned down time."
         ),
     ] = None,
+    jobs_detail: Annotated[
+        Path | None,
+        typer.Option(
+            help="`scontrol -d -o show job` output, captured while jobs run: the GPU indices "
+            "each job holds (unlabelled utilization samples on shared nodes find their job)."
+        ),
+    ] = None,
     directory: Annotated[
         Path | None,
         typer.Option(
             "--dir",
             help="Directory with sacct.psv, events.psv, nodes.txt, manifest.toml "
-            "(and reservations.psv).",
+            "(and reservations.psv, jobs-detail.txt).",
         ),
     ] = None,
     db: DbOption = Path("gpuyield.duckdb"),
@@ -122,8 +129,9 @@ def slurm_command(
                 "--noheader needs --fields", hint="pass the --format list you gave sacct"
             )
         inputs = SlurmInputs(
-            sacct=sacct, events=events, nodes=nodes, manifest=manifest, reservations=reservations
-        )
+            sacct=sacct, events=events, nodes=nodes, manifest=manifest, reservations=reservations,
+            jobs_detail=jobs_detail,
+        )  # fmt: skip
         if directory is not None:
             inputs = inputs.merged(SlurmInputs.from_dir(directory))
         field_list = [f.strip() for f in fields.split(",")] if fields else None

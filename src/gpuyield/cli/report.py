@@ -196,9 +196,10 @@ def _print_activity(report: Any) -> None:
         )
     s = util.samples
     console.print(
-        f"[dim]utilization samples: {s.total:,}; by job label {s.by_job_label:,}, by whole node "
-        f"{s.by_whole_node:,}, on unallocated GPUs {s.unallocated:,}, unattributed "
-        f"{s.unattributed:,} (not guessed: no job label on a shared node, or no such job)[/]"
+        f"[dim]utilization samples: {s.total:,}; by job label {s.by_job_label:,}, by GPU index "
+        f"{s.by_gpu_index:,}, by whole node {s.by_whole_node:,}, on unallocated GPUs "
+        f"{s.unallocated:,}, unattributed {s.unattributed:,} (not guessed: no job label or GPU "
+        "index on a shared node, or no such job)[/]"
     )
 
 

@@ -59,7 +59,7 @@ class SlurmCommand:
     """One command a collection runs, and the file its output went to."""
 
     kind: str
-    """Input kind: sacct, events, reservations, nodes."""
+    """Input kind: sacct, events, reservations, nodes, jobs-detail (the ``ingest slurm`` flag)."""
     argv: tuple[str, ...]
     """The exact command line."""
     file: str
@@ -149,6 +149,7 @@ def collect(
             events=files["events"],
             nodes=files["nodes"],
             reservations=files["reservations"],
+            jobs_detail=files["jobs-detail"],
             manifest=manifest,
         )
         return _ingest(db, inputs, name, start_s, end_s, commands, out, keep_raw, progress)
@@ -171,7 +172,7 @@ def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
 def slurm_commands(
     binaries: dict[str, str], *, cluster: str, start_s: int, end_s: int
 ) -> tuple[SlurmCommand, ...]:
-    """The four queries of one collection (formats as docs/ledger.md reads them)."""
+    """The queries of one collection (formats as docs/ledger.md reads them)."""
     start, end = _slurm_time(start_s), _slurm_time(end_s)
     sacct, sacctmgr = binaries["sacct"], binaries["sacctmgr"]
     return (
@@ -187,6 +188,9 @@ def slurm_commands(
             f"format={RESERVATION_FORMAT}")),
         SlurmCommand(kind="nodes", file="nodes.txt", argv=(
             binaries["scontrol"], "-o", "show", "nodes")),
+        # Which GPUs each running job holds: Slurm forgets it once the job ends (jobs_detail.py).
+        SlurmCommand(kind="jobs-detail", file="jobs-detail.txt", argv=(
+            binaries["scontrol"], "-d", "-o", "show", "job")),
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
 from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
+from gpuyield.ingest import jobs_detail as jobs_detail_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import sacct as sacct_mod
@@ -38,7 +39,10 @@ DIR_FILES = {
     "nodes": "nodes.txt",
     "manifest": "manifest.toml",
     "reservations": "reservations.psv",
+    "jobs_detail": "jobs-detail.txt",
 }
+# The single-file inputs, in the order they are read.
+_FILE_KINDS = ("sacct", "events", "nodes", "manifest", "reservations", "jobs_detail")
 
 
 #: The outcome of one file (the name this module used before every source shared the type).
@@ -84,6 +88,8 @@ class SlurmInputs:
     """(run, file) pairs of run telemetry (a directory's ``telemetry/<run>.jsonl``)."""
     reservations: Path | None = None
     """sacctmgr/scontrol reservation listing (MAINT reservations are planned down time)."""
+    jobs_detail: Path | None = None
+    """``scontrol -d -o show job``: the GPU indices running jobs hold (ingest/jobs_detail.py)."""
 
     @staticmethod
     def from_dir(directory: Path) -> SlurmInputs:
@@ -110,6 +116,7 @@ class SlurmInputs:
             manifest=self.manifest or other.manifest,
             telemetry=self.telemetry or other.telemetry,
             reservations=self.reservations or other.reservations,
+            jobs_detail=self.jobs_detail or other.jobs_detail,
         )
 
 
@@ -134,8 +141,7 @@ def ingest_slurm(
     be ``-`` (stdin) or ``.gz``/``.zst``. A first ingest that fails leaves no database file.
     """
     tz = check_timezone(tz)
-    given = (inputs.sacct, inputs.events, inputs.nodes, inputs.manifest, inputs.reservations)
-    if not any(given) and not inputs.telemetry:
+    if not any(getattr(inputs, kind) for kind in _FILE_KINDS) and not inputs.telemetry:
         raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
     fresh = con is None and db is not None and store.is_new(db)
     try:
@@ -214,8 +220,7 @@ def _run_atomically(params: _Params, *, since_s: int | None) -> _Attempt:
 def _plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
     """Inputs with stdin and compressed files replaced by plain copies in ``directory``, and
     each copy's path mapped to what the user gave (for provenance and messages)."""
-    kinds = ("sacct", "events", "nodes", "manifest", "reservations")
-    given = {kind: Path(getattr(inputs, kind)) for kind in kinds if getattr(inputs, kind)}
+    given = {kind: Path(getattr(inputs, kind)) for kind in _FILE_KINDS if getattr(inputs, kind)}
     copies, renamed = plain_copies(given, directory)
     changes: dict[str, Any] = dict(copies)
     return dataclasses.replace(inputs, **changes), renamed
@@ -241,12 +246,12 @@ def _ingest_covered(params: _Params, *, direct: bool, since_s: int | None) -> _A
 
 def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
     scanned: dict[str, FileInfo] = {}
-    for kind in ("sacct", "events", "nodes", "manifest", "reservations"):
+    for kind in _FILE_KINDS:
         path = getattr(inputs, kind)
         if path is None:
             continue
         path = Path(path)
-        check_input_file(path, flag=kind)
+        check_input_file(path, flag=kind.replace("_", "-"))
         progress.phase(f"reading {path.name}", total=path.stat().st_size)
         scanned[kind] = scan_file(path, progress=progress.advance)
     return scanned
@@ -339,6 +344,7 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
     if nodes is not None:
         _load_nodes_file(attempt, *nodes)
     _ingest_reservations(attempt)
+    _ingest_jobs_detail(attempt)
     _ingest_manifest(attempt)
     consistency.check_store(
         params.con,
@@ -571,3 +577,19 @@ def _load_nodes(
         columns=("cluster", "node", "num_gpus", "gpu_type", "partitions"),
         ingest_id=ingest_id,
     )
+
+
+def _ingest_jobs_detail(attempt: _Attempt) -> None:
+    info = attempt.fresh("jobs_detail", jobs_detail_mod.SOURCE)
+    if info is None:
+        return
+    params = attempt.params
+    stage = jobs_detail_mod.read_jobs_detail(
+        info.path, tz=params.tz, lenient=params.lenient, cluster=attempt.default_cluster
+    )
+    ingest_id = store.next_ingest_id(params.con)
+    jobs_detail_mod.load_jobs_detail(params.con, stage, ingest_id, info.path)
+    attempt.register(
+        jobs_detail_mod.SOURCE, info, ingest_id, attempt.as_of, read=stage.rows_read,
+        rejected=len(stage.problems), skipped=stage.rows_skipped,
+    )  # fmt: skip

@@ -47,6 +47,7 @@ from gpuyield.ledger.utilization import (
     combined_summaries,
     grouped,
     has_samples,
+    held_gpus,
     idle_segments,
     on_segments,
     sample_intervals,
@@ -336,12 +337,13 @@ def _utilization(
 ) -> Utilization:
     """Samples attributed to jobs, their activity per category, and the idle moves."""
     samples = sample_intervals(backend, node_ids(capacity), window.start_s, window.end_s)
+    held = held_gpus(backend, jobs, node_ids(capacity))
     # Stored grouped (a job's GPUs at one instant together): a GPU count fewer rows to write,
     # and the one pass over every sample.
     groups = materialize(
         backend,
         "gy_sample_groups",
-        grouped(attribute(samples, jobs, allocations, capacity), threshold),
+        grouped(attribute(samples, jobs, allocations, capacity, held), threshold),
     )
     # Not stored: the plain report reads it once (the summary); breakdowns read it again.
     cut = on_segments(groups, segments_jobs)

@@ -2,11 +2,15 @@
 
 A sample is one GPU over ``[t_s - step_s, t_s)``. It belongs to a job
 1. by the job label the exporter put on it (``hpc_job``, jobstats' ``nvidia_gpu_jobId``), or
-2. by its node, when exactly one job held GPUs there at the sample's midpoint and that job held
+2. by its GPU index, when a job held that GPU of that node at the sample's midpoint
+   (``job_gpus``: ``scontrol -d show job`` captured while the job ran, ingest/jobs_detail.py), or
+3. by its node, when exactly one job held GPUs there at the sample's midpoint and that job held
    the whole node (then every GPU of the node was the job's).
-Anything else on a node where jobs ran is *unattributed*: counted and shown, never guessed (the
-store does not know which GPU indices a job held when it shared a node). Samples of nodes no job
-held measure unallocated GPUs and change nothing. Time no sample covers is unmeasured, not idle.
+Anything else on a node where jobs ran is *unattributed*: counted and shown, never guessed (a job
+whose GPU indices were never captured shared the node; or two jobs claim the same GPU). An
+unlabelled sample of a GPU no job held, on a node where every job there at the time has known
+indices, is unallocated. Samples of nodes no job held measure unallocated GPUs and change
+nothing. Time no sample covers is unmeasured, not idle.
 
 A job's GPU-second measured below the activity threshold (default 1% graphics-engine activity over
 the whole sample interval) moves from the job's category to ``idle``, subcategory ``allocated``,
@@ -56,13 +60,17 @@ class SampleCounts:
     """Samples overlapping the window."""
     by_job_label: int
     """Attributed by the exporter's job label."""
+    by_gpu_index: int
+    """Attributed by node and GPU index: the job Slurm said held that GPU (``job_gpus``)."""
     by_whole_node: int
     """Attributed by node: the one job holding the whole node."""
     unallocated: int
-    """On nodes no job held GPUs on at the time: unallocated GPUs, no job to charge."""
+    """On nodes no job held GPUs on at the time, or GPUs no job held on a node whose jobs' GPU
+    indices are all known: unallocated GPUs, no job to charge."""
     unattributed: int
-    """On nodes where jobs ran but no job could be named (shared node without a label, a label of
-    no known job, a node missing from the inventory)."""
+    """On nodes where jobs ran but no job could be named (shared node without a label and a job
+    of unknown GPU indices, a label of no known job, a GPU two jobs claim, a node missing from
+    the inventory)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -134,11 +142,37 @@ def sample_intervals(
 _KEPT = ("active", "tensor_active", "u_start_s", "u_end_s")
 
 
+def held_gpus(backend: ibis.BaseBackend, jobs: ir.Table, node_ids: ir.Table) -> ir.Table | None:
+    """``job_key, node_id, gpu``: the GPU indices Slurm said each job run held (``job_gpus``,
+    joined to the run by cluster, JobIDRaw and start). None when the store has none (older stores
+    lack the table): attribution is then by label and whole node only, as before."""
+    try:
+        raw = backend.table("job_gpus")
+    except TableNotFound:
+        return None
+    if not raw.count().to_pyarrow().as_py():
+        return None
+    runs = jobs.select("job_key", h_cluster="cluster", h_raw="job_id_raw", h_start="start_s")
+    on_run = [raw.cluster == runs.h_cluster, raw.job_id_raw == runs.h_raw,
+              raw.start_s == runs.h_start]  # fmt: skip
+    joined = raw.join(runs, on_run)
+    ids = node_ids.select(n_cluster="cluster", n_node="node", node_id="node_id")
+    joined = joined.join(ids, [joined.cluster == ids.n_cluster, joined.node == ids.n_node])
+    return joined.select("job_key", "node_id", "gpu").distinct()
+
+
 def attribute(
-    samples: ir.Table, jobs: ir.Table, allocations: ir.Table, capacity: ir.Table
+    samples: ir.Table,
+    jobs: ir.Table,
+    allocations: ir.Table,
+    capacity: ir.Table,
+    held: ir.Table | None = None,
 ) -> ir.Table:
-    """Every sample with ``how`` (label, node, unallocated, unattributed) and its ``job_key``."""
-    return _by_label(samples, jobs, allocations).union(_by_node(samples, allocations, capacity))
+    """Every sample with ``how`` (label, gpu, node, unallocated, unattributed) and its
+    ``job_key``; ``held`` (``held_gpus``) names the GPUs jobs held, None when none are known."""
+    return _by_label(samples, jobs, allocations).union(
+        _by_node(samples, allocations, capacity, held)
+    )
 
 
 def _by_label(samples: ir.Table, jobs: ir.Table, allocations: ir.Table) -> ir.Table:
@@ -166,14 +200,20 @@ def _by_label(samples: ir.Table, jobs: ir.Table, allocations: ir.Table) -> ir.Ta
     )
 
 
-def _by_node(samples: ir.Table, allocations: ir.Table, capacity: ir.Table) -> ir.Table:
-    """Unlabelled samples: the job holding the whole node at the sample's midpoint, if one did.
+def _by_node(
+    samples: ir.Table, allocations: ir.Table, capacity: ir.Table, held: ir.Table | None
+) -> ir.Table:
+    """Unlabelled samples: the job holding that GPU (``held``) at the sample's midpoint, else the
+    job holding the whole node then, if one did.
 
     A job holding every GPU of a node is the only job there (the ledger refuses a node held
     beyond its GPUs), so at most one such allocation covers an instant: a join, not a count.
     """
     unlabelled = samples.filter(samples.job_id.isnull())
     unlabelled = unlabelled.mutate(mid_s=(unlabelled.u_start_s + unlabelled.u_end_s) / 2)
+    by_index = None
+    if held is not None:
+        by_index, unlabelled = _by_gpu_index(unlabelled, allocations, held)
     whole = capacity.group_by("node_id").aggregate(node_gpus=capacity.num_gpus.max())
     alloc = allocations.join(whole, "node_id").select(
         a_node="node_id",
@@ -195,19 +235,62 @@ def _by_node(samples: ir.Table, allocations: ir.Table, capacity: ir.Table) -> ir
         *_KEPT, job_key=on_whole.a_job_key, how=ibis.literal("node")
     )
     rest = on_whole.filter(on_whole.a_job_key.isnull()).select(*unlabelled.columns)
-    overlapping = [rest.node_id == alloc.a_node, alloc.a_s <= rest.mid_s, alloc.a_e > rest.mid_s]
-    # Some job held part of the node: whose GPU this was is not known (no GPU indices in sacct).
-    shared = rest.semi_join(alloc, overlapping).select(
+    # Jobs that held part of the node, GPU indices unknown (sacct has none): the GPU may be theirs.
+    # A job of known indices held other GPUs (had it held this one, it took the sample above).
+    unknown = alloc if held is None else _unknown_indices(alloc, held)
+    overlapping = [
+        rest.node_id == unknown.a_node,
+        unknown.a_s <= rest.mid_s,
+        unknown.a_e > rest.mid_s,
+    ]
+    shared = rest.semi_join(unknown, overlapping).select(
         *_KEPT, job_key=ibis.null("int64"), how=ibis.literal("unattributed")
     )
-    free = rest.anti_join(alloc, overlapping)
+    free = rest.anti_join(unknown, overlapping)
     # No job there: an unallocated GPU; a node missing from the inventory cannot be told.
     free = free.select(
         *_KEPT,
         job_key=ibis.null("int64"),
         how=ibis.ifelse(free.node_id.isnull(), "unattributed", "unallocated"),
     )
-    return matched.union(shared).union(free)
+    by_node = matched.union(shared).union(free)
+    return by_node if by_index is None else by_index.union(by_node)
+
+
+def _by_gpu_index(
+    unlabelled: ir.Table, allocations: ir.Table, held: ir.Table
+) -> tuple[ir.Table, ir.Table]:
+    """Unlabelled samples of a GPU a job held at the sample's midpoint; and the others.
+
+    Slurm gives a GPU to one job at a time: should two jobs' captured indices claim the same GPU
+    at once (contradictory inputs), the sample is unattributed, not given to both.
+    """
+    runs = allocations.select(g_job_key="job_key", g_node="node_id", g_s="start_s", g_e="end_s")
+    gpus = held.select(h_job_key="job_key", h_node="node_id", g_gpu="gpu")
+    alloc = runs.join(gpus, [runs.g_job_key == gpus.h_job_key, runs.g_node == gpus.h_node])
+    alloc = alloc.select("g_job_key", "g_node", "g_s", "g_e", "g_gpu")
+    on = [
+        unlabelled.node_id == alloc.g_node,
+        unlabelled.gpu == alloc.g_gpu,
+        alloc.g_s <= unlabelled.mid_s,
+        alloc.g_e > unlabelled.mid_s,
+    ]
+    found = unlabelled.join(alloc, on)
+    sample = ibis.window(group_by=[found.node_id, found.gpu, found.t_s])
+    found = found.mutate(g_claims=found.g_job_key.count().over(sample))
+    one = found.filter(found.g_claims == 1)
+    matched = one.select(*_KEPT, job_key=one.g_job_key, how=ibis.literal("gpu"))
+    many = found.filter(found.g_claims > 1).select(*_KEPT, "node_id", "gpu", "t_s").distinct()
+    contested = many.select(*_KEPT, job_key=ibis.null("int64"), how=ibis.literal("unattributed"))
+    return matched.union(contested), unlabelled.anti_join(alloc, on)
+
+
+def _unknown_indices(alloc: ir.Table, held: ir.Table) -> ir.Table:
+    """The allocations (``_by_node``'s columns) whose GPU indices on their node are not known."""
+    known = held.select(k_job_key="job_key", k_node="node_id").distinct()
+    return alloc.anti_join(
+        known, [alloc.a_job_key == known.k_job_key, alloc.a_node == known.k_node]
+    )
 
 
 def grouped(attributed: ir.Table, threshold: float) -> ir.Table:
@@ -287,10 +370,11 @@ def summarize(
     # (each gets its part of the step): count samples, not matches. An unmatched one has one row.
     labelled = int(total_labelled.to_pyarrow().as_py())
     unmatched = counts.get("label_unmatched", 0)
-    node_side = sum(counts.get(k, 0) for k in ("node", "unallocated", "unattributed"))
+    node_side = sum(counts.get(k, 0) for k in ("gpu", "node", "unallocated", "unattributed"))
     samples = SampleCounts(
         total=labelled + node_side,
         by_job_label=labelled - unmatched,
+        by_gpu_index=counts.get("gpu", 0),
         by_whole_node=counts.get("node", 0),
         unallocated=counts.get("unallocated", 0),
         unattributed=counts.get("unattributed", 0) + unmatched,
@@ -353,7 +437,14 @@ def combined_summaries(parts: list[UtilizationSummary | None]) -> UtilizationSum
         return None
     counts = {
         f: sum(getattr(p.samples, f) for p in present)
-        for f in ("total", "by_job_label", "by_whole_node", "unallocated", "unattributed")
+        for f in (
+            "total",
+            "by_job_label",
+            "by_gpu_index",
+            "by_whole_node",
+            "unallocated",
+            "unattributed",
+        )
     }
     activity = {}
     for category in dict.fromkeys(c for p in present for c in p.activity):

@@ -172,6 +172,7 @@ class YieldReport:
             "samples": {
                 "total": samples.total,
                 "by_job_label": samples.by_job_label,
+                "by_gpu_index": samples.by_gpu_index,
                 "by_whole_node": samples.by_whole_node,
                 "unallocated": samples.unallocated,
                 "unattributed": samples.unattributed,
