@@ -21,7 +21,6 @@ SERIALIZERS = frozenset({"to_dict", "to_json", "from_dict", "from_json", "to_row
 ALLOWED = {
     # Issues 13 and 20 rework ingest's Slurm readers on other branches at the same time; these
     # change once those land (see docs/architecture.md).
-    "ingest/sacct_sql.py:typed_select": "function lines",
     "ingest/nodes.py:gpus_from_gres": "bare tuple",
     "ingest/sacct.py:read_header": "bare tuple",
     "ingest/telemetry/csv.py:read_rows": "bare tuple",
