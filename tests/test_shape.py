@@ -19,11 +19,6 @@ SERIALIZERS = frozenset({"to_dict", "to_json", "from_dict", "from_json", "to_row
 
 # Known exceptions, each with why it is not fixed yet. Shrink this list; never grow it silently.
 ALLOWED = {
-    # Issues 13 and 20 rework ingest's Slurm readers on other branches at the same time; these
-    # change once those land (see docs/architecture.md).
-    "ingest/nodes.py:gpus_from_gres": "bare tuple",
-    "ingest/sacct.py:read_header": "bare tuple",
-    "ingest/telemetry/csv.py:read_rows": "bare tuple",
     # The research queue's event loop runs millions of jobs: its state lives in local variables of
     # one frame on purpose (attribute access would cost; bench/simulate.py measures it).
     "simulate/research.py:_run_class": "function lines",

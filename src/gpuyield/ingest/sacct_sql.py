@@ -8,6 +8,7 @@ the capture time).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,7 +278,7 @@ def _raw_typed_sql(
 def row_problems(
     con: duckdb.DuckDBPyConnection,
     path: Path,
-    names: list[str],
+    names: Sequence[str],
     columns: dict[str, int],
     *,
     fast: bool,
