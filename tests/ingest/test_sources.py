@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from gpuyield.errors import ManifestError, ParseError, UnknownFormat, UnknownIdError
 from gpuyield.hostlist import HOSTLIST_MACRO_SQL, expand_hostlist
 from gpuyield.ingest.events import read_events
-from gpuyield.ingest.nodes import gpus_from_gres, read_nodes
+from gpuyield.ingest.nodes import GresGpus, gpus_from_gres, read_nodes
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.manifest import load_manifest
 from tests.conftest import SAMPLE
@@ -147,13 +147,13 @@ def test_sinfo_long_without_gres_is_refused(slurm_local: Path) -> None:
 @pytest.mark.parametrize(
     ("gres", "expected"),
     [
-        ("gpu:8", (8, None)),
-        ("gpu:a100:4(S:0-1),gpu:h100:4", (8, "a100,h100")),
-        ("(null)", (0, None)),
-        ("gpu:a100:2,shard:8", (2, "a100")),
+        ("gpu:8", GresGpus(num_gpus=8, gpu_type=None)),
+        ("gpu:a100:4(S:0-1),gpu:h100:4", GresGpus(num_gpus=8, gpu_type="a100,h100")),
+        ("(null)", GresGpus(num_gpus=0, gpu_type=None)),
+        ("gpu:a100:2,shard:8", GresGpus(num_gpus=2, gpu_type="a100")),
     ],
 )
-def test_gres_counts(gres: str, expected: tuple[int, str | None]) -> None:
+def test_gres_counts(gres: str, expected: GresGpus) -> None:
     assert gpus_from_gres(gres) == expected
 
 

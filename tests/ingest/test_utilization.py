@@ -236,3 +236,34 @@ def test_cli_says_what_is_wrong(tmp_path: Path, args: list[str], message: str) -
     assert result.exit_code == 1
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_samples_add_up_so_any_earlier_ingest_of_a_file_makes_it_a_no_op(tmp_path: Path) -> None:
+    """Unlike Slurm's captures (only the latest ingest of a kind counts), utilization files add
+    up: A, then B, then A again leaves A skipped; A read at another step is read again."""
+    from gpuyield.ingest.source import InputContent, already_ingested
+    from gpuyield.store import connect
+
+    db = tmp_path / "db.duckdb"
+    (first,) = ingest_utilization(db, prom_json=[FIXTURE])
+    (other,) = ingest_utilization(db, prom_json=_split_by_metric(tmp_path)[:1])
+    (again,) = ingest_utilization(db, prom_json=[FIXTURE])
+    assert not other.skipped and other.ingest_id > first.ingest_id
+    assert again.skipped and again.ingest_id == first.ingest_id
+    assert again.outcome.skipped and again.outcome.source == "utilization"
+    con = connect(db, read_only=True)
+    try:
+        row = con.execute(
+            "SELECT source, path, sha256, size_bytes, rows_read, rows_rejected, rows_skipped,"
+            " as_of_s, options FROM ingests WHERE ingest_id = ?",
+            [first.ingest_id],
+        ).fetchall()[0]
+        # The latest-only check Slurm's captures use would have read A again (B came after it).
+        content = InputContent(path=first.path, sha256=first.sha256)
+        latest = already_ingested(con, "utilization", content, row[-1])
+    finally:
+        con.close()
+    assert row[:-1] == ("utilization", str(FIXTURE), first.sha256, None, first.samples, 0, 0, None)
+    assert latest is None
+    (restepped,) = ingest_utilization(db, prom_json=[FIXTURE], step_s=30)
+    assert not restepped.skipped and restepped.ingest_id > other.ingest_id

@@ -47,20 +47,30 @@ class NodesStage:
     """Rejected records in lenient mode."""
 
 
-def gpus_from_gres(gres: str) -> tuple[int, str | None]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GresGpus:
+    """The GPUs one node's ``Gres`` value declares."""
+
+    num_gpus: int
+    """GPUs on the node, every GPU item's count summed (0 when none is a GPU)."""
+    gpu_type: str | None
+    """The GPU types named, sorted and comma-joined (``a100,h100``); None when no item names one."""
+
+
+def gpus_from_gres(gres: str) -> GresGpus:
     """GPU count and type from a ``Gres`` value such as ``gpu:8`` or ``gpu:a100:4(S:0),gpu:h100:4``.
 
     A GPU item whose count is not a whole number (``gpu:-8``, ``gpu:1.5``) is an InputError: read
     loosely it would be dropped or cut, and the node's capacity silently wrong.
     """
     if gres.strip() in ("", "(null)"):
-        return 0, None
+        return GresGpus(num_gpus=0, gpu_type=None)
     for item in _GPU_ITEM.findall(gres):
         if not _GPU_ITEM_STRICT.fullmatch(item):
             raise InputError(f"GPU count is not a whole number: {item!r}")
     items = _GRES_GPU.findall(gres)
     types = sorted({t for t, _ in items if t})
-    return sum(int(n) for _, n in items), ",".join(types) or None
+    return GresGpus(num_gpus=sum(int(n) for _, n in items), gpu_type=",".join(types) or None)
 
 
 def read_nodes(path: Path, *, lenient: bool, cluster: str) -> NodesStage:
@@ -159,13 +169,13 @@ def _read_scontrol(
                 )
             problems.append(problem)
             continue
-        gres_count, gpu_type = gpus_from_gres(fields.get("Gres", ""))
+        gres = gpus_from_gres(fields.get("Gres", ""))
         rows.append(
             {
                 "node": fields["NodeName"],
                 # CfgTRES is what accounting counts; Gres is the fallback for older Slurm.
-                "num_gpus": int(tres.group(1)) if tres else gres_count,
-                "gpu_type": gpu_type,
+                "num_gpus": int(tres.group(1)) if tres else gres.num_gpus,
+                "gpu_type": gres.gpu_type,
                 "partitions": fields.get("Partitions") or None,
                 "line": number,
             }
@@ -206,10 +216,10 @@ def _sinfo_values(values: dict[str, str], names_so_far: int) -> tuple[list[str],
     except InputError as error:
         raise ParseError(str(error), field="NODELIST") from None
     try:
-        count, gpu_type = gpus_from_gres(values.get("GRES", ""))
+        gres = gpus_from_gres(values.get("GRES", ""))
     except InputError as error:
         raise ParseError(str(error), field="GRES") from None
-    return nodes, count, gpu_type
+    return nodes, gres.num_gpus, gres.gpu_type
 
 
 def _headerless_sinfo(first: str) -> list[str] | None:

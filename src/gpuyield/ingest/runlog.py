@@ -20,6 +20,7 @@ from gpuyield import store
 from gpuyield.guard.watch import DivergenceEvent
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.ft_rows import ft_table
+from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
 from gpuyield.ingest.telemetry import (
     CheckpointLoaded,
     CheckpointSaved,
@@ -68,6 +69,19 @@ class TelemetryResult:
     ft_events: int = 0
     """Rows stored for fault-tolerance accounting (gpuyield.ledger.ft); 0 without such events."""
 
+    @property
+    def outcome(self) -> IngestOutcome:
+        """The same, as every ingest source reports it (torn lines are the rows skipped)."""
+        return IngestOutcome(
+            source=SOURCE,
+            path=self.path,
+            sha256=self.sha256,
+            ingest_id=self.ingest_id,
+            skipped=self.skipped,
+            rows_read=self.records,
+            rows_skipped=self.torn_lines,
+        )
+
 
 def _rows(run: str, log: TelemetryLog) -> pa.Table:
     rows: list[dict[str, object]] = []
@@ -100,13 +114,13 @@ def ingest_telemetry(
 ) -> TelemetryResult:
     """Store one run's telemetry (inside the caller's transaction); the same file twice is a no-op."""
     digest = scan_file(path).sha256 if path.is_file() else _dir_digest(path)
-    seen = con.execute(
-        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
-        [SOURCE, digest, json.dumps({"run": run})],
-    ).fetchall()
-    if seen:
+    # No size: a directory's says nothing, and ``ingests`` has never recorded one for telemetry.
+    content = InputContent(path=str(path), sha256=digest)
+    options = json.dumps({"run": run})
+    seen = already_ingested(con, SOURCE, content, options, latest_only=False)
+    if seen is not None:
         return TelemetryResult(
-            run=run, path=str(path), sha256=digest, ingest_id=int(seen[0][0]), skipped=True
+            run=run, path=seen.path, sha256=seen.sha256, ingest_id=seen.ingest_id, skipped=True
         )
     log = read(path, fmt)
     table, torn = _rows(run, log), log.torn_lines
@@ -122,18 +136,17 @@ def ingest_telemetry(
     con.execute(f"INSERT INTO telemetry SELECT *, {ingest_id}, NULL FROM new_telemetry")
     con.unregister("new_telemetry")
     _store_events(con, run, events, ingest_id)
-    con.execute(
-        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, ?, NULL, ?, current_timestamp)",
-        [ingest_id, SOURCE, str(path), digest, table.num_rows, torn, json.dumps({"run": run})],
+    done = register(
+        con, SOURCE, content, ingest_id, None, options, read=table.num_rows, skipped=torn
     )
     return TelemetryResult(
         run=run,
-        path=str(path),
-        sha256=digest,
-        ingest_id=ingest_id,
+        path=done.path,
+        sha256=done.sha256,
+        ingest_id=done.ingest_id,
         skipped=False,
-        records=table.num_rows,
-        torn_lines=torn,
+        records=done.rows_read,
+        torn_lines=done.rows_skipped,
         divergence_events=len(events),
         ft_events=0 if ft_rows is None else ft_rows.num_rows,
     )

@@ -14,7 +14,8 @@ What real Slurm prints and this module handles (see ``shared/data/slurm-local/RE
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -46,6 +47,7 @@ __all__ = [
     "KNOWN_STATES",
     "LATEST_TIME_SQL",
     "SOURCE",
+    "SacctHeader",
     "SacctStage",
     "column_map",
     "csv_source",
@@ -90,7 +92,17 @@ _FREE_TEXT = ("submitline", "comment", "jobname", "workdir")
 _HINT = "check the file is `sacct -P` output with its header line (or pass --fields for --noheader)"
 
 
-def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SacctHeader:
+    """What an sacct file's first line (or ``--fields``) says about its records."""
+
+    field_names: tuple[str, ...]
+    """The fields of every record, in file order (``TRAILING`` for ``sacct -p``'s last, empty one)."""
+    header_lines: int
+    """Lines before the first record: 1 for a header line, 0 with ``--fields``."""
+
+
+def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
     """The field names and how many lines they take (0 with ``--fields``).
 
     ``sacct -p`` (``--parsable``) ends every line, the header too, with a ``|``: its names end
@@ -104,7 +116,8 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
         # -p without a header: the first record has one (empty) field more than --fields names.
         parts = first.split("|")
         trailing = len(parts) == len(fields) + 1 and parts[-1] == ""
-        return [*fields, TRAILING] if trailing else list(fields), 0
+        given = (*fields, TRAILING) if trailing else tuple(fields)
+        return SacctHeader(field_names=given, header_lines=0)
     names = first.split("|")
     if len(names) > 2 and names[-1] == "":
         names[-1] = TRAILING
@@ -114,7 +127,7 @@ def read_header(path: Path, fields: list[str] | None) -> tuple[list[str], int]:
             hint=_other_delimiter_hint(first)
             or "run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
         )
-    return names, 1
+    return SacctHeader(field_names=tuple(names), header_lines=1)
 
 
 def _other_delimiter_hint(first: str) -> str | None:
@@ -154,7 +167,7 @@ def _is_field_name(name: str) -> bool:
     return name == TRAILING or (bool(name) and name.replace("_", "").isalnum())
 
 
-def column_map(path: Path, names: list[str]) -> dict[str, int]:
+def column_map(path: Path, names: Sequence[str]) -> dict[str, int]:
     lowered = [n.lower() for n in names]
     columns: dict[str, int] = {}
     for key, aliases in _REQUIRED.items():
@@ -184,7 +197,8 @@ def stage_sacct(
     max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> SacctStage:
     """Parse ``info.path`` into the temp view ``sacct_staged`` (typed, checked, with line numbers)."""
-    names, header_lines = read_header(info.path, fields)
+    header = read_header(info.path, fields)
+    names, header_lines = header.field_names, header.header_lines
     columns = column_map(info.path, names)
     con.execute(HOSTLIST_MACRO_SQL)
     typed = lambda source, with_line: typed_select(  # noqa: E731
@@ -303,7 +317,7 @@ def file_order_kept(
 def _split_records(
     con: duckdb.DuckDBPyConnection,
     path: Path,
-    names: list[str],
+    names: Sequence[str],
     columns: dict[str, int],
     header_lines: int,
 ) -> list[tuple[int, str, str]]:

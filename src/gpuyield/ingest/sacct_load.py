@@ -72,13 +72,13 @@ def load_direct(
     if info.mixed_line_ends:
         return None
     progress = progress or NoProgress()
-    names, header_lines = read_header(info.path, fields)
-    columns = column_map(info.path, names)
+    header = read_header(info.path, fields)
+    columns = column_map(info.path, header.field_names)
     typed = typed_select(
         columns,
         tz,
         default_cluster,
-        source=csv_source(info.path, len(names), header_lines),
+        source=csv_source(info.path, len(header.field_names), header.header_lines),
         with_line=False,
         codes=False,
         max_nodes=max_nodes,
@@ -98,12 +98,12 @@ def load_direct(
     records, first_row_id = con.execute(
         f"SELECT count(*), coalesce(min(rowid), 0) FROM jobs WHERE {mine}"
     ).fetchall()[0]
-    if records != info.num_lines - header_lines:
+    if records != info.num_lines - header.header_lines:
         con.execute(f"DELETE FROM jobs WHERE {mine}")
         return None
     # The insert kept file order and its row ids are consecutive (uncommitted rows start at a
     # large base): record n is line n + header, as in the staged path.
-    line = f"rowid - {first_row_id} + {header_lines + 1}"
+    line = f"rowid - {first_row_id} + {header.header_lines + 1}"
     con.execute(
         f"UPDATE jobs SET line = {line}, job_key = {_job_key(ingest_id, line)} WHERE {mine}"
     )

@@ -8,6 +8,7 @@ the capture time).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,25 +133,56 @@ def typed_select(
     ``problems`` is a comma-separated list of codes (``_PROBLEMS``), empty for a good row, so
     parsing and every check take one pass over the file. With ``codes=False`` it only says whether
     a row has a problem ('' or '?'): cheaper, for the direct load, which stops at the first one.
+
+    Three nested SELECTs: the innermost (``_raw_typed_sql``) types each field as read, the middle
+    one derives Unknown starts and ends from ElapsedRaw, the outer one names each row's problems.
     """
-    f = lambda key: _field(columns, key)  # noqa: E731
-    job_id_raw = f("jobidraw")
-    job_id = f("jobid") if "jobid" in columns else job_id_raw
-    tres, gres = f("alloctres"), f("allocgres")
+    tres = _gpu_tres_sql(columns)
+    checks = _check_conditions(columns, tres, max_nodes=max_nodes)
+    problems = _problems_sql(checks, codes=codes)
+    typed = _raw_typed_sql(columns, tz, default_cluster, tres=tres, source=source)
+    line = "line, " if with_line else ""
+    return f"""
+        SELECT {line}cluster, job_id, job_id_raw, submit_s, name, user_name, account,
+            partition, qos, state, state_raw, exit_code, start_s, end_s, elapsed_s, num_gpus,
+            gpu_type, num_nodes, node_list, comment, reason, is_step,
+            {problems} AS problems
+        FROM (
+            SELECT * EXCLUDE (start_parsed, end_parsed),
+                {sacct_checks.start_sql("start_parsed", "end_parsed", "elapsed_s")} AS start_s,
+                {sacct_checks.end_sql("start_parsed", "end_parsed", "elapsed_s", "state")} AS end_s,
+                start_parsed, end_parsed
+            FROM (
+            {typed}
+            )
+        )
+    """
+
+
+def _gpu_tres_sql(columns: dict[str, int]) -> str:
+    """SQL for the TRES string a job's GPU count and type are read from."""
+    tres = _field(columns, "alloctres")
     # A job still waiting holds nothing, so sacct leaves AllocTRES empty: its GPU count is what it
     # asked for (ReqTRES), the number `gpuyield serve` reports as GPUs waiting. Nothing else
     # reads the GPU count of a job that never started.
     if "reqtres" in columns:
-        pending = f"upper(split_part({f('state')}, ' ', 1)) = 'PENDING' AND {tres} IS NULL"
-        tres = f"CASE WHEN {pending} THEN {f('reqtres')} ELSE {tres} END"
+        state, requested = _field(columns, "state"), _field(columns, "reqtres")
+        pending = f"upper(split_part({state}, ' ', 1)) = 'PENDING' AND {tres} IS NULL"
+        tres = f"CASE WHEN {pending} THEN {requested} ELSE {tres} END"
+    return tres
+
+
+def _check_conditions(
+    columns: dict[str, int], tres: str, *, max_nodes: int
+) -> list[tuple[str, str]]:
+    """(code, condition) pairs: the row has the problem ``code`` when ``condition`` is true."""
     states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
 
     def bad_time(key: str) -> tuple[str, str]:
         # Start and End as read, before Unknown ones are derived from ElapsedRaw.
         parsed = "submit_s" if key == "submit" else f"{key}_parsed"
-        return key, bad_time_sql(f(key), parsed)
+        return key, bad_time_sql(_field(columns, key), parsed)
 
-    # (code, condition): the row has the problem when the condition is true.
     checks = [
         ("id_missing", "job_id_raw IS NULL"),
         ("id_bad", r"NOT regexp_full_match(job_id_raw, '\d+([_+]\d+)?(\.\S+)?')"),
@@ -173,26 +205,32 @@ def typed_select(
     if "submit" in columns:
         checks.append(bad_time("submit"))
     if "elapsedraw" in columns:
+        elapsed = _field(columns, "elapsedraw")
         checks.append(
-            ("elapsed", f"{f('elapsedraw')} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)")
+            ("elapsed", f"{elapsed} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)")
         )
     if "nnodes" in columns:
-        checks.append(
-            ("nnodes", f"{f('nnodes')} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)")
-        )
-    checks += sacct_checks.checks(gres, has_nnodes="nnodes" in columns, max_nodes=max_nodes)
+        nnodes = _field(columns, "nnodes")
+        checks.append(("nnodes", f"{nnodes} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)"))
+    gres = _field(columns, "allocgres")
+    return checks + sacct_checks.checks(gres, has_nnodes="nnodes" in columns, max_nodes=max_nodes)
+
+
+def _problems_sql(checks: list[tuple[str, str]], *, codes: bool) -> str:
+    """SQL for a row's ``problems``: the codes of its failed checks, or only '?' when any failed."""
     if codes:
-        problems = (
+        return (
             "concat_ws(',', "
             + ", ".join(f"CASE WHEN {cond} THEN '{code}' END" for code, cond in checks)
             + ")"
         )
-    else:
-        problems = (
-            "CASE WHEN " + " OR ".join(f"({cond})" for _, cond in checks) + " THEN '?' ELSE '' END"
-        )
+    return "CASE WHEN " + " OR ".join(f"({cond})" for _, cond in checks) + " THEN '?' ELSE '' END"
+
+
+def _num_gpus_sql(tres: str) -> str:
+    """SQL for a job's GPU count over ``gpu_at`` (where ``gres/gpu=`` starts) and ``gres_gpus``."""
     # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
-    num_gpus = f"""CASE
+    return f"""CASE
         -- The value after the first "gres/gpu=" when it starts a key (first, or after a comma):
         -- string functions on its position, twice cheaper than splitting the whole list.
         WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres}, gpu_at - 1, 1) = ',') THEN
@@ -204,19 +242,17 @@ def typed_select(
         WHEN {tres} IS NOT NULL THEN 0
         ELSE gres_gpus
     END"""
-    line = "line, " if with_line else ""
-    return f"""
-        SELECT {line}cluster, job_id, job_id_raw, submit_s, name, user_name, account,
-            partition, qos, state, state_raw, exit_code, start_s, end_s, elapsed_s, num_gpus,
-            gpu_type, num_nodes, node_list, comment, reason, is_step,
-            {problems} AS problems
-        FROM (
-            SELECT * EXCLUDE (start_parsed, end_parsed),
-                {sacct_checks.start_sql("start_parsed", "end_parsed", "elapsed_s")} AS start_s,
-                {sacct_checks.end_sql("start_parsed", "end_parsed", "elapsed_s", "state")} AS end_s,
-                start_parsed, end_parsed
-            FROM (
-            SELECT *,
+
+
+def _raw_typed_sql(
+    columns: dict[str, int], tz: str, default_cluster: str, *, tres: str, source: str
+) -> str:
+    """The innermost SELECT: every raw field typed as read (times parsed, counts as integers)."""
+    f = lambda key: _field(columns, key)  # noqa: E731
+    job_id_raw = f("jobidraw")
+    job_id = f("jobid") if "jobid" in columns else job_id_raw
+    gres = f("allocgres")
+    return f"""SELECT *,
                 coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
                 {job_id} AS job_id, {job_id_raw} AS job_id_raw,
                 {f("jobname")} AS name, {f("user")} AS user_name, {f("account")} AS account,
@@ -227,7 +263,7 @@ def typed_select(
                 {epoch_sql(f("end"), tz)} AS end_parsed,
                 {sacct_checks.whole_sql(f("elapsedraw"))} AS elapsed_s,
                 {sacct_checks.whole_sql(f("nnodes"))} AS num_nodes,
-                {num_gpus} AS num_gpus,
+                {_num_gpus_sql(tres)} AS num_gpus,
                 CASE WHEN contains({tres}, 'gres/gpu:') THEN
                     nullif(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
                 END AS gpu_type,
@@ -236,16 +272,13 @@ def typed_select(
                 {f("comment")} AS comment, {f("reason")} AS reason,
                 strpos({job_id}, '.') > 0 OR strpos({job_id_raw}, '.') > 0 AS is_step
             FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at,
-                    {sacct_checks.gres_gpus_sql(gres)} AS gres_gpus FROM {source})
-            )
-        )
-    """
+                    {sacct_checks.gres_gpus_sql(gres)} AS gres_gpus FROM {source})"""
 
 
 def row_problems(
     con: duckdb.DuckDBPyConnection,
     path: Path,
-    names: list[str],
+    names: Sequence[str],
     columns: dict[str, int],
     *,
     fast: bool,

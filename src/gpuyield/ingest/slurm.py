@@ -473,17 +473,7 @@ def _ingest_telemetry(attempt: _Attempt) -> None:
     for run, path in attempt.params.inputs.telemetry:
         attempt.params.progress.phase(f"reading telemetry of {run}")
         done = runlog.ingest_telemetry(attempt.params.con, run, path)
-        attempt.results.append(
-            IngestOutcome(
-                source=runlog.SOURCE,
-                path=str(path),
-                sha256=done.sha256,
-                ingest_id=done.ingest_id,
-                skipped=done.skipped,
-                rows_read=done.records,
-                rows_skipped=done.torn_lines,
-            )
-        )
+        attempt.results.append(done.outcome)
     # Inside the transaction: preflight never sees jobs without their ladder summary.
     attempt.params.progress.phase("updating the ladder summary")
     rungs.refresh_summary(attempt.params.con)

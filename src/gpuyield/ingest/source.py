@@ -8,21 +8,51 @@
   file in ``ingests`` with its SHA-256 and counts, inside the caller's transaction.
 
 A file whose content this store has ingested before from the same source is not read again
-(``already_ingested``): the outcome says it was skipped and names the earlier ingest.
+(``already_ingested``): the outcome says it was skipped and names the earlier ingest. Slurm's
+files are captures of one state, so only the latest ingest of the kind counts; sources whose
+inputs add up (utilization samples, one file per metric; telemetry, one log per run) match any
+earlier ingest of the same content read with the same options (``latest_only=False``).
+
+An input is a ``FileInfo`` (a scanned file) or an ``InputContent`` (a directory, a server's
+responses: anything known by a hash of its content).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
 from gpuyield.errors import InputError
-from gpuyield.ingest._files import FileInfo
 
 # The manifest is a statement, not a capture: the same manifest under other options is the same.
 _OPTIONS_FREE_SOURCES = frozenset({"manifest"})
+
+
+class Content(Protocol):
+    """What ``ingests`` records of an input: where it came from and what it held."""
+
+    @property
+    def path(self) -> Path | str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def size_bytes(self) -> int | None: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InputContent:
+    """An input known by a hash of its content rather than by a scan of one file."""
+
+    path: str
+    """The file, directory or URL read."""
+    sha256: str
+    """Hex SHA-256 over the content (a directory's names and files, a server's responses)."""
+    size_bytes: int | None = None
+    """Size recorded in ``ingests``; None where a size says nothing (a directory, a server)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,7 +60,8 @@ class IngestOutcome:
     """What happened to one input file."""
 
     source: str
-    """Source kind: slurm.sacct, slurm.events, slurm.nodes, slurm.reservations, manifest, ..."""
+    """Source kind: slurm.sacct, slurm.events, slurm.nodes, slurm.reservations, manifest,
+    telemetry, utilization."""
     path: str
     """The file."""
     sha256: str
@@ -48,10 +79,41 @@ class IngestOutcome:
 
 
 def already_ingested(
-    con: duckdb.DuckDBPyConnection, source: str, info: FileInfo, options: str
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    info: Content,
+    options: str,
+    *,
+    latest_only: bool = True,
 ) -> IngestOutcome | None:
-    """The skipped outcome when the file's content is the latest ingest of its kind; different
-    options for it are an error (the same capture read another way would give other rows)."""
+    """The skipped outcome when this content was ingested before, else None.
+
+    With ``latest_only`` (a capture of one state: Slurm's files, the manifest) only the latest
+    ingest of the kind counts, and the same content under other options is an error (the same
+    capture read another way would give other rows). Without it (inputs that add up: samples,
+    run logs) any earlier ingest of the same content with the same options counts, and other
+    options read it again.
+    """
+    if latest_only:
+        ingest_id = _latest_ingest(con, source, info, options)
+    else:
+        rows = con.execute(
+            "SELECT min(ingest_id) FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
+            [source, info.sha256, options],
+        ).fetchall()
+        ingest_id = rows[0][0]
+    if ingest_id is None:
+        return None
+    return IngestOutcome(
+        source=source, path=str(info.path), sha256=info.sha256, ingest_id=ingest_id, skipped=True
+    )
+
+
+def _latest_ingest(
+    con: duckdb.DuckDBPyConnection, source: str, info: Content, options: str
+) -> int | None:
+    """The latest ingest of ``source`` when it holds this content; an error when it was read
+    under other options."""
     # Only the latest ingest of the kind makes a file a no-op: manifest A, then B, then A again
     # must put A back in effect (the latest ingest of a kind wins, whatever its hash).
     rows = con.execute(
@@ -67,9 +129,7 @@ def already_ingested(
             f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
             hint="re-ingest with the same --tz/--fields/--until, or use a new --db",
         )
-    return IngestOutcome(
-        source=source, path=str(info.path), sha256=info.sha256, ingest_id=int(row[0]), skipped=True
-    )
+    return int(row[0])
 
 
 def _parsing(options: str) -> dict[str, object]:
@@ -83,7 +143,7 @@ def _parsing(options: str) -> dict[str, object]:
 def register(
     con: duckdb.DuckDBPyConnection,
     source: str,
-    info: FileInfo,
+    info: Content,
     ingest_id: int,
     as_of: int | None,
     options: str,

@@ -9,6 +9,8 @@ epoch seconds), see ``_keys``. Empty cells mean "not logged at this step".
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuyield.errors import ParseError
@@ -20,7 +22,18 @@ def _dialect(header: str) -> str:
     return "\t" if "\t" in header and "," not in header else ","
 
 
-def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CsvRows:
+    """A delimited file's header and rows, as read (every value a string)."""
+
+    column_names: tuple[str, ...]
+    """The header's names, in file order."""
+    rows_by_line: Mapping[int, dict[str, str]]
+    """Each row keyed by its 1-based line number (its last line, for a quoted multi-line value),
+    in file order."""
+
+
+def read_rows(path: Path) -> CsvRows:
     """Header and rows (with 1-based line numbers) of a delimited file."""
     with path.open(newline="", encoding="utf-8-sig") as handle:
         header_line = handle.readline()
@@ -28,17 +41,19 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
         reader = csv.DictReader(handle, delimiter=_dialect(header_line))
         if not reader.fieldnames:
             raise ParseError("empty file: no header", path=path, line=1)
-        names = [str(n) for n in reader.fieldnames]
-        rows = [(reader.line_num, dict(row)) for row in reader]
-    return names, rows
+        names = tuple(str(n) for n in reader.fieldnames)
+        rows: dict[int, dict[str, str]] = {}
+        for row in reader:  # line_num is the line the reader stopped at: this row's last
+            rows[reader.line_num] = dict(row)
+    return CsvRows(column_names=names, rows_by_line=rows)
 
 
 def read(path: str | Path) -> TelemetryLog:
     """Read step records from a CSV with a header row."""
     path = Path(path)
-    names, rows = read_rows(path)
-    columns = _table.find_columns(names, path)
-    records = _table.to_records(rows, columns, path)
+    table = read_rows(path)
+    columns = _table.find_columns(list(table.column_names), path)
+    records = _table.to_records(table.rows_by_line.items(), columns, path)
     return TelemetryLog(path=str(path), format=TelemetryFormat.CSV, records=tuple(records))
 
 

@@ -48,9 +48,11 @@ def _panel_names(names: list[str], path: Path) -> dict[str, str]:
 
 
 def _read_csv(path: Path) -> TelemetryLog:
-    names, rows = read_rows(path)
-    renamed = _panel_names(names, path)
-    keyed_rows = [(line, {renamed[k]: v for k, v in row.items()}) for line, row in rows]
+    table = read_rows(path)
+    renamed = _panel_names(list(table.column_names), path)
+    keyed_rows = [
+        (line, {renamed[k]: v for k, v in row.items()}) for line, row in table.rows_by_line.items()
+    ]
     columns = _table.find_columns(list(renamed.values()), path)
     records = _table.to_records(keyed_rows, columns, path)
     return TelemetryLog(path=str(path), format=TelemetryFormat.WANDB, records=tuple(records))

@@ -26,6 +26,7 @@ import pyarrow as pa
 from gpuyield import store
 from gpuyield.errors import InputError
 from gpuyield.ingest._files import scan_file
+from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
 from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage
 from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
 
@@ -54,6 +55,29 @@ class UtilizationResult:
     """True when the same content was ingested before."""
     samples: int = 0
     """GPU samples stored (one per GPU and sample time, all metrics of it together)."""
+
+    @classmethod
+    def of(cls, outcome: IngestOutcome) -> UtilizationResult:
+        """The result ``already_ingested`` or ``register`` gave (the rows read are the samples)."""
+        return cls(
+            path=outcome.path,
+            sha256=outcome.sha256,
+            ingest_id=outcome.ingest_id,
+            skipped=outcome.skipped,
+            samples=outcome.rows_read,
+        )
+
+    @property
+    def outcome(self) -> IngestOutcome:
+        """The same, as every ingest source reports it."""
+        return IngestOutcome(
+            source=SOURCE,
+            path=self.path,
+            sha256=self.sha256,
+            ingest_id=self.ingest_id,
+            skipped=self.skipped,
+            rows_read=self.samples,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -137,16 +161,14 @@ def _ingest_files(
     Python reads them one by one."""
     options = _options(step_s, cluster, names)
     results: dict[Path, UtilizationResult] = {}
-    fresh: dict[Path, str] = {}
+    fresh: dict[Path, InputContent] = {}
     for path in files:
-        digest = scan_file(path).sha256
-        seen = _seen(con, digest, options)
+        content = _content(path)
+        seen = already_ingested(con, SOURCE, content, options, latest_only=False)
         if seen is not None:
-            results[path] = UtilizationResult(
-                path=str(path), sha256=digest, ingest_id=seen, skipped=True
-            )
+            results[path] = UtilizationResult.of(seen)
         else:
-            fresh[path] = digest
+            fresh[path] = content
     if fresh:
         paths = list(fresh)
         ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
@@ -164,14 +186,8 @@ def _ingest_files(
         for path in paths:
             ingest_id = ids[duckjson.source_name(path)]
             samples = staged.get(ingest_id, 0)
-            _record(con, ingest_id, str(path), fresh[path], samples, options)
-            results[path] = UtilizationResult(
-                path=str(path),
-                sha256=fresh[path],
-                ingest_id=ingest_id,
-                skipped=False,
-                samples=samples,
-            )
+            done = register(con, SOURCE, fresh[path], ingest_id, None, options, read=samples)
+            results[path] = UtilizationResult.of(done)
     return [results[p] for p in files]
 
 
@@ -214,11 +230,11 @@ def _ingest_usage(
     con: duckdb.DuckDBPyConnection, path: Path, *, tz: str, cluster: str | None
 ) -> UtilizationResult:
     """Slurm's own per-step GPU utilization or the jobstats summary: one sample per GPU and run."""
-    digest = scan_file(path).sha256
+    content = _content(path)
     options = json.dumps({"sacct_usage": True, "tz": tz, "cluster": cluster}, sort_keys=True)
-    seen = _seen(con, digest, options)
+    seen = already_ingested(con, SOURCE, content, options, latest_only=False)
     if seen is not None:
-        return UtilizationResult(path=str(path), sha256=digest, ingest_id=seen, skipped=True)
+        return UtilizationResult.of(seen)
     table = sacct_usage.read(path, tz=tz)
     ingest_id = store.next_ingest_id(con)
     replace = load.has_rows(con)
@@ -231,9 +247,8 @@ def _ingest_usage(
         step_column=True,
     )
     samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
-    _record(con, ingest_id, str(path), digest, samples, options)
-    return UtilizationResult(
-        path=str(path), sha256=digest, ingest_id=ingest_id, skipped=False, samples=samples
+    return UtilizationResult.of(
+        register(con, SOURCE, content, ingest_id, None, options, read=samples)
     )
 
 
@@ -254,21 +269,9 @@ def _with_ingest(table: pa.Table, ingest_id: int) -> pa.Table:
     return table.append_column("ingest_id", pa.array([ingest_id] * table.num_rows, pa.int64()))
 
 
-def _seen(con: duckdb.DuckDBPyConnection, digest: str, options: str) -> int | None:
-    rows = con.execute(
-        "SELECT ingest_id FROM ingests WHERE source = ? AND sha256 = ? AND options = ?",
-        [SOURCE, digest, options],
-    ).fetchall()
-    return int(rows[0][0]) if rows else None
-
-
-def _record(
-    con: duckdb.DuckDBPyConnection, ingest_id: int, path: str, digest: str, rows: int, options: str
-) -> None:
-    con.execute(
-        "INSERT INTO ingests VALUES (?, ?, ?, ?, NULL, ?, 0, 0, NULL, ?, current_timestamp)",
-        [ingest_id, SOURCE, path, digest, rows, options],
-    )
+def _content(path: Path) -> InputContent:
+    """A file's content hash; ``ingests`` records no size for utilization inputs."""
+    return InputContent(path=str(path), sha256=scan_file(path).sha256)
 
 
 def _ingest_server(
@@ -289,23 +292,16 @@ def _ingest_server(
     for _, _, document in documents:
         digest.update(json.dumps(document, sort_keys=True).encode())
     options = _options(step_s, cluster, names)
-    seen = _seen(con, digest.hexdigest(), options)
+    content = InputContent(path=server.url, sha256=digest.hexdigest())
+    seen = already_ingested(con, SOURCE, content, options, latest_only=False)
     if seen is not None:
-        return UtilizationResult(
-            path=server.url, sha256=digest.hexdigest(), ingest_id=seen, skipped=True
-        )
+        return UtilizationResult.of(seen)
     tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
     ingest_id = store.next_ingest_id(con)
     con.register("gy_raw_points", _with_ingest(pa.concat_tables(tables), ingest_id))
     replace = load.has_rows(con)
     load.load(con, "SELECT * FROM gy_raw_points", step_s=step_s, cluster=cluster)
-    staged = load.finish(con, [ingest_id], replace=replace)
-    samples = staged.get(ingest_id, 0)
-    _record(con, ingest_id, server.url, digest.hexdigest(), samples, options)
-    return UtilizationResult(
-        path=server.url,
-        sha256=digest.hexdigest(),
-        ingest_id=ingest_id,
-        skipped=False,
-        samples=samples,
+    samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
+    return UtilizationResult.of(
+        register(con, SOURCE, content, ingest_id, None, options, read=samples)
     )
