@@ -12,9 +12,9 @@ maintenance) comes from the cluster.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -318,18 +318,17 @@ def schedule(
         out = _run_class(
             lay.num_units + shift, lay.units_per_job, mine, jobs, events, scenario.end_s
         )
-        job, submit, start, end, state, counts, flat_units, requeued = out
         pieces.append(
             (
-                job,
-                submit,
-                start,
-                end,
-                state,
-                counts,
-                unit_node[flat_units],
-                np.full(job.size, lay.cls.num_gpus),
-                requeued,
+                out.job,
+                out.submit_s,
+                out.start_s,
+                out.end_s,
+                out.state,
+                out.num_units,
+                unit_node[out.flat_units],
+                np.full(out.job.size, lay.cls.num_gpus),
+                out.requeued,
             )
         )
     empty = np.empty(0, dtype=np.int64)
@@ -391,34 +390,24 @@ def _run_class(
     jobs: ResearchJobs,
     events: list[tuple[int, int, int]],
     end_s: int,
-) -> tuple[np.ndarray, ...]:
+) -> _ClassRuns:
     """FIFO queue of one class: a job takes ``per_job`` free units (node slices or whole nodes).
 
-    A plain-Python loop kept tight on purpose (it runs millions of jobs): lists, a heap of free
-    units with lazy deletion, a heap of completions, a deque for the queue.
+    A plain-Python loop kept tight on purpose (it runs millions of jobs): lists bound to locals, a
+    heap of free units with lazy deletion, a heap of completions, a deque for the queue. What
+    runs once per job stays inline; unit events (failures, repairs) are rarer and have a function
+    of their own, as does freeing a run's units (``_release``).
     """
-    arrivals = jobs.submit_s[mine].tolist()
-    run_s = jobs.run_s[mine].tolist()
-    requeue_after = jobs.requeue_after_s[mine].tolist()
-    outcome = jobs.outcome[mine].tolist()
-    n, n_ev = len(arrivals), len(events)
-    free = list(range(num_units))  # heap; entries may be stale, ``is_free`` is the truth
-    is_free = [True] * num_units
-    n_free = num_units
-    offline = [0] * num_units
-    holder = [-1] * num_units  # row holding each unit
+    arrivals, run_s, requeue_after, outcome = (
+        a[mine].tolist() for a in (jobs.submit_s, jobs.run_s, jobs.requeue_after_s, jobs.outcome)
+    )
+    units = _Units.fresh(num_units)
+    free, is_free, holder, n_free = units.free, units.is_free, units.holder, num_units
     done: list[tuple[int, int]] = []  # heap of (end, row)
     queue: deque[tuple[int, int, int]] = deque()  # (local job, submit, phase)
-    r_job: list[int] = []
-    r_submit: list[int] = []
-    r_start: list[int] = []
-    r_end: list[int] = []
-    r_state: list[int] = []
-    r_units: list[tuple[int, ...]] = []
-    r_phase: list[int] = []
-    heappush, heappop = heapq.heappush, heapq.heappop
-    ai = ei = 0
-    inf = end_s + 1
+    r_job, r_submit, r_start, r_end, r_state, r_units, r_phase = (rows := _Rows()).columns()
+    pop, push = heappop, heappush  # locals: the loop calls them per job
+    ai, ei, inf, n, n_ev = 0, 0, end_s + 1, len(arrivals), len(events)
     while True:
         t_arr = arrivals[ai] if ai < n else inf
         t_ev = events[ei][0] if ei < n_ev else inf
@@ -427,7 +416,7 @@ def _run_class(
         if t >= end_s:
             break
         if t_done == t:
-            _, row = heappop(done)
+            _, row = pop(done)
             if r_end[row] != -1:
                 continue  # ended early (its unit was taken)
             r_end[row] = t
@@ -437,37 +426,10 @@ def _run_class(
                 queue.appendleft((j, t, 1))
             else:
                 r_state[row] = S_COMPLETED if outcome[j] == S_REQUEUED else outcome[j]
-            for u in r_units[row]:
-                holder[u] = -1
-                if not offline[u]:
-                    is_free[u] = True
-                    n_free += 1
-                    heappush(free, u)
+            n_free += _release(r_units[row], units)
         elif t_ev == t:
-            _, kind, u = events[ei]
+            n_free += _unit_event(events[ei], units, rows, queue)
             ei += 1
-            if kind:
-                offline[u] += 1
-                if is_free[u]:
-                    is_free[u] = False
-                    n_free -= 1
-                row = holder[u]
-                if row >= 0:
-                    r_end[row] = t
-                    r_state[row] = _TAKEN[kind]
-                    queue.appendleft((r_job[row], t, r_phase[row]))
-                    for v in r_units[row]:
-                        holder[v] = -1
-                        if not offline[v]:
-                            is_free[v] = True
-                            n_free += 1
-                            heappush(free, v)
-            else:
-                offline[u] -= 1
-                if offline[u] == 0 and holder[u] < 0 and not is_free[u]:
-                    is_free[u] = True
-                    n_free += 1
-                    heappush(free, u)
         else:
             queue.append((ai, t_arr, 0))
             ai += 1
@@ -476,7 +438,7 @@ def _run_class(
         while queue and n_free >= per_job:
             taken: list[int] = []
             while len(taken) < per_job:
-                u = heappop(free)
+                u = pop(free)
                 if is_free[u]:
                     is_free[u] = False
                     taken.append(u)
@@ -493,35 +455,142 @@ def _run_class(
             for u in taken:
                 holder[u] = row
             length = requeue_after[j] if (outcome[j] == S_REQUEUED and phase == 0) else run_s[j]
-            heappush(done, (t + length, row))
+            push(done, (t + length, row))
     pending = list(queue) + [(a, arrivals[a], 0) for a in range(ai, n) if arrivals[a] < end_s]
-    for j, submit, phase in pending:
-        r_job.append(j)
-        r_submit.append(submit)
-        r_start.append(-1)
-        r_end.append(-1)
-        r_state.append(S_PENDING)
-        r_units.append(())
-        r_phase.append(phase)
-    local = np.asarray(r_job, dtype=np.int64)
-    submit_arr = np.asarray(r_submit, dtype=np.int64)
-    requeued = (
-        (submit_arr != np.asarray(arrivals, dtype=np.int64)[local])
-        | (np.asarray(r_phase, dtype=np.int64) > 0)
-        if local.size
-        else np.zeros(0, dtype=bool)
-    )
-    counts = np.fromiter((len(x) for x in r_units), dtype=np.int64, count=len(r_units))
-    flat = np.fromiter(
-        (u for x in r_units for u in sorted(x)), dtype=np.int64, count=int(counts.sum())
-    )
-    return (
-        mine[local] if local.size else local,
-        submit_arr,
-        np.asarray(r_start, dtype=np.int64),
-        np.asarray(r_end, dtype=np.int64),
-        np.asarray(r_state, dtype=np.int64),
-        counts,
-        flat,
-        requeued,
-    )
+    return rows.finished(pending, arrivals, mine)
+
+
+@dataclass(slots=True)
+class _Units:
+    """The units of one class as the queue loop mutates them."""
+
+    free: list[int]
+    """Heap of free units; entries may be stale, ``is_free`` is the truth."""
+    is_free: list[bool]
+    offline: list[int]
+    """Open outages per unit (a unit can be in two at once)."""
+    holder: list[int]
+    """Row holding each unit, -1 for none."""
+
+    @classmethod
+    def fresh(cls, num_units: int) -> _Units:
+        return cls(
+            free=list(range(num_units)),
+            is_free=[True] * num_units,
+            offline=[0] * num_units,
+            holder=[-1] * num_units,
+        )
+
+
+def _release(taken: tuple[int, ...], units: _Units) -> int:
+    """A run's units back to the pool (those not offline); how many became free."""
+    holder, offline, is_free, free = units.holder, units.offline, units.is_free, units.free
+    freed = 0
+    for u in taken:
+        holder[u] = -1
+        if not offline[u]:
+            is_free[u] = True
+            freed += 1
+            heappush(free, u)
+    return freed
+
+
+def _unit_event(
+    event: tuple[int, int, int], units: _Units, rows: _Rows, queue: deque[tuple[int, int, int]]
+) -> int:
+    """A unit going offline (``kind`` > 0: its run ends, taken, and requeues at the front) or
+    coming back; the change in free units."""
+    t, kind, u = event
+    offline, is_free = units.offline, units.is_free
+    change = 0
+    if kind:
+        offline[u] += 1
+        if is_free[u]:
+            is_free[u] = False
+            change -= 1
+        row = units.holder[u]
+        if row >= 0:
+            rows.end[row] = t
+            rows.state[row] = _TAKEN[kind]
+            queue.appendleft((rows.job[row], t, rows.phase[row]))
+            change += _release(rows.units[row], units)
+    else:
+        offline[u] -= 1
+        if offline[u] == 0 and units.holder[u] < 0 and not is_free[u]:
+            is_free[u] = True
+            change += 1
+            heappush(units.free, u)
+    return change
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _ClassRuns:
+    """The runs of one class, as arrays (one entry per run; pending jobs have no start)."""
+
+    job: np.ndarray
+    """Index into the research jobs."""
+    submit_s: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+    state: np.ndarray
+    num_units: np.ndarray
+    """Units each run held."""
+    flat_units: np.ndarray
+    """Their units, run after run (``num_units`` says where each run's end)."""
+    requeued: np.ndarray
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Runs as the loop appends them: one list per column."""
+
+    job: list[int] = field(default_factory=list)
+    submit: list[int] = field(default_factory=list)
+    start: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    state: list[int] = field(default_factory=list)
+    units: list[tuple[int, ...]] = field(default_factory=list)
+    phase: list[int] = field(default_factory=list)
+
+    def columns(
+        self,
+    ) -> tuple[
+        list[int], list[int], list[int], list[int], list[int], list[tuple[int, ...]], list[int]
+    ]:
+        """The lists, for the loop to bind to locals."""
+        return self.job, self.submit, self.start, self.end, self.state, self.units, self.phase
+
+    def finished(
+        self, pending: list[tuple[int, int, int]], arrivals: list[int], mine: np.ndarray
+    ) -> _ClassRuns:
+        """The runs, then the jobs still waiting, as arrays."""
+        for j, submit, phase in pending:
+            self.job.append(j)
+            self.submit.append(submit)
+            self.start.append(-1)
+            self.end.append(-1)
+            self.state.append(S_PENDING)
+            self.units.append(())
+            self.phase.append(phase)
+        local = np.asarray(self.job, dtype=np.int64)
+        submit_arr = np.asarray(self.submit, dtype=np.int64)
+        requeued = (
+            (submit_arr != np.asarray(arrivals, dtype=np.int64)[local])
+            | (np.asarray(self.phase, dtype=np.int64) > 0)
+            if local.size
+            else np.zeros(0, dtype=bool)
+        )
+        counts = np.fromiter((len(x) for x in self.units), dtype=np.int64, count=len(self.units))
+        flat = np.fromiter(
+            (u for x in self.units for u in sorted(x)), dtype=np.int64, count=int(counts.sum())
+        )
+        return _ClassRuns(
+            job=mine[local] if local.size else local,
+            submit_s=submit_arr,
+            start_s=np.asarray(self.start, dtype=np.int64),
+            end_s=np.asarray(self.end, dtype=np.int64),
+            state=np.asarray(self.state, dtype=np.int64),
+            num_units=counts,
+            flat_units=flat,
+            requeued=requeued,
+        )
