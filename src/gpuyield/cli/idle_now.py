@@ -68,7 +68,10 @@ def _print(result: Any) -> None:
         table.add_column(column, justify="right" if right else "left")
     for job in result.jobs:
         table.add_row(
-            *(escape(v or "") for v in (job.job_id, job.user, job.account, job.partition, job.nodes)),
+            *(
+                escape(v or "")
+                for v in (job.job_id, job.user, job.account, job.partition, job.nodes)
+            ),
             f"{job.idle_gpus:,.2f}",
             f"{job.allocated_gpus:,.2f}",
             f"{job.idle_share:.0%}",

@@ -31,7 +31,9 @@ from gpuyield.report.summary import YieldReport, report_from_ledger
 NOW_WINDOW_S = 1
 #: The ``account`` of jobs that have none.
 NO_ACCOUNT = "(none)"
-NOT_MEASURED = "utilization is not measured: no GPU samples in the store (gpuyield ingest utilization)"
+NOT_MEASURED = (
+    "utilization is not measured: no GPU samples in the store (gpuyield ingest utilization)"
+)
 NOT_COVERED = "utilization is not measured in this window: no GPU sample covers it"
 
 
@@ -156,7 +158,9 @@ class NowReading:
     idle: IdleNow
 
 
-def build_idle_now(db: str | Path, *, window_s: int = NOW_WINDOW_S, top: int | None = None) -> IdleNow:
+def build_idle_now(
+    db: str | Path, *, window_s: int = NOW_WINDOW_S, top: int | None = None
+) -> IdleNow:
     """``gpuyield idle-now``: the jobs holding idle GPUs over the last ``window_s`` of coverage."""
     _check(window_s, top)
     con = store.connect(db, read_only=True)
