@@ -61,7 +61,7 @@ def test_bad_queries_get_400_with_the_reason(sim_server: Server, query: str, fie
     assert body["hint"], body
 
 
-@pytest.mark.parametrize("path", ["/metrics", "/api/report", "/", "/healthz"])
+@pytest.mark.parametrize("path", ["/metrics", "/api/report", "/api/idle-now", "/", "/healthz"])
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
 def test_nothing_served_accepts_a_write(sim_server: Server, path: str, method: str) -> None:
     before = sim_server.db.stat().st_mtime_ns

@@ -15,6 +15,7 @@ from gpuyield.cli import (
     divergence,
     doctor,
     estimate,
+    idle_now,
     ingest,
     report,
     serve,
@@ -39,6 +40,7 @@ app.add_typer(estimate.app, name="estimate")
 app.add_typer(simulate.app, name="simulate")
 app.add_typer(divergence.app, name="divergence")
 app.command(name="serve")(serve.serve_command)
+app.command(name="idle-now")(idle_now.idle_now_command)
 app.command(name="ladder")(ladder_cli.ladder_command)
 app.command(name="preflight")(ladder_cli.preflight_command)
 app.command(name="collect")(collect.collect_command)

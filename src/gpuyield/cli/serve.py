@@ -43,7 +43,8 @@ def serve_command(
         int, typer.Option(help="Accounts exported one by one; the rest as (others).")
     ] = 50,
 ) -> None:
-    """Serve /metrics (Prometheus), /api/report (report --json) and / (the last 7 days as HTML)."""
+    """Serve /metrics (Prometheus), /api/report (report --json), /api/idle-now (idle-now --json)
+    and / (the last 7 days as HTML)."""
     with errors_mapped():
         from gpuyield.serve import Listen, ServeSettings, check_listen, read_token, serve
 

@@ -1,6 +1,7 @@
 """The HTTP side of `gpuyield serve`: a read-only Starlette app over the current snapshot.
 
-Routes: ``/metrics`` (Prometheus), ``/api/report`` (``gpuyield report --json``), ``/`` (the HTML
+Routes: ``/metrics`` (Prometheus), ``/api/report`` (``gpuyield report --json``), ``/api/idle-now``
+(``gpuyield idle-now --json``: who holds GPUs measured idle), ``/`` (the HTML
 report of the last 7 days), ``/healthz``. Only GET and HEAD exist, so nothing served can change the
 store. A client that is not on this machine must send the bearer token (``--token-file``).
 """
@@ -88,6 +89,7 @@ def build_app(state: ServeState, *, token: str | None) -> ASGIApp:
         routes=[
             Route("/metrics", _metrics, methods=read_only),
             Route("/api/report", _api_report, methods=read_only),
+            Route("/api/idle-now", _api_idle_now, methods=read_only),
             Route("/healthz", _healthz, methods=read_only),
             Route("/", _page, methods=read_only),
         ]
@@ -158,6 +160,19 @@ async def _api_report(request: Request) -> Response:
     except GpuyieldError as error:
         return _error(400 if isinstance(error, InputError) else 500, error.message, error.hint)
     return Response(text + "\n", media_type="application/json")
+
+
+async def _api_idle_now(request: Request) -> Response:
+    """The snapshot's idle list, computed with it: a request never reads the store."""
+    from starlette.responses import Response
+
+    if request.query_params:
+        first = sorted(request.query_params)[0]
+        return _error(400, f"unknown query parameter {first!r}", "/api/idle-now takes none")
+    snap = _state(request).served.snapshot
+    if snap is None:
+        return _error(503, "no numbers yet", "the first snapshot is still being built")
+    return Response(snap.idle_now_json + "\n", media_type="application/json")
 
 
 def _report_text(state: ServeState, params: dict[str, str]) -> str:

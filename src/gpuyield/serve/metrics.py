@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gpuyield.categories import SUBCATEGORIES, Category
 from gpuyield.errors import MissingExtraError
 from gpuyield.ledger.utilization import IDLE_ALLOCATED
-from gpuyield.report.breakdown import UNALLOCATED
+from gpuyield.report.breakdown import OTHERS, UNALLOCATED
 from gpuyield.report.summary import YieldReport
 from gpuyield.serve.snapshot import Snapshot
 
@@ -75,6 +75,7 @@ class _Collector:
             yield from _window_families(self._snapshot)
             yield from _now_families(self._snapshot)
             yield from _account_families(self._snapshot)
+            yield from _idle_account_families(self._snapshot)
 
 
 def _process_families(stats: CollectionStats) -> Iterator[Metric]:
@@ -274,6 +275,27 @@ def _account_families(snap: Snapshot) -> Iterator[Metric]:
             continue
         for category in _ALLOCATED:
             family.add_metric([snap.cluster, row.key, category], row.categories[category])
+    yield family
+
+
+def _idle_account_families(snap: Snapshot) -> Iterator[Metric]:
+    from prometheus_client.core import GaugeMetricFamily
+
+    idle = snap.idle_now
+    if not idle.measured:  # not measured: no series, not zeros
+        return
+    family = GaugeMetricFamily(
+        "gpuyield_allocated_idle_gpus_by_account",
+        "GPUs allocated to each account's jobs but measured idle at the end of the covered time "
+        '(the accounts with the most; the rest as account="(others)"; /api/idle-now lists jobs).',
+        labels=["cluster", "account"],
+    )
+    kept = idle.accounts[: snap.top_accounts]
+    for account in kept:
+        family.add_metric([snap.cluster, account.account], account.idle_gpus)
+    rest = idle.accounts[snap.top_accounts :]
+    if rest:
+        family.add_metric([snap.cluster, OTHERS], sum(a.idle_gpus for a in rest))
     yield family
 
 

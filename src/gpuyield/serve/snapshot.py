@@ -17,6 +17,7 @@ from gpuyield.ledger import backend_for, compute_ledger
 from gpuyield.ledger.now import DownNode, Waiting, down_at, waiting_at
 from gpuyield.report.breakdown import Breakdown, breakdown
 from gpuyield.report.document import report_json_text
+from gpuyield.report.idle_now import NOW_WINDOW_S, IdleNow, build_now, idle_now_json_text
 from gpuyield.report.summary import YieldReport, build_report, report_from_ledger
 
 DAY_S = 86400
@@ -24,9 +25,8 @@ DAY_S = 86400
 WINDOWS: tuple[tuple[str, int], ...] = (("1d", DAY_S), ("7d", 7 * DAY_S), ("30d", 30 * DAY_S))
 #: The HTML page at ``/`` shows this window.
 PAGE_WINDOW_S = 7 * DAY_S
-# "Now" is the last second of coverage: a one-second ledger gives the GPUs idle, down and
-# allocated at that instant with the same rules as every other figure.
-_NOW_S = 1
+# "Now" is the last second of coverage (NOW_WINDOW_S): a one-second ledger gives the GPUs idle,
+# down and allocated at that instant with the same rules as every other figure.
 _CLUSTERS = "SELECT cluster FROM nodes UNION SELECT cluster FROM cluster_events"
 
 
@@ -54,12 +54,18 @@ class Snapshot:
     """The rolling windows."""
     now: YieldReport
     """The last second of coverage."""
+    idle_now: IdleNow
+    """Who holds GPUs measured idle in that second (from the same ledger as ``now``)."""
+    idle_now_json: str
+    """``idle_now`` exactly as ``gpuyield idle-now --json`` prints it."""
     waiting: Waiting
     """Jobs waiting for GPUs at the capture time."""
     down_nodes: tuple[DownNode, ...]
     """Nodes out of service at the capture time."""
     accounts: Breakdown
     """GPU-seconds by account over the default window."""
+    top_accounts: int
+    """Accounts exported one by one (the rest summed as ``(others)``)."""
     page: str
     """The HTML report of the last 7 days (or a note saying why there is none)."""
     built_at_s: float
@@ -83,21 +89,23 @@ def build_snapshot(db: str | Path, *, top_accounts: int, with_page: bool = True)
         clusters = sorted(str(r[0]) for r in con.execute(_CLUSTERS).fetchall())
     finally:
         con.close()
-    end = report.window_end_s
     windows = tuple(
         WindowReport(name=name, report=window_report(db, report, length_s))
         for name, length_s in WINDOWS
     )
-    now = build_report(db, since_s=max(report.window_start_s, end - _NOW_S), until_s=end)
+    now = build_now(db, window_s=NOW_WINDOW_S)
     return Snapshot(
         cluster="+".join(clusters) or "unknown",
         report=report,
         report_json=report_json_text(report),
         windows=windows,
-        now=now,
+        now=now.report,
+        idle_now=now.idle,
+        idle_now_json=idle_now_json_text(now.idle),
         waiting=waiting,
         down_nodes=down_nodes,
         accounts=accounts,
+        top_accounts=top_accounts,
         page=render_page_html(db, report) if with_page else "",
         built_at_s=time.time(),
         build_duration_s=time.monotonic() - started,

@@ -1,0 +1,81 @@
+"""`gpuyield idle-now`: the jobs holding GPUs measured idle at the end of the covered time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpuyield.cli.collect import parse_duration
+
+_DB_HELP = "DuckDB file written by `gpuyield ingest`."
+
+
+def idle_now_command(
+    db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
+    window: Annotated[
+        str,
+        typer.Option(
+            help="How much of the end of the covered time to look at (1s, 15m, 1h). The default "
+            "is the instant `gpuyield serve`'s gauges show."
+        ),
+    ] = "1s",
+    top: Annotated[
+        int | None, typer.Option(help="Show the N jobs with the most idle GPUs (0: all).")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (the body of serve's /api/idle-now).")
+    ] = False,
+) -> None:
+    """Who holds idle GPUs now: jobs whose allocated GPUs utilization samples measured idle.
+
+    Needs `gpuyield ingest utilization`; without samples it says utilization is not measured
+    (docs/ledger.md, "Allocated but idle").
+    """
+    from gpuyield.cli._common import err_console, errors_mapped
+    from gpuyield.report.idle_now import build_idle_now, idle_now_json_text
+
+    with errors_mapped():
+        window_s = parse_duration(window, "--window")
+        with err_console.status(f"computing the ledger of {db}"):
+            result = build_idle_now(db, window_s=window_s, top=top)
+    if as_json:
+        typer.echo(idle_now_json_text(result))
+        return
+    _print(result)
+
+
+def _print(result: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from gpuyield.cli._common import console
+    from gpuyield.times import iso_utc as iso
+
+    if not result.measured:
+        console.print(escape(result.note))
+        return
+    console.print(
+        f"[bold]{result.idle_gpus:,.2f}[/] allocated GPUs measured idle "
+        f"({result.job_count} jobs) from {iso(result.window_start_s)} to {iso(result.window_end_s)}"
+    )
+    if not result.jobs:
+        return
+    table = Table()
+    for column in ("job", "user", "account", "partition", "nodes", "idle GPUs", "of", "idle"):
+        right = column in ("idle GPUs", "of", "idle")
+        table.add_column(column, justify="right" if right else "left")
+    for job in result.jobs:
+        table.add_row(
+            *(
+                escape(v or "")
+                for v in (job.job_id, job.user, job.account, job.partition, job.nodes)
+            ),
+            f"{job.idle_gpus:,.2f}",
+            f"{job.allocated_gpus:,.2f}",
+            f"{job.idle_share:.0%}",
+        )
+    console.print(table)
+    if result.top is not None and result.job_count > len(result.jobs):
+        console.print(f"{result.job_count - len(result.jobs)} more jobs: --top 0 shows all")
