@@ -302,10 +302,27 @@ def grouped(attributed: ir.Table, threshold: float) -> ir.Table:
     return attributed.group_by(["how", "job_key", "u_start_s", "u_end_s"]).aggregate(
         samples=attributed.count(),
         idle_samples=(attributed.active < threshold).sum(),
-        active_sum=attributed.active.sum(),
-        tensor_sum=attributed.tensor_active.sum(),
+        active_sum=_in_units(attributed.active).sum(),
+        tensor_sum=_in_units(attributed.tensor_active).sum(),
         tensor_samples=attributed.tensor_active.count(),
     )
+
+
+#: Activity is summed in billionths, weights in milliseconds, as integers: integer sums are exact,
+#: so the figures do not depend on the order in which parallel threads add them up (float sums
+#: did: two computations of one report differed in the 16th digit).
+_ACTIVITY_UNITS = 1_000_000_000
+_WEIGHT_UNITS = 1_000
+
+
+def _in_units(activity: ir.FloatingColumn) -> ir.IntegerColumn:
+    return (activity * _ACTIVITY_UNITS).round().cast("int64")
+
+
+def _exact_sum(weight_units: ir.IntegerColumn, amount: ir.IntegerColumn) -> ir.DecimalScalar:
+    """The sum of products, in 38 decimal digits (a product alone can pass 64 bits)."""
+    decimal = "decimal(38, 0)"
+    return (weight_units.cast(decimal) * amount.cast(decimal)).cast(decimal).sum()
 
 
 # What the cut carries of a group of samples (beside its interval).
@@ -379,15 +396,26 @@ def summarize(
         unallocated=counts.get("unallocated", 0),
         unattributed=counts.get("unattributed", 0) + unmatched,
     )
-    weight = (cut.end_s - cut.start_s) * cut.sign
+    weight = ((cut.end_s - cut.start_s) * cut.sign * _WEIGHT_UNITS).round().cast("int64")
     grouped_sums = cut.group_by(["category", "subcategory"]).aggregate(
-        measured=(weight * cut.samples.cast("float64")).sum(),
-        idle=(weight * cut.idle_samples.cast("float64")).sum(),
-        active=(weight * cut.active_sum).sum(),
-        tensor=(weight * cut.tensor_sum).sum(),
-        tensor_measured=(weight * cut.tensor_samples.cast("float64")).sum(),
+        measured=_exact_sum(weight, cut.samples),
+        idle=_exact_sum(weight, cut.idle_samples),
+        active=_exact_sum(weight, cut.active_sum),
+        tensor=_exact_sum(weight, cut.tensor_sum),
+        tensor_measured=_exact_sum(weight, cut.tensor_samples),
     )
-    return _summary(grouped_sums.to_pyarrow().to_pylist(), threshold, samples)
+    scales = {
+        "measured": _WEIGHT_UNITS,
+        "idle": _WEIGHT_UNITS,
+        "active": _WEIGHT_UNITS * _ACTIVITY_UNITS,
+        "tensor": _WEIGHT_UNITS * _ACTIVITY_UNITS,
+        "tensor_measured": _WEIGHT_UNITS,
+    }
+    rows = [
+        {k: (float(v) / scales[k] if k in scales and v is not None else v) for k, v in r.items()}
+        for r in grouped_sums.to_pyarrow().to_pylist()
+    ]
+    return _summary(rows, threshold, samples)
 
 
 def _summary(
