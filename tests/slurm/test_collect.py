@@ -113,7 +113,8 @@ def test_collect_stored_the_gpu_indices_of_running_jobs(lab_run: LabRun) -> None
         con.close()
     assert {(j, n, g) for j, n, g, _ in stored} == printed
     assert all(key is not None for *_, key in stored), "a GPU row matches no job run"
-    assert {n for _, n, _, _ in stored} >= {"n1", "n3"}  # nodes the workload shares
+    # Which nodes ran GPU jobs at a collection's instant is the scheduler's timing, not the
+    # code's: the shared-node case is pinned by the lab recording (tests/ledger/test_gpu_index.py).
     assert not clashes, f"two overlapping job runs hold the same GPU: {clashes}"
 
 
