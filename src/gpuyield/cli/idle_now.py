@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpuyield.cli.collect import parse_duration
+
+if TYPE_CHECKING:
+    from gpuyield.report.idle_now import IdleNow
 
 _DB_HELP = "DuckDB file written by `gpuyield ingest`."
 
@@ -34,9 +37,9 @@ def idle_now_command(
     (docs/ledger.md, "Allocated but idle").
     """
     from gpuyield.cli._common import err_console, errors_mapped
-    from gpuyield.report.idle_now import build_idle_now, idle_now_json_text
+    from gpuyield.report.idle_now import TOP_FIELD, WINDOW_FIELD, build_idle_now, idle_now_json_text
 
-    with errors_mapped():
+    with errors_mapped({WINDOW_FIELD: "--window", TOP_FIELD: "--top"}):
         window_s = parse_duration(window, "--window")
         with err_console.status(f"computing the ledger of {db}"):
             result = build_idle_now(db, window_s=window_s, top=top)
@@ -46,19 +49,20 @@ def idle_now_command(
     _print(result)
 
 
-def _print(result: Any) -> None:
+def _print(result: IdleNow) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from gpuyield.cli._common import console
     from gpuyield.times import iso_utc as iso
 
-    if not result.measured:
-        console.print(escape(result.note))
+    start_s, end_s = result.window_start_s, result.window_end_s
+    if not result.measured or start_s is None or end_s is None:  # a measured list has its window
+        console.print(escape(result.note or "utilization is not measured"))
         return
     console.print(
         f"[bold]{result.idle_gpus:,.2f}[/] allocated GPUs measured idle "
-        f"({result.job_count} jobs) from {iso(result.window_start_s)} to {iso(result.window_end_s)}"
+        f"({result.job_count} jobs) from {iso(start_s)} to {iso(end_s)}"
     )
     if not result.jobs:
         return

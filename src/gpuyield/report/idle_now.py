@@ -21,7 +21,7 @@ import ibis.expr.types as ir
 
 from gpuyield import store
 from gpuyield.categories import Category
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
 from gpuyield.ledger.utilization import ALLOCATED, has_samples
 from gpuyield.ledger.window import resolve_window
@@ -29,6 +29,9 @@ from gpuyield.report.summary import YieldReport, report_from_ledger
 
 #: The default window: the last second of coverage, as serve's "now" gauges.
 NOW_WINDOW_S = 1
+#: The fields errors name (the CLI maps them to ``--window``, ``--top``).
+WINDOW_FIELD = "idle_now.window_s"
+TOP_FIELD = "idle_now.top"
 #: The ``account`` of jobs that have none.
 NO_ACCOUNT = "(none)"
 NOT_MEASURED = (
@@ -136,10 +139,11 @@ def idle_now_json_text(result: IdleNow) -> str:
 
 
 def _check(window_s: int, top: int | None) -> None:
+    # Library errors name the library's fields; the CLI maps them to its flags.
     if window_s < 1:
-        raise InputError(f"--window must be 1 second or more, not {window_s}", hint="e.g. 15m")
+        raise FieldError(WINDOW_FIELD, f"must be 1 second or more, not {window_s}", example="900")
     if top is not None and top < 0:
-        raise InputError(f"--top must be 0 or more, not {top}", hint="0 shows every job")
+        raise FieldError(TOP_FIELD, f"must be 0 or more (0: every job), not {top}", example="10")
 
 
 def not_measured(window_s: int, top: int | None, note: str = NOT_MEASURED) -> IdleNow:
