@@ -47,7 +47,8 @@ _LAST_TIME = r"""'\[\s*"?(-?[0-9.eE+]+)"?\s*,\s*"[^"]*"\s*\]\s*\]\s*$'"""
 _DENSE_ENOUGH = (
     "len(vs) - 1 <= (TRY_CAST(vs[-1][1] AS DOUBLE) - TRY_CAST(vs[1][1] AS DOUBLE)) / {step_s}"
 )
-# Marks the errors the checks raise, to tell them from DuckDB's own.
+# Starts the message of every error the checks raise (seen only if the Python reader, which
+# then reads the files to name the fault, were to accept what DuckDB refused).
 REFUSED = "gpuyield: refused"
 # What the checks raise (``error()``) or a cast of a malformed point raises: read the files in
 # Python, which names what is wrong. Any other error (memory, disk) is the error to report.
