@@ -11,7 +11,9 @@ between failures are exponential and the whole run-year is a handful of numpy op
 * ``drop``: the job stalls ``detection_s``, then runs without the failed node's data-parallel replica
   until it rejoins after ``rejoin_s``; nothing since the last checkpoint is lost.
 * ``in-memory``: like restart, but from a peer's in-memory copy (every ``memory_interval_s``) after
-  ``memory_restart_s`` (Gemini, SOSP'23: goodput 85% to 97%).
+  ``memory_restart_s``: in-memory checkpoints as in Gemini (Wang et al., SOSP'23); Google
+  DeepMind's Gemini report (arXiv 2312.11805, a different Gemini) credits recovery "from an intact
+  model replica" with raising goodput "from 85% to 97%".
 
 Besides node failures, a share of failures needs a person (``manual_delay_s`` more), faults that
 a reboot does not clear need a replacement node (``replacement_s`` more, unless a hot spare
@@ -67,12 +69,18 @@ class JobModel:
     rollbacks_per_day: float = 0.0
     rollback_s: float = 0.0
     #: Policy in-memory: a peer's in-memory copy every ``memory_interval_s``, restart in
-    #: ``memory_restart_s`` (Gemini, SOSP'23); disk checkpoints still stall ``write_s``.
+    #: ``memory_restart_s`` (in-memory checkpoints, Gemini SOSP'23); disk checkpoints still stall
+    #: ``write_s``.
     memory_interval_s: float = 60.0
     memory_restart_s: float = 60.0
     #: Lemon nodes: this share of nodes fails ``lemon_factor`` times as often as the rest.
     lemon_share: float = 0.0
     lemon_factor: float = 1.0
+    #: Job size law of the failure table: the per-node rate is ``node_failures_per_day`` at
+    #: ``reference_nodes`` and scales as ``(num_nodes / reference_nodes) ** size_exponent``
+    #: (0: a constant rate per node), so a sweep over sizes applies it.
+    size_exponent: float = 0.0
+    reference_nodes: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("num_nodes", "duration_s", "interval_s", "replica_nodes"):
@@ -91,6 +99,8 @@ class JobModel:
             "rollbacks_per_day",
             "rollback_s",
             "memory_restart_s",
+            "size_exponent",
+            "reference_nodes",
         ):
             if not getattr(self, name) >= 0:
                 raise InputError(f"model.{name} must be >= 0", hint="fix the sweep parameters")
@@ -103,12 +113,25 @@ class JobModel:
             raise InputError("model.lemon_factor must be >= 1", hint="e.g. 5 (lemons fail 5x)")
         if not self.memory_interval_s > 0:
             raise InputError("model.memory_interval_s must be > 0", hint="e.g. 60")
+        if self.size_exponent and not self.reference_nodes > 0:
+            raise InputError(
+                "model.reference_nodes must be > 0 with a size_exponent",
+                hint="the job size at which node_failures_per_day was observed",
+            )
+
+    @property
+    def size_factor(self) -> float:
+        """How much the job's size multiplies the per-node rate (1 without a size law)."""
+        if not self.size_exponent:
+            return 1.0
+        return float((self.num_nodes / self.reference_nodes) ** self.size_exponent)
 
     @property
     def failure_rate_per_s(self) -> float:
         """Job failure rate (N * r, lemons included), per second."""
         lemons = 1.0 + self.lemon_share * (self.lemon_factor - 1.0)
-        return self.num_nodes * self.node_failures_per_day * lemons / SECONDS_PER_DAY
+        per_node = self.node_failures_per_day * self.size_factor
+        return self.num_nodes * per_node * lemons / SECONDS_PER_DAY
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
