@@ -27,7 +27,11 @@ def write_pt_main(path: Path) -> Path:
 def test_the_manual_shows_what_the_scan_finds(tmp_path: Path) -> None:
     result = scan(write_pt_main(tmp_path / "pt-main.jsonl"))
     text = DOCS.read_text(encoding="utf-8")
-    rows = re.findall(r"^│ (\d+)\s+│ (\w+)\s+│ (\w+)\s+│ ([\d.]+)\s+│ ([\d.]+)\s+│ ([\d.]+)\s+│ (\d+)\s+│ (\d+)", text, re.M)
+    rows = re.findall(
+        r"^│ (\d+)\s+│ (\w+)\s+│ (\w+)\s+│ ([\d.]+)\s+│ ([\d.]+)\s+│ ([\d.]+)\s+│ (\d+)\s+│ (\d+)",
+        text,
+        re.M,
+    )
     shown = [(int(a), b, c, d, e, f, int(g), int(h)) for a, b, c, d, e, f, g, h in rows]
     found = [
         (
