@@ -94,3 +94,24 @@ def test_common_random_numbers_pair_the_policies_within_a_seed() -> None:
     # On the same draws, dropping the failed replica beats restarting at 100k GPUs.
     draws = draw(case_model(sync), case_rng(sync, 0))
     assert run_drawn(case_model(drop), draws).ettr > run_drawn(case_model(sync), draws).ettr + 0.3
+
+
+def test_drop_counts_overlapping_stalls_once_and_never_goes_negative() -> None:
+    from gpuyield.simulate.ettr import JobModel, _drop
+
+    model = JobModel(
+        num_nodes=100,
+        node_failures_per_day=0.01,
+        duration_s=864_000.0,
+        policy=Policy.DROP,
+        detection_s=100.0,
+        rejoin_s=1000.0,
+        replica_nodes=10,
+    )
+    # Stalls [1000, 1100) and [1050, 1150) are one stall of 150 s; replicas are out over
+    # [1100, 2100) and [1150, 2150): 1 of 10 for 50 s (inside the stall), 2 for 950 s, 1 for 50 s.
+    lost = 150 + 950 * 0.2 + 50 * 0.1
+    assert _drop(model, np.array([1000.0, 1050.0])).productive_s == pytest.approx(864_000 - lost)
+    # A failure every few seconds stalls the whole window: ETTR 0, not below.
+    burst = _drop(model, np.arange(0.0, 864_000.0, 50.0))
+    assert burst.productive_s == pytest.approx(0.0, abs=1.0)

@@ -258,12 +258,28 @@ def _in_memory_kept(
 
 
 def _drop(model: JobModel, fails: np.ndarray) -> ModelResult:
+    """Every replica stalls ``detection_s`` after a failure; then the failed node's replica is out
+    until it rejoins. Productive time is the integral, over the window, of "not stalled" times the
+    share of replicas training: overlapping stalls count once, and never more replicas are out than
+    there are (at a failure every minute, summing each failure's loss counted time twice)."""
     replicas = max(model.num_nodes // model.replica_nodes, 1)
-    stall = np.minimum(model.detection_s, model.duration_s - fails)
-    reduced = np.clip(model.duration_s - fails - model.detection_s, 0.0, model.rejoin_s)
-    lost = float(stall.sum() + reduced.sum() / replicas)
+    end = model.duration_s
+    stall_end = fails + model.detection_s
+    out_end = stall_end + model.rejoin_s
+    edges = np.unique(np.clip(np.concatenate(([0.0, end], fails, stall_end, out_end)), 0.0, end))
+    starts, widths = edges[:-1], np.diff(edges)
+    # Failures with f <= t < f + detection (stalled) and with f + detection <= t < f + detection
+    # + rejoin (a replica out), for each piece [t, t + width) between consecutive edges.
+    order = np.sort(fails)
+    stalled = np.searchsorted(order, starts, side="right") - np.searchsorted(
+        np.sort(stall_end), starts, side="right"
+    )
+    out = np.searchsorted(np.sort(stall_end), starts, side="right") - np.searchsorted(
+        np.sort(out_end), starts, side="right"
+    )
+    training = np.where(stalled > 0, 0.0, 1.0 - np.minimum(out, replicas) / replicas)
     write_share = model.write_s / model.interval_s
-    productive = (model.duration_s - lost) * (1.0 - write_share)
+    productive = float((training * widths).sum()) * (1.0 - write_share)
     checkpoints = int(model.duration_s // model.interval_s)
     return _result(model, int(fails.size), checkpoints, productive)
 
