@@ -1,0 +1,104 @@
+"""Slurm's text formats over whole columns: the formats of ``slurm_text``, one Arrow array at a time.
+
+A cluster-year holds millions of sacct rows; formatting them one f-string at a time took longer
+than simulating them. Here every field is an Arrow string array built by C++ kernels (integer
+casts, ``take`` from small tables, element-wise joins), byte for byte what the scalar functions of
+``slurm_text`` print (``tests/simulate/test_slurm_columns.py`` compares them on random inputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_DAY_S = 86400
+#: ``HH:MM:SS`` of every second of a day: a time of day or the clock part of a duration is one
+#: ``take`` from it.
+_CLOCK = pa.array(
+    [f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}" for s in range(_DAY_S)], type=pa.string()
+)
+
+
+def join(*parts: pa.Array | str, sep: str = "") -> pa.Array:
+    """Element-wise concatenation of string arrays (and constant strings) with ``sep`` between."""
+    return pc.binary_join_element_wise(*parts, sep)
+
+
+def ints(values: np.ndarray) -> pa.Array:
+    """Integers as Python's ``str`` prints them."""
+    return pc.cast(pa.array(np.asarray(values, dtype=np.int64)), pa.string())
+
+
+def lookup(keys: np.ndarray, text: Callable[[int], str]) -> pa.Array:
+    """``text(key)`` for every key, formatting each distinct key once (keys from a small set:
+    GPU counts, users, states)."""
+    distinct, index = np.unique(np.asarray(keys, dtype=np.int64), return_inverse=True)
+    table = pa.array([text(k) for k in distinct.tolist()], type=pa.string())
+    return table.take(pa.array(index.reshape(-1)))
+
+
+def choose(mask: np.ndarray, when_true: pa.Array | str, when_false: pa.Array | str) -> pa.Array:
+    """``when_true`` where ``mask`` holds, else ``when_false`` (arrays or constant strings)."""
+    return pc.if_else(pa.array(np.asarray(mask, dtype=bool)), when_true, when_false)
+
+
+def times(epoch_s: np.ndarray) -> pa.Array:
+    """Epoch seconds as ``YYYY-MM-DDTHH:MM:SS`` (``slurm_text.time1`` of every value)."""
+    epoch_s = np.asarray(epoch_s, dtype=np.int64)
+    days, clock = np.divmod(epoch_s, _DAY_S)
+    dates = lookup(days, lambda d: str(np.datetime64(d, "D")))
+    return join(dates, _CLOCK.take(pa.array(clock)), sep="T")
+
+
+def durations(seconds: np.ndarray) -> pa.Array:
+    """``[D-]HH:MM:SS`` of every value (``slurm_text.duration``, negative values included)."""
+    days, clock = np.divmod(np.asarray(seconds, dtype=np.int64), _DAY_S)
+    hms = _CLOCK.take(pa.array(clock))
+    return choose(days != 0, join(ints(days), hms, sep="-"), hms)
+
+
+def hostlists(nodes: np.ndarray, counts: np.ndarray, prefix: str, width: int) -> pa.Array:
+    """Slurm hostlists of consecutive groups of node indices (``slurm_text.hostlist`` of each).
+
+    Row i holds the next ``counts[i]`` entries of ``nodes``, strictly increasing (as the
+    scheduler stores them); a row with no nodes is ``None assigned``.
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    ends = np.cumsum(counts)
+    first = np.zeros(nodes.size, dtype=bool)
+    first[(ends - counts)[counts > 0]] = True
+    step = np.diff(nodes, prepend=np.int64(-2))
+    if np.any((step <= 0) & ~first):
+        raise AssertionError("hostlists: a row's nodes are not strictly increasing")
+    run_start = first | (step != 1)
+    lo = np.flatnonzero(run_start)
+    hi = np.append(lo[1:], nodes.size)[: lo.size] - 1  # a run ends where the next one starts
+    low, high = _numbers(nodes[lo] + 1, width), _numbers(nodes[hi] + 1, width)
+    runs = choose(lo == hi, low, join(low, high, sep="-"))
+    runs_per_row = np.bincount(np.searchsorted(ends, lo, side="right"), minlength=counts.size)
+    offsets = np.concatenate(([0], np.cumsum(runs_per_row))).astype(np.int32)
+    listed = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), runs), ",")
+    many = join(prefix + "[", listed, "]")
+    named = choose(counts == 1, join(prefix, listed), many)
+    return choose(counts == 0, "None assigned", named)
+
+
+def _numbers(values: np.ndarray, width: int) -> pa.Array:
+    """Node numbers zero-padded to ``width`` digits, as ``slurm_text.node_name`` pads them."""
+    return pc.utf8_lpad(ints(values), width=width, padding="0")
+
+
+def lines_bytes(lines: pa.Array) -> tuple[memoryview, np.ndarray]:
+    """The bytes of a string array (no nulls) and where each element starts in them: lines ending
+    in a newline are then written with one call, or cut at any element boundary."""
+    if lines.null_count:
+        raise AssertionError("lines_bytes: a line is null")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[
+        lines.offset : lines.offset + len(lines) + 1
+    ]
+    data = memoryview(lines.buffers()[2])
+    return data, offsets
