@@ -42,10 +42,17 @@ def test_ints_print_as_python(values: list[int]) -> None:
     assert sc.ints(np.array(values, dtype=np.int64)).to_pylist() == [str(v) for v in values]
 
 
-@given(hs.lists(hs.integers(0, 50), max_size=60))
-def test_lookup_formats_each_key(keys: list[int]) -> None:
-    got = sc.lookup(np.array(keys, dtype=np.int64), lambda k: f"<{k}>").to_pylist()
-    assert got == [f"<{k}>" for k in keys]
+_KEYS = hs.lists(hs.tuples(hs.integers(-50, 50), hs.integers(0, 3), hs.integers(0, 10**6)))
+
+
+@given(_KEYS)
+def test_lookup_formats_each_combination(keys: list[tuple[int, int, int]]) -> None:
+    # Small and large key ranges: a table of every code, or a sort.
+    columns = [np.array(c, dtype=np.int64) for c in zip(*keys, strict=True)] or [np.zeros(0)] * 3
+    got = sc.lookup(lambda a, b, c: f"{a}/{b}/{c}", *columns).to_pylist()
+    assert got == [f"{a}/{b}/{c}" for a, b, c in keys]
+    single = sc.lookup(lambda a: f"<{a}>", columns[0]).to_pylist()
+    assert single == [f"<{a}>" for a, _, _ in keys]
 
 
 _ROWS = hs.lists(hs.frozensets(hs.integers(0, 120), max_size=12), max_size=25)

@@ -107,22 +107,22 @@ def _research_batch(result: SimulationResult, idx: np.ndarray) -> pa.Array:
     fields = (
         job_id,
         job_id,
-        sc.lookup(num_gpus, lambda g: f"exp-{g}g"),
-        sc.lookup(user, _user_fields),
-        sc.lookup(_pair(state, user), _state_fields),
+        sc.lookup(lambda g: f"exp-{g}g", num_gpus),
+        sc.lookup(_user_fields, user),
+        sc.lookup(_state_fields, state, user),
         submitted,
         submitted,
         sc.choose(started, sc.times(np.where(start >= 0, start, 0)), "Unknown"),
         sc.choose(running, "Unknown", sc.times(np.where(stop >= 0, stop, 0))),
         sc.ints(elapsed),
         sc.durations(elapsed),
-        sc.lookup(jobs.time_limit_s[job] // 60, lambda m: f"{m}|{st.duration(m * 60)}"),
-        sc.lookup(_pair(num_gpus, 2 * num_nodes + started), _allocation_fields),
+        sc.lookup(lambda m: f"{m}|{st.duration(m * 60)}", jobs.time_limit_s[job] // 60),
+        sc.lookup(_allocation_fields, num_gpus, num_nodes, started),
         _node_lists(result, idx, started, num_nodes),
-        sc.lookup(num_nodes, lambda n: f"{n}|{n}"),
+        sc.lookup(lambda n: f"{n}|{n}", num_nodes),
         sc.join("run=r", job_id),
-        sc.lookup(rows.requeued[idx], lambda r: _reason_fields(bool(r), scenario.cluster)),
-        sc.lookup(user, lambda u: f"/home/u{u:02d}"),
+        sc.lookup(lambda r: _reason_fields(bool(r), scenario.cluster), rows.requeued[idx]),
+        sc.lookup(lambda u: f"/home/u{u:02d}", user),
         sc.join(_sbatch_prefix(num_gpus), job_id, " exp.sh"),
         "",
         sc.join(sc.ints(elapsed * cpus), "\n"),
@@ -130,34 +130,22 @@ def _research_batch(result: SimulationResult, idx: np.ndarray) -> pa.Array:
     return sc.join(*fields, sep="|")
 
 
-def _pair(high: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """Two small non-negative integer columns as one lookup key (``_split`` undoes it)."""
-    return (np.asarray(high, dtype=np.int64) << 32) | np.asarray(low, dtype=np.int64)
-
-
-def _split(key: int) -> tuple[int, int]:
-    return key >> 32, key & 0xFFFFFFFF
-
-
 def _user_fields(user: int) -> str:
     """User, UID, Group, Account, Partition, QOS of a research user."""
     return f"u{user:02d}|{2000 + user}|u{user:02d}|research|research|normal"
 
 
-def _state_fields(key: int) -> str:
-    """State, ExitCode, DerivedExitCode of a (state code, user) key: a cancelled job names the
-    user who cancelled it."""
-    state, user = _split(key)
+def _state_fields(state: int, user: int) -> str:
+    """State, ExitCode, DerivedExitCode of a state code: a cancelled job names the user who
+    cancelled it."""
     name = STATE_NAMES[state]
     text = f"CANCELLED by {2000 + user}" if state == S_CANCELLED else name
     return f"{text}|{_EXIT.get(name, '0:0')}|0:0"
 
 
-def _allocation_fields(key: int) -> str:
-    """AllocTRES, ReqTRES, AllocCPUS, ReqCPUS, ReqMem of a (GPUs, 2 x nodes + started) key: a job
-    that never started has requested resources and no allocated ones."""
-    num_gpus, low = _split(key)
-    num_nodes, started = low >> 1, bool(low & 1)
+def _allocation_fields(num_gpus: int, num_nodes: int, started: int) -> str:
+    """AllocTRES, ReqTRES, AllocCPUS, ReqCPUS, ReqMem: a job that never started has requested
+    resources and no allocated ones."""
     req = st.tres(num_gpus, num_nodes)
     cpus = num_gpus * st.CPUS_PER_GPU
     alloc, alloc_cpus = (req, cpus) if started else ("", 0)
@@ -170,7 +158,7 @@ def _reason_fields(requeued: bool, cluster: str) -> str:
 
 
 def _sbatch_prefix(num_gpus: np.ndarray) -> pa.Array:
-    return sc.lookup(num_gpus, lambda g: f"sbatch --gres=gpu:{g} --comment=run=r")
+    return sc.lookup(lambda g: f"sbatch --gres=gpu:{g} --comment=run=r", num_gpus)
 
 
 def _node_lists(
@@ -197,15 +185,27 @@ def _lineage_lines(result: SimulationResult) -> Iterator[tuple[_Key, str]]:
         for i, row in enumerate(run.rows)
     )
     end = result.scenario.end_s
-    naming = st.node_namer(result.scenario.fleet.node_prefix, result.scenario.fleet.num_nodes)
-    prefix, width = naming.prefix, naming.width
     cluster = result.scenario.cluster
     gpn = result.scenario.fleet.gpus_per_node
-    for key, row in rows:
-        yield key, _lineage_line(row, end, prefix, width, cluster, gpn)
+    node_lists = _lineage_node_lists(result, [row for _, row in rows])
+    for (key, row), node_list in zip(rows, node_lists, strict=True):
+        yield key, _lineage_line(row, end, node_list, cluster, gpn)
 
 
-def _lineage_line(row: JobRow, end: int, prefix: str, width: int, cluster: str, gpn: int) -> str:
+def _lineage_node_lists(result: SimulationResult, rows: list[JobRow]) -> list[str]:
+    """NodeList of lineage rows, formatted together (a row of a 24k-GPU run holds 3k nodes)."""
+    held = [
+        np.unique(np.asarray(row.nodes if row.start_s is not None else (), dtype=np.int64))
+        for row in rows
+    ]
+    naming = st.node_namer(result.scenario.fleet.node_prefix, result.scenario.fleet.num_nodes)
+    nodes = np.concatenate(held) if held else np.zeros(0, dtype=np.int64)
+    counts = np.array([h.size for h in held], dtype=np.int64)
+    texts: list[str] = sc.hostlists(nodes, counts, naming.prefix, naming.width).to_pylist()
+    return texts
+
+
+def _lineage_line(row: JobRow, end: int, node_list: str, cluster: str, gpn: int) -> str:
     started = row.start_s is not None
     elapsed = 0
     if row.start_s is not None:
@@ -240,7 +240,7 @@ def _lineage_line(row: JobRow, end: int, prefix: str, width: int, cluster: str, 
             cpus if started else 0,
             cpus,
             f"{row.num_gpus * st.MEM_GB_PER_GPU}G",
-            st.hostlist(row.nodes, prefix, width) if started else "None assigned",
+            node_list,
             nodes,
             nodes,
             f"run={row.run}",

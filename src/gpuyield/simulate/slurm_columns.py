@@ -8,6 +8,7 @@ casts, ``take`` from small tables, element-wise joins), byte for byte what the s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -32,12 +33,38 @@ def ints(values: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(np.asarray(values, dtype=np.int64)), pa.string())
 
 
-def lookup(keys: np.ndarray, text: Callable[[int], str]) -> pa.Array:
-    """``text(key)`` for every key, formatting each distinct key once (keys from a small set:
-    GPU counts, users, states)."""
-    distinct, index = np.unique(np.asarray(keys, dtype=np.int64), return_inverse=True)
-    table = pa.array([text(k) for k in distinct.tolist()], type=pa.string())
-    return table.take(pa.array(index.reshape(-1)))
+def lookup(text: Callable[..., str], *keys: np.ndarray) -> pa.Array:
+    """``text(a, b, ...)`` for every row of the integer key columns ``keys``, formatting each
+    distinct combination once: the keys come from small sets (GPU counts, users, states, days)."""
+    columns = [np.asarray(k, dtype=np.int64) for k in keys]
+    # One integer code per row (mixed radix over each column's range), decoded once per distinct
+    # code.
+    low = [int(c.min()) if c.size else 0 for c in columns]
+    radix = [int(c.max()) - lo + 1 if c.size else 1 for c, lo in zip(columns, low, strict=True)]
+    code = np.zeros(columns[0].size, dtype=np.int64)
+    for column, lo, r in zip(columns, low, radix, strict=True):
+        code = code * r + (column - lo)
+    size = math.prod(radix)
+    if size >= 2**62:
+        raise ValueError("lookup: the key columns span too many combinations for one code")
+    distinct, index = _distinct(code, size)
+    values = []
+    for lo, r in zip(reversed(low), reversed(radix), strict=True):
+        distinct, digit = np.divmod(distinct, r)
+        values.append((digit + lo).tolist())
+    table = pa.array([text(*v) for v in zip(*reversed(values), strict=True)], type=pa.string())
+    return table.take(pa.array(index))
+
+
+def _distinct(code: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct codes (sorted) and each code's index among them: by a table of every
+    possible code when there are few (linear time), else by sorting."""
+    if size > max(1 << 16, code.size):
+        distinct, index = np.unique(code, return_inverse=True)
+        return distinct, index.reshape(-1)
+    present = np.zeros(size, dtype=bool)
+    present[code] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[code]
 
 
 def choose(mask: np.ndarray, when_true: pa.Array | str, when_false: pa.Array | str) -> pa.Array:
@@ -49,7 +76,7 @@ def times(epoch_s: np.ndarray) -> pa.Array:
     """Epoch seconds as ``YYYY-MM-DDTHH:MM:SS`` (``slurm_text.time1`` of every value)."""
     epoch_s = np.asarray(epoch_s, dtype=np.int64)
     days, clock = np.divmod(epoch_s, _DAY_S)
-    dates = lookup(days, lambda d: str(np.datetime64(d, "D")))
+    dates = lookup(lambda d: str(np.datetime64(d, "D")), days)
     return join(dates, _CLOCK.take(pa.array(clock)), sep="T")
 
 
