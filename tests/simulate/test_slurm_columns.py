@@ -76,11 +76,12 @@ def test_hostlists_refuse_unsorted_rows() -> None:
     assert sc.hostlists(np.array([5, 1]), np.array([1, 1]), "n", 1).to_pylist() == ["n6", "n2"]
 
 
-def test_lines_bytes_of_a_slice() -> None:
+def test_text_buffer_of_a_slice() -> None:
     lines = pa.array(["a\n", "bb\n", "ccc\n", "d\n"]).slice(1, 2)
-    data, offsets = sc.lines_bytes(lines)
-    assert bytes(data[int(offsets[0]) : int(offsets[-1])]) == b"bb\nccc\n"
-    assert offsets.size == 3
+    text = sc.text_buffer(lines)
+    assert bytes(text.data[int(text.offsets[0]) : int(text.offsets[-1])]) == b"bb\nccc\n"
+    assert bytes(text.data[int(text.offsets[1]) : int(text.offsets[2])]) == b"ccc\n"
+    assert text.offsets.size == 3
 
 
 @pytest.fixture(scope="module")

@@ -58,14 +58,14 @@ def _write_batch(
 ) -> int:
     """Write one batch of research lines with the lineage lines that fall inside it; returns the
     index of the first lineage line not written yet."""
-    data, offsets = sc.lines_bytes(lines)
-    done = int(offsets[0])
+    text = sc.text_buffer(lines)
+    done = int(text.offsets[0])
     while cut < len(lineage) and at[cut] < first + len(lines):
-        upto = int(offsets[int(at[cut]) - first])
-        fh.write(data[done:upto])
+        upto = int(text.offsets[int(at[cut]) - first])
+        fh.write(text.data[done:upto])
         fh.write(lineage[cut][1].encode() + b"\n")
         done, cut = upto, cut + 1
-    fh.write(data[done : int(offsets[-1])])
+    fh.write(text.data[done : int(text.offsets[-1])])
     return cut
 
 

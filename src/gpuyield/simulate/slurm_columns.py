@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -119,13 +120,22 @@ def _numbers(values: np.ndarray, width: int) -> pa.Array:
     return pc.utf8_lpad(ints(values), width=width, padding="0")
 
 
-def lines_bytes(lines: pa.Array) -> tuple[memoryview, np.ndarray]:
-    """The bytes of a string array (no nulls) and where each element starts in them: lines ending
-    in a newline are then written with one call, or cut at any element boundary."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextBuffer:
+    """The bytes of a string array: lines ending in a newline are written with one call, or cut
+    at any element boundary."""
+
+    data: memoryview
+    offsets: np.ndarray
+    """Element i is ``data[offsets[i]:offsets[i + 1]]`` (one more offset than elements)."""
+
+
+def text_buffer(lines: pa.Array) -> TextBuffer:
+    """The buffer behind a string array without nulls (no copy)."""
     if lines.null_count:
-        raise AssertionError("lines_bytes: a line is null")
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[
-        lines.offset : lines.offset + len(lines) + 1
-    ]
-    data = memoryview(lines.buffers()[2])
-    return data, offsets
+        raise AssertionError("text_buffer: a line is null")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    return TextBuffer(
+        data=memoryview(lines.buffers()[2]),
+        offsets=offsets[lines.offset : lines.offset + len(lines) + 1],
+    )
