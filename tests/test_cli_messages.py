@@ -76,4 +76,3 @@ def test_a_usage_error_is_one_plain_line_off_a_terminal(long_tmp: Path) -> None:
     assert "╭" not in proc.stderr
     (line,) = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
     assert "'--top'" in line and "integer" in line
-

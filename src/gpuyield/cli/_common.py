@@ -10,13 +10,14 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from gpuyield.errors import FieldError, GpuyieldError
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
+
 
 class _Console(Console):
     """Rich's console, except that a message is never re-wrapped off a terminal.
