@@ -22,7 +22,16 @@ from gpuyield.estimate.numbers import (
     require_fraction,
     require_positive,
 )
-from gpuyield.estimate.worksheet import DOWN, UP, Step, Worksheet, compute, given
+from gpuyield.estimate.worksheet import (
+    DOWN,
+    UP,
+    Step,
+    Worksheet,
+    compute,
+    given,
+    propagate,
+    show,
+)
 
 #: The essay's standard estimate: "we take 40% of the bf16 Flops".
 DEFAULT_MFU = 0.4
@@ -61,6 +70,9 @@ class TrainEstimate:
     implied_step_mfu: Range | None
     #: The shown work.
     worksheet: Worksheet
+    #: What the output must not be read without (each also a worksheet note): an implied
+    #: training-step MFU bounded by the peak, and why.
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
@@ -81,6 +93,8 @@ class TrainEstimate:
             "gpu_hours_range": f"effective, all-in MFU of {self.effective_basis}",
         }
         data["worksheet"] = self.worksheet.to_json()
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data
 
 
@@ -155,9 +169,12 @@ def estimate_train(
         steps += _batch_steps(inputs, b, peak, mfu_r)
     if price_per_gpu_hour is not None:
         steps += _cost_steps(hours.value, price_per_gpu_hour)
+    warnings: tuple[str, ...] = ()
     if inputs.reported is not None:
-        steps += _reported_steps(inputs, inputs.reported, flops.value, peak)
-    return _result(inputs, steps, effective)
+        reported_steps, warning = _reported_steps(inputs, inputs.reported, flops.value, peak)
+        steps += reported_steps
+        warnings = (warning,) if warning else ()
+    return _result(inputs, steps, effective, warnings)
 
 
 def _chip(chip: Accelerator | None) -> Accelerator:
@@ -169,7 +186,9 @@ def _bf16(chip: Accelerator | None) -> Range:
     return Range.point(_chip(chip).peak_tflops_bf16)
 
 
-def _result(inputs: _Inputs, steps: list[Step], effective: EffectiveMfu) -> TrainEstimate:
+def _result(
+    inputs: _Inputs, steps: list[Step], effective: EffectiveMfu, warnings: tuple[str, ...]
+) -> TrainEstimate:
     results = {step.name: step.value for step in steps}
     return TrainEstimate(
         gpu_hours_range=results["gpu_hours_effective"],
@@ -185,7 +204,10 @@ def _result(inputs: _Inputs, steps: list[Step], effective: EffectiveMfu) -> Trai
         cost_usd=results.get("cost_usd"),
         implied_mfu=results.get("implied_mfu"),
         reported_wall_days=results.get("reported_wall_days"),
-        worksheet=Worksheet(title=_title(inputs), steps=tuple(steps), notes=_notes(inputs)),
+        worksheet=Worksheet(
+            title=_title(inputs), steps=tuple(steps), notes=(*warnings, *_notes(inputs))
+        ),
+        warnings=warnings,
     )
 
 
@@ -468,7 +490,11 @@ def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Ste
     return steps
 
 
-def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range) -> list[Step]:
+def _reported_steps(
+    inputs: _Inputs, reported: Range, flops: Range, peak: Range
+) -> tuple[list[Step], str]:
+    implied = _implied_mfu_step(inputs, reported, flops, peak)
+    step_mfu, warning = _step_mfu_step(implied.value)
     steps = [
         given(
             "reported_gpu_hours",
@@ -477,20 +503,9 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
             "GPU-h",
             inputs.reported_source,
         ),
-        compute(
-            "implied_mfu",
-            "effective (all-in) MFU implied by reported hours",
-            "MFU = C / (H_r * 3600 * peak)",
-            "{flops} / ({gpu_hours} * 3600 * {peak_tflops}e12)",
-            f.implied_mfu,
-            {"flops": UP, "gpu_hours": DOWN, "peak_tflops": DOWN},
-            "%",
-            flops=flops,
-            gpu_hours=reported,
-            peak_tflops=peak,
-        ),
+        implied,
+        step_mfu,
     ]
-    steps.append(_step_mfu_step(steps[-1].value))
     if inputs.num_gpus is not None:
         steps.append(
             compute(
@@ -505,22 +520,77 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
                 num_gpus=inputs.num_gpus,
             )
         )
-    return steps
+    return steps, warning
 
 
-def _step_mfu_step(implied: Range) -> Step:
+def _implied_mfu_step(inputs: _Inputs, reported: Range, flops: Range, peak: Range) -> Step:
+    step = compute(
+        "implied_mfu",
+        "effective (all-in) MFU implied by reported hours",
+        "MFU = C / (H_r * 3600 * peak)",
+        "{flops} / ({gpu_hours} * 3600 * {peak_tflops}e12)",
+        f.implied_mfu,
+        {"flops": UP, "gpu_hours": DOWN, "peak_tflops": DOWN},
+        "%",
+        flops=flops,
+        gpu_hours=reported,
+        peak_tflops=peak,
+    )
+    if step.value.high > 1:
+        # More compute than the chips' peak could do in those hours: an input is wrong.
+        where = (
+            "--reported-gpu-hours"
+            if inputs.reported_source == "given"
+            else f"the catalog's reported_gpu_hours of {_model_id(inputs)}"
+        )
+        raise InputError(
+            f"{where} ({show(reported, 'GPU-h')}) would mean an MFU of up to "
+            f"{step.value.high:.0%}: more than the chips' peak can do in those hours",
+            hint="check the hours, --params, --tokens and --accelerator (or the catalog entry)",
+        )
+    return step
+
+
+def _model_id(inputs: _Inputs) -> str:
+    return inputs.model.id if inputs.model is not None else "the model"
+
+
+#: The most a step can achieve: the chips' dense peak.
+_PEAK_MFU = 1.0
+
+
+def _step_mfu_step(implied: Range) -> tuple[Step, str]:
+    """The training-step MFU implied by reported hours, and a warning when a ratio cannot apply.
+
+    Dividing by the lowest effective/step ratio of runs that report both (a run that lost much
+    of its time to restarts) can put a run that lost little above the chips' peak (Llama 3.1
+    405B: 129%). No step exceeds the peak, so that ratio cannot describe the run: the range ends
+    at 100% and the output says why, instead of printing an impossible figure.
+    """
     ratio = step_to_effective_ratio()
-    return compute(
+    directions = {"mfu": UP, "ratio": DOWN}
+    raw = propagate(lambda mfu, ratio: mfu / ratio, directions, mfu=implied, ratio=ratio)
+    if raw.high <= _PEAK_MFU:
+        formula, template, warning = "MFU_step = MFU_eff / r", "{mfu} / {ratio}", ""
+    else:
+        formula, template = "MFU_step = min(MFU_eff / r, 100%)", "min({mfu} / {ratio}, 100%)"
+        warning = (
+            f"warning: the implied training-step MFU ends at 100% (the peak): the lowest effective/step "
+            f"ratio of runs that report both ({ratio.low:.3g}) would put this run at "
+            f"{raw.high:.0%} of peak, which no step can reach, so that ratio cannot describe it."
+        )
+    step = compute(
         "implied_step_mfu",
         "training-step MFU implied (effective / ratio of runs reporting both)",
-        "MFU_step = MFU_eff / r",
-        "{mfu} / {ratio}",
-        lambda mfu, ratio: mfu / ratio,
-        {"mfu": UP, "ratio": DOWN},
+        formula,
+        template,
+        lambda mfu, ratio: min(mfu / ratio, _PEAK_MFU),
+        directions,
         "%",
         mfu=implied,
         ratio=ratio,
     )
+    return step, warning
 
 
 def _src(model: Model | None, field_name: str) -> str:
