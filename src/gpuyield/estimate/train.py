@@ -14,7 +14,8 @@ from gpuyield.estimate.catalog import (
     get_model,
     parse_precision,
 )
-from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for, step_to_effective_ratio
+from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for
+from gpuyield.estimate.implied import implied_mfu_step, step_mfu_step
 from gpuyield.estimate.numbers import (
     NumberLike,
     Range,
@@ -22,16 +23,7 @@ from gpuyield.estimate.numbers import (
     require_fraction,
     require_positive,
 )
-from gpuyield.estimate.worksheet import (
-    DOWN,
-    UP,
-    Step,
-    Worksheet,
-    compute,
-    given,
-    propagate,
-    show,
-)
+from gpuyield.estimate.worksheet import DOWN, UP, Step, Worksheet, compute, given
 
 #: The essay's standard estimate: "we take 40% of the bf16 Flops".
 DEFAULT_MFU = 0.4
@@ -493,8 +485,13 @@ def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Ste
 def _reported_steps(
     inputs: _Inputs, reported: Range, flops: Range, peak: Range
 ) -> tuple[list[Step], str]:
-    implied = _implied_mfu_step(inputs, reported, flops, peak)
-    step_mfu, warning = _step_mfu_step(implied.value)
+    where = (
+        "--reported-gpu-hours"
+        if inputs.reported_source == "given"
+        else f"the catalog's reported_gpu_hours of {inputs.model.id if inputs.model else 'the model'}"
+    )
+    implied = implied_mfu_step(reported, flops, peak, where=where)
+    step_mfu = step_mfu_step(implied.value)
     steps = [
         given(
             "reported_gpu_hours",
@@ -504,7 +501,7 @@ def _reported_steps(
             inputs.reported_source,
         ),
         implied,
-        step_mfu,
+        step_mfu.step,
     ]
     if inputs.num_gpus is not None:
         steps.append(
@@ -520,77 +517,7 @@ def _reported_steps(
                 num_gpus=inputs.num_gpus,
             )
         )
-    return steps, warning
-
-
-def _implied_mfu_step(inputs: _Inputs, reported: Range, flops: Range, peak: Range) -> Step:
-    step = compute(
-        "implied_mfu",
-        "effective (all-in) MFU implied by reported hours",
-        "MFU = C / (H_r * 3600 * peak)",
-        "{flops} / ({gpu_hours} * 3600 * {peak_tflops}e12)",
-        f.implied_mfu,
-        {"flops": UP, "gpu_hours": DOWN, "peak_tflops": DOWN},
-        "%",
-        flops=flops,
-        gpu_hours=reported,
-        peak_tflops=peak,
-    )
-    if step.value.high > 1:
-        # More compute than the chips' peak could do in those hours: an input is wrong.
-        where = (
-            "--reported-gpu-hours"
-            if inputs.reported_source == "given"
-            else f"the catalog's reported_gpu_hours of {_model_id(inputs)}"
-        )
-        raise InputError(
-            f"{where} ({show(reported, 'GPU-h')}) would mean an MFU of up to "
-            f"{step.value.high:.0%}: more than the chips' peak can do in those hours",
-            hint="check the hours, --params, --tokens and --accelerator (or the catalog entry)",
-        )
-    return step
-
-
-def _model_id(inputs: _Inputs) -> str:
-    return inputs.model.id if inputs.model is not None else "the model"
-
-
-#: The most a step can achieve: the chips' dense peak.
-_PEAK_MFU = 1.0
-
-
-def _step_mfu_step(implied: Range) -> tuple[Step, str]:
-    """The training-step MFU implied by reported hours, and a warning when a ratio cannot apply.
-
-    Dividing by the lowest effective/step ratio of runs that report both (a run that lost much
-    of its time to restarts) can put a run that lost little above the chips' peak (Llama 3.1
-    405B: 129%). No step exceeds the peak, so that ratio cannot describe the run: the range ends
-    at 100% and the output says why, instead of printing an impossible figure.
-    """
-    ratio = step_to_effective_ratio()
-    directions = {"mfu": UP, "ratio": DOWN}
-    raw = propagate(lambda mfu, ratio: mfu / ratio, directions, mfu=implied, ratio=ratio)
-    if raw.high <= _PEAK_MFU:
-        formula, template, warning = "MFU_step = MFU_eff / r", "{mfu} / {ratio}", ""
-    else:
-        formula, template = "MFU_step = min(MFU_eff / r, 100%)", "min({mfu} / {ratio}, 100%)"
-        warning = (
-            f"warning: the implied training-step MFU ends at 100% (the peak): the lowest effective/step "
-            f"ratio of runs that report both ({ratio.low:.3g}) would put this run at "
-            f"{raw.high:.0%} of peak, which no step can reach, so that ratio cannot describe it."
-        )
-    step = compute(
-        "implied_step_mfu",
-        "training-step MFU implied (effective / ratio of runs reporting both)",
-        formula,
-        template,
-        lambda mfu, ratio: min(mfu / ratio, _PEAK_MFU),
-        directions,
-        "%",
-        mfu=implied,
-        ratio=ratio,
-    )
-    return step, warning
+    return steps, step_mfu.warning
 
 
 def _src(model: Model | None, field_name: str) -> str:

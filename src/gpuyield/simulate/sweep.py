@@ -27,7 +27,7 @@ from gpuyield.simulate.ettr import (
 )
 from gpuyield.simulate.ft_costs import FtCalibration
 from gpuyield.simulate.scenario import Policy, SparesFor
-from gpuyield.simulate.sweep_assumptions import SweepAssumptions, calibration_dict
+from gpuyield.simulate.sweep_assumptions import SweepAssumptions
 
 #: Where a sweep takes its failure model and restart costs unless told otherwise.
 DEFAULT_SCENARIO = "llama3-405b"
@@ -192,7 +192,7 @@ class SweepResult:
         if spec.assumptions is not None:
             data["assumptions"] = spec.assumptions.to_dict()
         elif spec.costs is not None:
-            data["assumptions"] = {"ft_calibration": calibration_dict(spec.costs)}
+            data["assumptions"] = {"ft_calibration": spec.costs.to_dict()}
         data["costs"] = {value_label(v): spec.costs_at(v) for v in spec.values}
         data["points"] = [
             {

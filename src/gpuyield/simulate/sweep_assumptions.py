@@ -84,7 +84,9 @@ class SweepAssumptions:
             },
             "replica_nodes": self.replica_nodes,
         }
-        data["ft_calibration"] = calibration_dict(self.ft_calibration)
+        data["ft_calibration"] = (
+            None if self.ft_calibration is None else self.ft_calibration.to_dict()
+        )
         return data
 
     def lines(self) -> list[str]:
@@ -113,24 +115,6 @@ class SweepAssumptions:
                 "rejoin per point in sweep.json's costs"
             )
         return [f"scenario {self.scenario}, {self.days:g} days", *rest]
-
-
-def calibration_dict(cal: FtCalibration | None) -> dict[str, Any] | None:
-    """The measured recovery costs a sweep used, as JSON (None: the assumed costs)."""
-    if cal is None:
-        return None
-    return {
-        "path": cal.path,
-        "measured_groups": cal.measured_groups,
-        "stall_s": cal.stall_s,
-        "heal_s": cal.heal_s,
-        "restart_s": cal.restart_s,
-        "gpus_per_group": cal.gpus_per_group,
-        "replacement_s": cal.replacement_s,
-        "state_gb_per_gpu": cal.state_gb_per_gpu,
-        "link_gbps": cal.link_gbps,
-        "checkpoint_load_s": cal.checkpoint_load_s,
-    }
 
 
 def sweep_assumptions(
