@@ -31,7 +31,8 @@ class RichProgress:
             TimeElapsedColumn(),
             console=err_console,
             transient=True,
-            disable=not enabled,
+            # Off a terminal (cron, logs, a pipe) Rich would still print a blank line at the end.
+            disable=not enabled or not err_console.is_terminal,
         )
         self._task: TaskID | None = None
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, errors_mapped, fail, print_json
+from gpuyield.cli._common import call, console, err_console, errors_mapped, fail, print_json
 from gpuyield.errors import InputError
 
 E = TypeVar("E", bound=StrEnum)
@@ -116,10 +116,13 @@ def _print_summary(summary: Any) -> None:
         f"{inter.planned} planned; effective training time "
         + ", ".join(f"{k} {v:.1%}" for k, v in truth.effective_training_time.items())
     )
-    console.print(
-        f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs; simulated in "
-        f"{summary.simulate_s:.1f} s, written in {summary.write_s:.1f} s"
-    )
+    console.print(f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs")
+    if err_console.is_terminal:
+        # How long it took, like a progress bar: on a terminal only, so the output on a pipe
+        # (a log, a doc's figure) is the same in every run.
+        err_console.print(
+            f"simulated in {summary.simulate_s:.1f} s, written in {summary.write_s:.1f} s"
+        )
 
 
 @app.command("list")
@@ -134,6 +137,9 @@ def list_command() -> None:
 @app.command("validate")
 def validate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the cases as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the cases as a Markdown table.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
@@ -142,6 +148,9 @@ def validate_command(
     results = call(validate_cases, seed=seed)
     if as_json:
         print_json({"cases": [r.to_json() for r in results]})
+        return
+    if markdown:
+        typer.echo(_validate_markdown(results), nl=False)
         return
     from rich.table import Table
 
@@ -168,6 +177,33 @@ def validate_command(
     for r in results:
         if not r.within and r.case.expect_outside:
             console.print(f"{r.case.id}: {r.case.expect_outside}", markup=False, highlight=False)
+
+
+def _validate_markdown(results: Any) -> str:
+    """The cases as docs/simulate.md shows them, then why each documented outlier is outside."""
+    lines = [
+        "| case | table (per 1,000 node-days) | nodes x days | predicted | simulated | published "
+        "| band | ETTR sim | within |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        c = r.case
+        published = (
+            f"{c.published_interruptions:,}"
+            if c.published_interruptions is not None
+            else f"ETTR {c.published_ettr}"
+            if c.published_ettr is not None
+            else f"ETTR > {c.published_min_ettr}"
+        )
+        within = "yes" if r.within else "no: documented below" if c.expect_outside else "NO"
+        lines.append(
+            f"| {c.id} | {c.table} ({r.rate_per_1000_node_days:.4g}) | {c.nodes:,} x {c.days:g} "
+            f"| {r.predicted_interruptions:,.1f} | {r.simulated_interruptions:,} | {published} "
+            f"| {r.band[0]:,.0f}-{r.band[1]:,.0f} | {r.simulated_ettr:.3f} "
+            f"| {within}{' (in-sample)' if c.in_sample and r.within else ''} |"
+        )
+    lines += [f"\n{r.case.id}: {r.case.expect_outside}" for r in results if r.case.expect_outside]
+    return "\n".join(lines) + "\n"
 
 
 @app.command("sweep")

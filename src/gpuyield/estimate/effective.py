@@ -153,3 +153,19 @@ def _stats(dimension: str, group: str, values: list[float]) -> GroupStats:
         quartile_3=q3,
         high=ordered[-1],
     )
+
+
+def distribution_markdown() -> str:
+    """``distribution()`` as the Markdown table of docs/estimate.md (a figure it regenerates)."""
+    lines = [
+        "| by | group | runs | lowest | 1st quartile | median | 3rd quartile | highest |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for g in distribution():
+        shares = (g.low, g.quartile_1, g.median, g.quartile_3, g.high)
+        lines.append(
+            f"| {g.dimension} | {g.group} | {g.count} | "
+            + " | ".join(f"{v:.1%}" for v in shares)
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
