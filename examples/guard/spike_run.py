@@ -1,4 +1,4 @@
-"""A stand-in for a training script: 400 steps of a loss curve that diverges at step 310.
+"""A stand-in for a training script: 400 steps of a falling loss that diverges at step 310.
 
 It writes ``pt-main.jsonl`` with ``gpuyield.Recorder`` exactly as a training loop would (a job
 start, every step's loss, a checkpoint every 100 steps, the job end), on a fixed clock (one step
@@ -10,6 +10,7 @@ it, are the same in every run (docs/guard.md shows that output).
 
 from __future__ import annotations
 
+import math
 import sys
 
 from gpuyield.guard import Recorder
@@ -30,10 +31,9 @@ class StepClock:
 
 
 def loss_at(step: int) -> float:
-    """A power-law descent with +-1% deterministic wiggle; x1.6 from the spike on (divergence)."""
-    healthy = 2.2 + 8.0 * (step + 1) ** -0.5
-    wiggle = 1.0 + 0.01 * (((step * 7919) % 11) - 5) / 5
-    return healthy * wiggle * (1.6 if step >= SPIKE_STEP else 1.0)
+    """A loss falling from 5 towards 2 with a 1% wiggle, x1.6 from the spike on (divergence)."""
+    loss = 2.0 + 3.0 * math.exp(-step / 80) + 0.02 * math.sin(step * 1.3)
+    return loss * (1.6 if step >= SPIKE_STEP else 1.0)
 
 
 def main(path: str = "pt-main.jsonl") -> None:
@@ -42,9 +42,9 @@ def main(path: str = "pt-main.jsonl") -> None:
     rec.job_start()
     for step in range(STEPS):
         clock.step = step
-        rec.step(step, loss=loss_at(step), grad_norm=0.8, tokens=(step + 1) * 4_194_304)
+        rec.step(step, loss=loss_at(step), grad_norm=0.4, tokens=(step + 1) * 4_194_304)
         if step % 100 == 0 and step:
-            rec.checkpoint_saved(step, duration_s=35.0)
+            rec.checkpoint_saved(step, duration_s=5.0)
     rec.job_end("completed")
     rec.close()
 

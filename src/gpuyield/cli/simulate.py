@@ -150,60 +150,49 @@ def validate_command(
         print_json({"cases": [r.to_json() for r in results]})
         return
     if markdown:
-        typer.echo(_validate_markdown(results), nl=False)
+        from gpuyield.simulate.validate import cases_markdown
+
+        typer.echo(cases_markdown(results), nl=False)
         return
     from rich.table import Table
 
     table = Table(title="Published reliability cases: predicted vs published")
-    for col in ("case", "table", "predicted", "simulated", "published", "band / ETTR", "ok"):
+    for col in (
+        "case",
+        "table",
+        "GPUs",
+        "MTBF min",
+        "predicted",
+        "simulated",
+        "published",
+        "ETTR",
+        "ok",
+    ):
         table.add_column(col)
     for r in results:
         c = r.case
         published = (
             str(c.published_interruptions)
             if c.published_interruptions is not None
+            else f"> {c.published_min_interruptions}"
+            if c.published_min_interruptions is not None
             else f"ETTR {c.published_ettr or c.published_min_ettr}"
         )
         table.add_row(
             c.id + (" (in-sample)" if c.in_sample else ""),
             c.table,
-            f"{r.predicted_interruptions:.1f}",
-            str(r.simulated_interruptions),
+            f"{c.gpus:,}",
+            f"{r.mtbf_minutes:,.0f}",
+            f"{r.predicted_interruptions:,.1f} ({r.band[0]:,.0f}-{r.band[1]:,.0f})",
+            f"{r.simulated_interruptions:,}",
             published,
-            f"{r.band[0]:.0f}-{r.band[1]:.0f}; ETTR {r.simulated_ettr:.3f}",
+            f"{r.simulated_ettr:.3f}",
             "yes" if r.within else "no (documented)" if c.expect_outside else "NO",
         )
     console.print(table)
     for r in results:
         if not r.within and r.case.expect_outside:
             console.print(f"{r.case.id}: {r.case.expect_outside}", markup=False, highlight=False)
-
-
-def _validate_markdown(results: Any) -> str:
-    """The cases as docs/simulate.md shows them, then why each documented outlier is outside."""
-    lines = [
-        "| case | table (per 1,000 node-days) | nodes x days | predicted | simulated | published "
-        "| band | ETTR sim | within |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        c = r.case
-        published = (
-            f"{c.published_interruptions:,}"
-            if c.published_interruptions is not None
-            else f"ETTR {c.published_ettr}"
-            if c.published_ettr is not None
-            else f"ETTR > {c.published_min_ettr}"
-        )
-        within = "yes" if r.within else "no: documented below" if c.expect_outside else "NO"
-        lines.append(
-            f"| {c.id} | {c.table} ({r.rate_per_1000_node_days:.4g}) | {c.nodes:,} x {c.days:g} "
-            f"| {r.predicted_interruptions:,.1f} | {r.simulated_interruptions:,} | {published} "
-            f"| {r.band[0]:,.0f}-{r.band[1]:,.0f} | {r.simulated_ettr:.3f} "
-            f"| {within}{' (in-sample)' if c.in_sample and r.within else ''} |"
-        )
-    lines += [f"\n{r.case.id}: {r.case.expect_outside}" for r in results if r.case.expect_outside]
-    return "\n".join(lines) + "\n"
 
 
 @app.command("sweep")

@@ -156,16 +156,14 @@ def _stats(dimension: str, group: str, values: list[float]) -> GroupStats:
 
 
 def distribution_markdown() -> str:
-    """``distribution()`` as the Markdown table of docs/estimate.md (a figure it regenerates)."""
+    """The effective-MFU table of docs/estimate.md (regenerated, never typed)."""
     lines = [
         "| by | group | runs | lowest | 1st quartile | median | 3rd quartile | highest |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for g in distribution():
-        shares = (g.low, g.quartile_1, g.median, g.quartile_3, g.high)
+    for s in distribution():
         lines.append(
-            f"| {g.dimension} | {g.group} | {g.count} | "
-            + " | ".join(f"{v:.1%}" for v in shares)
-            + " |"
+            f"| {s.dimension} | {s.group} | {s.count} | {s.low:.1%} | {s.quartile_1:.1%} "
+            f"| {s.median:.1%} | {s.quartile_3:.1%} | {s.high:.1%} |"
         )
     return "\n".join(lines) + "\n"

@@ -46,7 +46,13 @@ def failure_source(scenario: Scenario) -> FailureSource:
         from gpuyield.simulate.failure_tables import get_failure_table
 
         table = get_failure_table(cfg.table)
-        source = f"{table.name}: {table.states} ({table.url}); cause mix of {TABLE5}"
+        source = f"table {table.id}, {table.name} ({table.url}); cause mix of {TABLE5}"
+        if table.size_exponent:
+            source += (
+                f"; a job of G GPUs at {table.rate_per_1000_node_days:.3g} x "
+                f"(G / {table.reference_gpus:,})^{table.size_exponent:g}, here "
+                f"{scenario.job_gpus():,} GPUs"
+            )
     else:
         source = TABLE5
     changed = sorted(cfg.rates_per_1000_node_days)

@@ -2,8 +2,8 @@
 
 Sweeps take every rate and time from here (no hard-coded rate or restart time): the node failure
 rate is the scenario's total over every cause (its failure table, Table 5 by default, times
-``rate_scale``, lemons included by the model); restart costs and the spare-node policy come from
-its first lineage run.
+``rate_scale``, lemons included by the model; a table's size law goes to the model, which applies
+it at each swept size); restart costs and the spare-node policy come from its first lineage run.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ def job_model(
     run, cfg = first_run(scenario), scenario.failures
     if spares_for is not None:
         run = dataclasses.replace(run, spares_for=spares_for)
-    per_node_day = sum(scenario.failure_rates().values()) * SECONDS_PER_DAY
+    exponent, reference_gpus = _size_law(scenario)
+    rates = scenario.failure_rates(job_gpus=reference_gpus or None)
+    per_node_day = sum(rates.values()) * SECONDS_PER_DAY
     spares_share = run.spare_nodes / max(scenario.run_nodes(run), 1)
     return JobModel(
         num_nodes=num_nodes,
@@ -66,6 +68,10 @@ def job_model(
         rollback_s=float(cfg.rollback_s),
         lemon_share=cfg.lemon_share,
         lemon_factor=cfg.lemon_factor,
+        # The table's size law: the rate above holds at its reference size and scales with the
+        # job's, so a sweep over cluster sizes applies it.
+        size_exponent=exponent,
+        reference_nodes=reference_gpus / scenario.fleet.gpus_per_node,
     )
 
 
@@ -77,3 +83,15 @@ def first_run(scenario: Scenario) -> LineageConfig:
             hint="use a scenario with a lineage run, e.g. llama3-405b",
         )
     return scenario.lineage[0]
+
+
+def _size_law(scenario: Scenario) -> tuple[float, float]:
+    """The scenario's table's size exponent and reference GPUs (0, 0 without a size law)."""
+    if not scenario.failures.table:
+        return 0.0, 0.0
+    from gpuyield.simulate.failure_tables import get_failure_table
+
+    table = get_failure_table(scenario.failures.table)
+    if not table.size_exponent:
+        return 0.0, 0.0
+    return table.size_exponent, float(table.reference_gpus)

@@ -119,7 +119,8 @@ class SweepSpec:
         return {
             "job_nodes": m.num_nodes,
             "spare_nodes": m.spare_nodes,
-            "node_failures_per_day": m.node_failures_per_day,
+            # At this point's size (the table's size law applied), per node.
+            "node_failures_per_day": m.node_failures_per_day * m.size_factor,
             "interval_s": m.interval_s,
             "write_s": m.write_s,
             "restart_s": m.restart_s,
