@@ -69,11 +69,14 @@ def session(block: Block) -> list[Step]:
 
 
 def gpuyield_commands(text: str) -> list[list[str]]:
-    """The ``gpuyield`` invocations in a command line: pipes, ``&&``, ``;`` and comments cut off."""
-    text = re.sub(r"\s+#.*$", "", text)
-    found = []
-    for part in re.split(r"\s&&\s|\s\|\s|;\s", text):
-        words = shlex.split(part)
-        if words and words[0] == "gpuyield":
-            found.append(words[1:])
-    return found
+    """The ``gpuyield`` invocations in a command line: cut at pipes, ``&&``, ``||`` and ``;``
+    outside quotes (a jq or grep program may hold a ``|``), comments dropped."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="|&;")
+    lexer.whitespace_split = True
+    groups: list[list[str]] = [[]]
+    for word in lexer:
+        if word in ("|", "||", "&&", ";"):
+            groups.append([])
+        else:
+            groups[-1].append(word)
+    return [words[1:] for words in groups if words and words[0] == "gpuyield"]

@@ -109,10 +109,13 @@ class SweepAssumptions:
             f"(down {duration(self.down_s)} + repair, mean {duration(self.repair_mean_s)})",
             "spares: " + spares_phrase(self.spare_nodes, self.job_nodes, self.spares_for),
         ]
-        if self.ft_calibration is not None:
+        cal = self.ft_calibration
+        if cal is not None:
             rest.append(
-                f"recovery costs measured ({self.ft_calibration.path}): restart, drop stall and "
-                "rejoin per point in sweep.json's costs"
+                f"recovery costs measured ({cal.path}, {cal.measured_groups} replica groups): "
+                f"drop stall {cal.stall_s:.3g} s per surviving group, heal {cal.heal_s:.3g} s, "
+                f"restart {cal.restart_s:.3g} s, scaled to each point's size (its costs below and "
+                "in sweep.json)"
             )
         return [f"scenario {self.scenario}, {self.days:g} days", *rest]
 
