@@ -23,6 +23,7 @@ BENCHES = (
     "hostile",
     "ft",
     "utilization",
+    "report_html",
 )
 
 
