@@ -43,6 +43,7 @@ from gpuyield.families import (
     parse_families,
     parse_ladder,
 )
+from gpuyield.sqltext import literal
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"
@@ -420,12 +421,14 @@ def runs_in_jobs(
     """The run names the stored jobs carry under this manifest's match rule (only those in
     ``among`` when given: a large cluster has a million run names, a manifest a few)."""
     column = "comment" if match.field == "comment" else "name"
-    names = f"SELECT DISTINCT regexp_extract({column}, ?, {match.group}) AS run FROM jobs"
+    names_sql = (
+        f"SELECT DISTINCT regexp_extract({column}, ?, {literal(match.group)}) AS run FROM jobs"
+    )
     if among is None:
-        rows = con.execute(names, [match.pattern]).fetchall()
+        rows = con.execute(names_sql, [match.pattern]).fetchall()
     else:
         rows = con.execute(
-            f"SELECT run FROM ({names}) WHERE run IN (SELECT unnest(?))",
+            f"SELECT run FROM ({names_sql}) WHERE run IN (SELECT unnest(?))",
             [match.pattern, sorted(among)],
         ).fetchall()
     return {r[0] for r in rows if r[0]}

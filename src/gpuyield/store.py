@@ -11,6 +11,7 @@ declaring primary keys, because an index over ten million jobs costs more memory
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from pathlib import Path
 import duckdb
 
 from gpuyield.errors import InputError
+from gpuyield.sqltext import identifier
 
 SCHEMA_VERSION = 2
 
@@ -120,12 +122,15 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
         con = duckdb_connect(target, read_only=read_only and target != ":memory:")
     except duckdb.Error as error:
         raise _open_error(target, error) from None
-    # Bounded memory: past this DuckDB spills to disk (next to the store) instead of growing; the
-    # benchmark's 10M-job ingest peaks at 3.5 GB RSS with 3 GB, 7.5 GB without.
-    con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
+    try:
+        limit_memory(con)
+    except InputError:
+        con.close()
+        raise
     if target != ":memory:":
         spill = Path(target).with_name(Path(target).name + ".tmp")
-        con.execute(f"SET temp_directory = '{spill}'")
+        # A parameter, not text: a store named x'; DROP TABLE jobs; ... is only a file name.
+        con.execute("SET temp_directory = ?", [str(spill)])
     _check_schema_version(con, target)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
@@ -135,8 +140,43 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     return con
 
 
+# What GPUYIELD_MEMORY_LIMIT may say: a positive size in DuckDB's units, or a share of the RAM.
+_MEMORY_LIMIT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|%)\s*", re.I)
+_MEMORY_HINT = "write it like 3GB, 512MiB or 50% (the default is 3GB); or unset it"
+
+
+def memory_limit() -> str:
+    """The memory a DuckDB connection may use: ``GPUYIELD_MEMORY_LIMIT``, checked, or 3GB.
+
+    Past it DuckDB spills to disk (next to the store) instead of growing; the benchmark's
+    10M-job ingest peaks at 3.5 GB RSS with 3 GB, 7.5 GB without.
+    """
+    text = os.environ.get("GPUYIELD_MEMORY_LIMIT", "3GB")
+    match = _MEMORY_LIMIT.fullmatch(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise InputError(f"GPUYIELD_MEMORY_LIMIT is not a memory size: {text!r}", hint=_MEMORY_HINT)
+    return text.strip()
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply ``memory_limit()`` to ``con`` (as a parameter: the variable is never SQL text)."""
+    limit = memory_limit()
+    try:
+        con.execute("SET memory_limit = ?", [limit])
+    except duckdb.Error as error:  # e.g. 1e300GB: a number DuckDB cannot hold
+        raise InputError(
+            f"GPUYIELD_MEMORY_LIMIT={limit!r}: {str(error).splitlines()[0]}", hint=_MEMORY_HINT
+        ) from None
+
+
 def _check_store_path(path: Path, *, must_exist: bool) -> None:
     """What is wrong with a --db path, said before DuckDB says something vaguer."""
+    if "\\" in str(path):
+        # DuckDB opens a database at the path with every backslash read as a folder separator.
+        raise InputError(
+            f"cannot use {path} as a store: DuckDB reads a backslash in it as a folder separator",
+            hint="give --db a path without backslashes",
+        )
     try:
         # os.stat, not Path.exists: that says False for a symlink loop instead of why.
         exists = os.path.lexists(path) and bool(os.stat(path))
@@ -198,7 +238,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
             # Reading every table's first block finds a truncated or damaged file now, not in
             # the middle of a report.
             for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-                con.execute(f'SELECT * FROM "{table}" LIMIT 1').fetchall()
+                con.execute(f"SELECT * FROM {identifier(table)} LIMIT 1").fetchall()
     except duckdb.CatalogException:
         return  # a new store
     except duckdb.Error as error:

@@ -28,7 +28,6 @@ from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import (
     LOCAL_TIME_HINT,
     TIME_HINT,
-    sql_quote,
     statement_progress,
 )
 from gpuyield.ingest.sacct_sql import (
@@ -42,6 +41,7 @@ from gpuyield.ingest.sacct_sql import (
     typed_select,
 )
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.sqltext import identifier, literal
 
 __all__ = [
     "KNOWN_STATES",
@@ -50,7 +50,7 @@ __all__ = [
     "SacctHeader",
     "SacctStage",
     "column_map",
-    "csv_source",
+    "csv_source_sql",
     "file_order_kept",
     "read_header",
     "stage_sacct",
@@ -201,22 +201,32 @@ def stage_sacct(
     names, header_lines = header.field_names, header.header_lines
     columns = column_map(info.path, names)
     con.execute(HOSTLIST_MACRO_SQL)
-    typed = lambda source, with_line: typed_select(  # noqa: E731
-        columns, tz, default_cluster, source=source, with_line=with_line, max_nodes=max_nodes
-    )
+
+    def typed_sql(source_sql: str, with_line: bool) -> str:
+        return typed_select(
+            columns,
+            tz,
+            default_cluster,
+            source_sql=source_sql,
+            with_line=with_line,
+            max_nodes=max_nodes,
+        )
+
     shape_problems: list[tuple[int, str, str]] = []
     fast = False
     if not info.mixed_line_ends:
         with statement_progress(
             con, progress or NoProgress(), f"staging {info.path.name}", total_bytes=info.size_bytes
         ):
-            fast = _stage_fast(con, info, typed, len(names), header_lines, columns["jobidraw"])
+            fast = _stage_fast(con, info, typed_sql, len(names), header_lines, columns["jobidraw"])
     if not fast:
         shape_problems = _split_records(con, info.path, names, columns, header_lines)
         if shape_problems and not lenient:
             line, message, _ = shape_problems[0]
             raise ParseError(message, path=info.path, line=line, field=None, hint=_HINT)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed('sacct_records', True)}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed_sql('sacct_records', True)}"
+        )
         con.execute("CREATE OR REPLACE TEMP VIEW sacct_staged AS SELECT * FROM sacct_stage")
     problems = row_problems(con, info.path, names, columns, fast=fast, limit=None if lenient else 1)
     if problems and not lenient:
@@ -233,7 +243,7 @@ def stage_sacct(
     return finish_stage(con, info, ingest_id, problems, shape_problems, columns)
 
 
-def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
+def csv_source_sql(path: Path, n_fields: int, header_lines: int) -> str:
     """DuckDB's CSV reader over an sacct file: one record per line, fields ``f0``...
 
     A misshapen line is left out, not an error (an error would abort the ingest's transaction):
@@ -243,19 +253,21 @@ def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
     column more than the header, and a line that fills it has too many fields. No field reads as
     NULL (``nullstr`` is a newline, which no field can hold), so a NULL last field is a short line.
     """
-    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields + 1))
-    fields = ", ".join(f"f{i}" for i in range(n_fields))
-    return f"""(SELECT {fields} FROM read_csv({sql_quote(str(path))}, columns={{{columns}}},
+    columns = ", ".join(f"{literal(f'f{i}')}: 'VARCHAR'" for i in range(n_fields + 1))
+    fields = ", ".join(identifier(f"f{i}") for i in range(n_fields))
+    extra = identifier(f"f{n_fields}")
+    last = identifier(f"f{n_fields - 1}")
+    return f"""(SELECT {fields} FROM read_csv({literal(str(path))}, columns={{{columns}}},
                         delim='|', quote='', escape='',
-                        header={"true" if header_lines else "false"}, auto_detect=false,
+                        header={literal(bool(header_lines))}, auto_detect=false,
                         strict_mode=true, null_padding=true, ignore_errors=true, nullstr='\n')
-                WHERE f{n_fields} IS NULL AND f{n_fields - 1} IS NOT NULL)"""
+                WHERE {extra} IS NULL AND {last} IS NOT NULL)"""
 
 
 def _stage_fast(
     con: duckdb.DuckDBPyConnection,
     info: FileInfo,
-    typed: Callable[[str, bool], str],
+    typed_sql: Callable[[str, bool], str],
     n_fields: int,
     header_lines: int,
     id_index: int,
@@ -268,8 +280,8 @@ def _stage_fast(
     read (twice the time): the reader keeps file order and, as it read one record per line (it
     skips blank lines, hence the count), record n is line n + header.
     """
-    source = csv_source(info.path, n_fields, header_lines)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed(source, False)}")
+    source_sql = csv_source_sql(info.path, n_fields, header_lines)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed_sql(source_sql, False)}")
     records, first_row_id = con.execute(
         "SELECT count(*), coalesce(min(rowid), 0) FROM sacct_stage"
     ).fetchall()[0]
@@ -278,7 +290,8 @@ def _stage_fast(
     # Row ids are consecutive from a base that differs inside a transaction.
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW sacct_staged AS
-            SELECT rowid - {first_row_id} + {header_lines + 1} AS line, * FROM sacct_stage"""
+            SELECT rowid - {literal(first_row_id)} + {literal(header_lines + 1)} AS line, *
+            FROM sacct_stage"""
     )
     return file_order_kept(con, info, "SELECT line, job_id_raw FROM sacct_staged", id_index)
 
@@ -335,24 +348,26 @@ def _split_records(
         CREATE OR REPLACE TEMP TABLE sacct_lines AS
         SELECT line, text, seps,
             -- A line with every separator is one record, unless free text runs on below it.
-            seps = {n_sep} AND coalesce(lead(seps) OVER (ORDER BY line), -1) <> 0 AS whole
+            seps = {literal(n_sep)} AND coalesce(lead(seps) OVER (ORDER BY line), -1) <> 0 AS whole
         FROM (
             SELECT line, text, length(text) - length(replace(text, '|', '')) AS seps
             FROM (
                 SELECT row_number() OVER () AS line,
                     coalesce(regexp_replace(column0, '\r$', ''), '') AS text
-                FROM read_csv({sql_quote(str(path))}, columns={{'column0': 'VARCHAR'}},
+                FROM read_csv({literal(str(path))}, columns={{'column0': 'VARCHAR'}},
                               delim='\0', quote='', escape='', header=false,
                               auto_detect=false, strict_mode=false)
             )
-            WHERE line > {header_lines}
+            WHERE line > {literal(header_lines)}
         )
         """
     )
-    split = ", ".join(f"parts[{i + 1}] AS f{i}" for i in range(n_sep + 1))
+    split_sql = ", ".join(
+        f"parts[{literal(i + 1)}] AS {identifier(f'f{i}')}" for i in range(n_sep + 1)
+    )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE sacct_records AS
-            SELECT line, {split}, text AS raw
+            SELECT line, {split_sql}, text AS raw
             FROM (SELECT line, text, string_split(text, '|') AS parts FROM sacct_lines WHERE whole)"""
     )
     batches, problems = _reassemble(

@@ -14,7 +14,8 @@ import duckdb
 
 from gpuyield.errors import ParseError
 from gpuyield.hostlist import MAX_HOSTLIST_NAMES
-from gpuyield.ingest._sql import Problem, sql_quote
+from gpuyield.ingest._sql import Problem
+from gpuyield.sqltext import literal
 
 # Times before any plausible GPU cluster, or past what the ledger can hold, are typos or a wrong
 # SLURM_TIME_FORMAT: a job at epoch 0 would stretch the window over 56 years and empty the report.
@@ -51,55 +52,59 @@ PROBLEMS = {
 }
 
 
-def whole_sql(expr: str) -> str:
-    """SQL: ``expr`` as a BIGINT when it is only decimal digits, else NULL."""
-    return f"CASE WHEN regexp_full_match({expr}, '{_WHOLE}') THEN CAST({expr} AS BIGINT) END"
+def whole_sql(expr_sql: str) -> str:
+    """SQL: ``expr_sql`` as a BIGINT when it is only decimal digits, else NULL."""
+    return (
+        f"CASE WHEN regexp_full_match({expr_sql}, '{_WHOLE}') THEN CAST({expr_sql} AS BIGINT) END"
+    )
 
 
-def typed_gpus_sql(tres: str) -> str:
+def typed_gpus_sql(tres_sql: str) -> str:
     """SQL: the sum of ``gres/gpu:TYPE=N`` entries; NULL when one count is not a whole number."""
-    values = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
+    values = f"regexp_extract_all({tres_sql}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
     return f"""CASE WHEN list_bool_or(list_transform({values},
                         lambda x: NOT regexp_full_match(x, '{_WHOLE}'))) THEN NULL
                     ELSE list_sum(list_transform({values}, lambda x: CAST(x AS BIGINT))) END"""
 
 
-def gres_gpus_sql(gres: str) -> str:
+def gres_gpus_sql(gres_sql: str) -> str:
     """SQL: GPUs of an ``AllocGRES`` value (``gpu:4``, ``gpu:a100:4(IDX:0-3)``); NULL when a gpu
     item's count is not a whole number, 0 when no item is a GPU."""
-    counts = rf"regexp_extract_all({gres}, '(?:^|,)gpu(?::[^:,(]+)?:([^,(:]*)(?:\(|,|$)', 1)"
-    return f"""CASE WHEN NOT regexp_matches({gres}, '(?:^|,)gpu(?:[:,(]|$)') THEN 0
+    counts = rf"regexp_extract_all({gres_sql}, '(?:^|,)gpu(?::[^:,(]+)?:([^,(:]*)(?:\(|,|$)', 1)"
+    return f"""CASE WHEN NOT regexp_matches({gres_sql}, '(?:^|,)gpu(?:[:,(]|$)') THEN 0
                     WHEN len({counts}) = 0 OR list_bool_or(list_transform({counts},
                         lambda x: NOT regexp_full_match(x, '{_WHOLE}'))) THEN NULL
                     ELSE list_sum(list_transform({counts}, lambda x: CAST(x AS BIGINT))) END"""
 
 
-def start_sql(parsed_start: str, parsed_end: str, elapsed: str) -> str:
+def start_sql(began_sql: str, ended_sql: str, elapsed_sql: str) -> str:
     """SQL: the start; with Start=Unknown but End and ElapsedRaw > 0 known, End - ElapsedRaw (sacct
     printed how long the job ran: dropping it would lose its GPU time). ElapsedRaw 0 is a job that
     never started (a pending job cancelled or past its deadline): it keeps no start."""
-    return f"coalesce({parsed_start}, CASE WHEN {elapsed} > 0 THEN {parsed_end} - {elapsed} END)"
+    return (
+        f"coalesce({began_sql}, CASE WHEN {elapsed_sql} > 0 THEN {ended_sql} - {elapsed_sql} END)"
+    )
 
 
-def end_sql(parsed_start: str, parsed_end: str, elapsed: str, state: str) -> str:
+def end_sql(began_sql: str, ended_sql: str, elapsed_sql: str, state_sql: str) -> str:
     """SQL: the end; a finished job with End=Unknown ended at Start + ElapsedRaw (not at the
     capture time, which would charge it every second since)."""
-    finished = ", ".join(sql_quote(s) for s in FINISHED_STATES)
-    return f"""coalesce({parsed_end},
-        CASE WHEN {state} IN ({finished}) THEN {parsed_start} + {elapsed} END)"""
+    finished = ", ".join(literal(s) for s in FINISHED_STATES)
+    return f"""coalesce({ended_sql},
+        CASE WHEN {state_sql} IN ({finished}) THEN {began_sql} + {elapsed_sql} END)"""
 
 
-def checks(f_gres: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:
+def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:
     """(code, condition) pairs over the typed columns, added to ``sacct.typed_select``'s own."""
-    finished = ", ".join(sql_quote(s) for s in FINISHED_STATES)
+    finished = ", ".join(literal(s) for s in FINISHED_STATES)
     found = [
         (f"{key}_range", f"{key}_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S}")
         for key in ("submit", "start", "end")
     ]
     found += [
-        ("gres", f"{f_gres} IS NOT NULL AND gres_gpus IS NULL"),
+        ("gres", f"{gres_sql} IS NOT NULL AND gres_gpus IS NULL"),
         # Counted from the ranges, never expanded: n[0-9999999999] costs nothing to refuse.
-        ("nodes_cap", f"hostlist_size(node_list) > {int(max_nodes)}"),
+        ("nodes_cap", f"hostlist_size(node_list) > {literal(max_nodes)}"),
         (
             "no_end",
             f"NOT is_step AND end_s IS NULL AND start_s IS NOT NULL AND state IN ({finished})",
@@ -141,7 +146,7 @@ def conflicting_duplicates(
     rows = con.execute(
         f"""SELECT min(line), max(line) FROM ({rows_sql})
             GROUP BY {_KEY} HAVING count(DISTINCT ({_DATA_COLUMNS})) > 1
-            ORDER BY max(line) LIMIT {int(limit)}"""
+            ORDER BY max(line) LIMIT {literal(limit)}"""
     ).fetchall()
     return [(int(a), int(b)) for a, b in rows]
 
