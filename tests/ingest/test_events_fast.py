@@ -189,8 +189,8 @@ def test_python_and_duckdb_read_local_times_alike(tz: str, text: str) -> None:
     import duckdb
 
     from gpuyield.ingest._sql import epoch_sql
-    from gpuyield.sqltext import literal
     from gpuyield.ingest.events import parse_time
+    from gpuyield.sqltext import literal
 
     con = duckdb.connect()
     duck = con.execute(f"SELECT {epoch_sql(literal(text), tz)}").fetchall()[0][0]
