@@ -42,6 +42,8 @@ from gpuyield.families import (
     families_from_json,
     parse_families,
     parse_ladder,
+    re2_hint,
+    re2_problem,
 )
 from gpuyield.sqltext import literal
 
@@ -298,41 +300,18 @@ def _check_released_not_diverged(
         )
 
 
-# Constructs Python's re accepts and RE2 (DuckDB's engine, which applies the rule) does not.
-_RE2_UNSUPPORTED = (
-    ("(?=", "lookahead (?=...)"),
-    ("(?!", "negative lookahead (?!...)"),
-    ("(?<=", "lookbehind (?<=...)"),
-    ("(?<!", "negative lookbehind (?<!...)"),
-    ("(?P=", "backreference (?P=name)"),
-    ("(?>", "atomic group (?>...)"),
-    ("\\Z", "\\Z (use \\z or $)"),
-)
-
-
 def check_engine_regex(
     pattern: str, where: str, con: duckdb.DuckDBPyConnection | None = None
 ) -> None:
     """Raise ManifestError when DuckDB's regex engine (RE2) rejects ``pattern``, naming the
     construct: Python's re accepts lookarounds and backreferences, RE2 does not, and a rule only
     Python accepts would fail every later report."""
-    from gpuyield import store  # the core's connection helper (no extension downloads)
-
-    own = con is None
-    engine = store.duckdb_connect() if con is None else con
-    try:
-        engine.execute("SELECT regexp_extract('', ?)", [pattern]).fetchall()
-    except duckdb.Error as error:
-        construct = next((name for text, name in _RE2_UNSUPPORTED if text in pattern), None)
-        said = construct or str(error).splitlines()[0]
+    said = re2_problem(pattern, con)
+    if said is not None:
         raise ManifestError(
             f"{where} uses {said}, which the query engine (RE2) does not support",
-            hint="rewrite it without lookarounds, backreferences or atomic groups; "
-            "e.g. run=(?P<run>[^,]+) instead of run=(?P<run>.+?)(?=,|$)",
-        ) from None
-    finally:
-        if own:
-            engine.close()
+            hint=re2_hint(said),
+        )
 
 
 def _parse_match(text: str, path: Path) -> RunMatch:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 
 from gpuyield.errors import EmptyDataError
-from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy
+from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, first_match
 from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.sqltext import literal
@@ -182,7 +182,9 @@ class PreflightResult:
 def family_of_run(con: duckdb.DuckDBPyConnection, run: str) -> str | None:
     """The family the stored manifest's ``[[families]]`` patterns give a run name (or None)."""
     manifest = _ladder_manifest(con)
-    return next((f.name for f in manifest.families if f.matches(run)), None)
+    owners = [f.name for f in manifest.families for _ in f.patterns]
+    index = first_match([p for f in manifest.families for p in f.patterns], run)
+    return None if index is None else owners[index]
 
 
 def _ladder_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
