@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import cell, console, errors_mapped, print_json, shown
 from gpuyield.errors import InputError
 
 app = typer.Typer(
@@ -160,7 +160,7 @@ def slurm_command(
 def _print_summary(summary: Any) -> None:
     from rich.table import Table
 
-    table = Table(title=f"ingested into {summary.db}", title_justify="left")
+    table = Table(title=f"ingested into {shown(summary.db)}", title_justify="left")
     for column in ("source", "file", "read", "rejected", "skipped", "status"):
         table.add_column(
             column, justify="right" if column in ("read", "rejected", "skipped") else "left"
@@ -168,11 +168,16 @@ def _print_summary(summary: Any) -> None:
     for f in summary.files:
         status = f"unchanged (ingest #{f.ingest_id})" if f.skipped else f"ingest #{f.ingest_id}"
         table.add_row(
-            f.source, f.path, str(f.rows_read), str(f.rows_rejected), str(f.rows_skipped), status
+            f.source,
+            cell(f.path),
+            str(f.rows_read),
+            str(f.rows_rejected),
+            str(f.rows_skipped),
+            status,
         )
     console.print(table)
     for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)
 
 
 @app.command("telemetry")
@@ -214,7 +219,7 @@ def telemetry_command(
                 )
             )
         )
-        console.print(f"{r.run}: {r.path}: {status}")
+        console.print(f"{shown(r.run)}: {shown(r.path)}: {status}", highlight=False)
 
 
 @app.command("utilization")
@@ -296,7 +301,7 @@ def utilization_command(
         return
     for r in results:
         status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"
-        console.print(f"{r.path}: {status}")
+        console.print(f"{shown(r.path)}: {status}", highlight=False)
 
 
 def _seconds(text: str) -> int:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import err_console, errors_mapped
+from gpuyield.cli._common import err_console, errors_mapped, shown
 from gpuyield.errors import InputError
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
@@ -98,7 +98,8 @@ def serve_command(
             top_accounts=top_accounts,
         )
         err_console.print(
-            f"gpuyield serve: http://{host}:{port}/  (metrics at /metrics; Ctrl-C stops)"
+            f"gpuyield serve: http://{shown(host)}:{port}/  (metrics at /metrics; Ctrl-C stops)",
+            highlight=False,
         )
         serve(settings, listen)
 

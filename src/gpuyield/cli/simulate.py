@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, errors_mapped, fail, print_json
+from gpuyield.cli._common import call, console, errors_mapped, fail, print_json, shown
 from gpuyield.errors import InputError
 
 E = TypeVar("E", bound=StrEnum)
@@ -99,7 +99,7 @@ def _print_summary(summary: Any) -> None:
     from rich.table import Table
 
     truth = summary.truth
-    table = Table(title=f"{summary.scenario}: truth ({summary.out_dir})")
+    table = Table(title=f"{shown(summary.scenario)}: truth ({shown(summary.out_dir)})")
     table.add_column("category")
     table.add_column("GPU-hours", justify="right")
     table.add_column("share", justify="right")
@@ -125,7 +125,9 @@ def list_command() -> None:
     from gpuyield.simulate.scenario import bundled_names, load_scenario
 
     for name in call(bundled_names):
-        console.print(f"{name}: {call(load_scenario, name).description}", highlight=False)
+        console.print(
+            f"{shown(name)}: {shown(call(load_scenario, name).description)}", highlight=False
+        )
 
 
 @app.command("validate")
@@ -251,7 +253,7 @@ def sweep_command(
         return
     from rich.table import Table
 
-    table = Table(title=f"sweep over {result.spec.param.value} ({out})")
+    table = Table(title=f"sweep over {result.spec.param.value} ({shown(out)})")
     for col in ("policy", result.spec.param.value, "ETTR", "yield", "interruptions", "MTTF h"):
         table.add_column(col, justify="right")
     for p in result.points:
