@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from gpuyield import tomlfile
 from gpuyield.errors import ManifestError, UnknownIdError, closest
 from gpuyield.families import (
     Family,
@@ -179,6 +180,7 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
 
 def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Manifest:
     """Validate a manifest given as parsed TOML."""
+    tomlfile.check_numbers(data, str(path))  # nan, inf and 1e300 anywhere, named
     unknown = set(data) - {"runs", "releases", "diverged", "run_settings", *_LADDER_SECTIONS}
     if unknown:
         raise ManifestError(
@@ -373,22 +375,36 @@ _EARLIEST_S = 946_684_800
 _LATEST_S = 4_102_444_800
 
 
-def _positive(value: Any, path: Path, name: str) -> float:
+# Every run setting is a duration no longer than this: a checkpoint interval or a restart of a
+# year and more is a typo (and an infinite one moved GPU-seconds between categories).
+_MAX_SETTING_S = 366 * 86_400
+
+
+def _seconds(value: Any) -> bool:
     # Not NaN or infinity either: NaN compares false with everything and would pass "<= 0".
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ManifestError(f"{path}: {name} must be a positive number of seconds, got {value!r}")
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value <= _MAX_SETTING_S
+    )
+
+
+def _positive(value: Any, path: Path, name: str) -> float:
+    if not _seconds(value) or value <= 0:
+        raise ManifestError(
+            f"{path}: {name} must be a positive number of seconds up to {_MAX_SETTING_S:,} "
+            f"(366 days), got {value!r}",
+            hint="write e.g. checkpoint_interval_s = 3600",
+        )
     return float(value)
 
 
 def _non_negative(value: Any, path: Path, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not _seconds(value) or value < 0:
         raise ManifestError(
-            f"{path}: {name} must be a number of seconds >= 0, got {value!r}",
+            f"{path}: {name} must be a number of seconds from 0 to {_MAX_SETTING_S:,} "
+            f"(366 days), got {value!r}",
             hint="write e.g. checkpoint_save_s = 30",
         )
     return float(value)

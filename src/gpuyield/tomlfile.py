@@ -7,6 +7,7 @@ the key that is wrong.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -18,6 +19,9 @@ from typing import Any
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 
 _LINE = re.compile(r"\(at line (\d+), column \d+\)")
+# No number gpuyield reads from TOML is near this (training compute is ~1e26 FLOPs): a value past
+# it is a typo, and 1e300 days or GPUs overflowed every sum it reached.
+MAX_MAGNITUDE = 1e30
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,7 +43,9 @@ def bundled_names(folder: str) -> list[str]:
 def parse(text: str, origin: str) -> TomlDocument:
     """Parse TOML text; a syntax error becomes a ``ParseError`` with the file and line."""
     try:
-        return TomlDocument(origin=origin, data=tomllib.loads(text))
+        data = tomllib.loads(text)
+    except RecursionError:  # thousands of nested [ or { exhaust tomllib's recursion
+        raise ParseError("nested too deeply", path=origin, hint="fix the TOML syntax") from None
     except tomllib.TOMLDecodeError as error:
         found = _LINE.search(str(error))
         raise ParseError(
@@ -48,6 +54,35 @@ def parse(text: str, origin: str) -> TomlDocument:
             line=int(found.group(1)) if found else None,
             hint="fix the TOML syntax",
         ) from error
+    check_numbers(data, origin)
+    return TomlDocument(origin=origin, data=data)
+
+
+def check_numbers(data: Any, origin: str, where: str = "") -> None:
+    """Refuse any number in a parsed TOML document that is not finite or is larger than
+    ``MAX_MAGNITUDE``, naming its key (``run_settings.a.restart_s``): TOML reads ``inf`` and
+    ``nan``, which compare false with every bound a setting is checked against."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            check_numbers(value, origin, f"{where}.{key}" if where else str(key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            check_numbers(value, origin, f"{where}[{index}]")
+    elif isinstance(data, int | float) and not isinstance(data, bool):
+        if isinstance(data, float) and not math.isfinite(data):
+            raise ParseError(
+                f"{where} = {data!r} is not a finite number",
+                path=origin,
+                field=where,
+                hint="write a number (inf and nan are not settings)",
+            )
+        if abs(data) > MAX_MAGNITUDE:
+            raise ParseError(
+                f"{where} = {data!r} is out of range (larger than {MAX_MAGNITUDE:g})",
+                path=origin,
+                field=where,
+                hint="check the number's exponent",
+            )
 
 
 def read_bundled(folder: str, name: str) -> TomlDocument:
