@@ -118,12 +118,19 @@ def slurm_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary.")
     ] = False,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            help="The capture's present (ISO), for a simulated or replayed capture: --until may "
+            "not be later than it. Default: this machine's clock.",
+        ),
+    ] = None,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
-    from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+    from gpuyield.ingest.slurm import SINCE_FIELD, UNTIL_FIELD, SlurmInputs, ingest_slurm
 
-    with errors_mapped():
+    with errors_mapped({SINCE_FIELD: "--since", UNTIL_FIELD: "--until"}):
         if noheader and not fields:
             raise InputError(
                 "--noheader needs --fields", hint="pass the --format list you gave sacct"
@@ -137,12 +144,14 @@ def slurm_command(
         field_list = [f.strip() for f in fields.split(",")] if fields else None
         until_s = parse_instant(until, tz, "--until")
         since_s = parse_instant(since, tz, "--since")
+        now_s = parse_instant(now, tz, "--now")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
             summary = ingest_slurm(
                 db,
                 inputs,
                 until_s=until_s,
                 since_s=since_s,
+                now_s=now_s,
                 strict_manifest=strict_manifest,
                 tz=tz,
                 lenient=lenient,

@@ -28,9 +28,10 @@ from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
 from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
-from gpuyield.ingest.coverage import record_sacct_coverage
+from gpuyield.ingest.coverage import outside_window_note, record_sacct_coverage
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.times import check_window
 
 # Names the simulator (and `capture` scripts) write into a directory for `--dir`.
 DIR_FILES = {
@@ -43,6 +44,9 @@ DIR_FILES = {
 }
 # The single-file inputs, in the order they are read.
 _FILE_KINDS = ("sacct", "events", "nodes", "manifest", "reservations", "jobs_detail")
+#: The fields errors about the capture window name (the CLI maps them to --since and --until).
+SINCE_FIELD = "ingest.since"
+UNTIL_FIELD = "ingest.until"
 
 
 #: The outcome of one file (the name this module used before every source shared the type).
@@ -133,14 +137,20 @@ def ingest_slurm(
     strict_manifest: bool = False,
     progress: Progress | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    now_s: int | None = None,
 ) -> IngestSummary:
     """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing.
 
     ``since_s``/``until_s`` are the capture's window (sacct's ``-S``/``-E``): the store records
     that its accounting covers it (without ``since_s``: from the earliest job start). A file may
     be ``-`` (stdin) or ``.gz``/``.zst``. A first ingest that fails leaves no database file.
+
+    A window ending after now (``now_s``, default this machine's clock, give or take
+    ``times.CLOCK_SKEW_S``) is refused: a capture cannot cover the future. ``now_s`` is for a
+    simulated or replayed capture, whose present is not the clock's.
     """
     tz = check_timezone(tz)
+    check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
     if not any(getattr(inputs, kind) for kind in _FILE_KINDS) and not inputs.telemetry:
         raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
     fresh = con is None and db is not None and store.is_new(db)
@@ -241,6 +251,16 @@ def _ingest_covered(params: _Params, *, direct: bool, since_s: int | None) -> _A
         params.con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
     if note:
         attempt.warnings.append(note)
+    sacct = params.scanned.get("sacct")
+    outside = outside_window_note(
+        params.con,
+        tuple(attempt.results),
+        since_s=since_s,
+        until_s=params.until_s,
+        path="" if sacct is None else params.renamed.get(str(sacct.path), str(sacct.path)),
+    )
+    if outside:
+        attempt.warnings.append(outside)
     return attempt
 
 
