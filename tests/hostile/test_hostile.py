@@ -217,7 +217,7 @@ REFUSED = {
     ),
     "manifest-nan-interval": Refused(
         files=_manifest(MANIFEST + "\n[run_settings.a]\ncheckpoint_interval_s = nan\n"),
-        line=None, field="run_settings.a.checkpoint_interval_s", words="positive number",
+        line=None, field="run_settings.a.checkpoint_interval_s", words="not a finite number",
     ),
     "inventory-names-differ-from-events": Refused(
         files={"nodes": nodes_text(*(n.replace("NodeName=n", "NodeName=node") for n in NODES_LINES))},

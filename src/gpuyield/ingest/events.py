@@ -19,7 +19,13 @@ import pyarrow as pa
 
 from gpuyield import store
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES, expand_hostlist, hostlist_size
+from gpuyield.hostlist import (
+    HOSTLIST_MACRO_SQL,
+    MAX_HOSTLIST_NAMES,
+    expand_hostlist,
+    hostlist_size,
+    spaceless,
+)
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import (
     NO_TIME_VALUES,
@@ -31,7 +37,7 @@ from gpuyield.ingest._sql import (
     store_rejects,
 )
 from gpuyield.ingest.sacct import csv_source_sql, file_order_kept
-from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S
+from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S, descending_sql
 from gpuyield.ingest.sacct_sql import NODE_LIST_RE
 from gpuyield.sqltext import identifier, literal
 
@@ -271,6 +277,8 @@ def _typed_table_sql(
                 OR (node = '' AND gpu_text <> '' AND num_gpus IS NULL)
                 -- A node hostlist, a long cluster list or an implausible time: Python says so.
                 OR contains(node, '[') OR contains(node, ',')
+                -- Blanks and descending ranges: the Python reader normalises or names them.
+                OR regexp_matches(coalesce(node_list, ''), '\\s') OR {descending_sql("node_list")}
                 OR (node = '' AND node_list IS NOT NULL AND (
                     NOT regexp_full_match(node_list, {literal(NODE_LIST_RE)})
                     OR hostlist_size(node_list) > {MAX_HOSTLIST_NAMES}))
@@ -376,9 +384,11 @@ def _typed_row(
             **common,
             "is_cluster": True,
             "num_gpus": int(gpus.group(1)) if gpus else None,
-            "node_list": raw.get("cluster_nodes", "").strip() or None,
+            # Stored as Slurm reads it: "n[1-2], n[3-4]" is the four nodes n1-n4.
+            "node_list": spaceless(raw.get("cluster_nodes", "")) or None,
         }
     _check_hostlist(node, "NodeName")
+    node = spaceless(node)
     state = raw["state"].strip().upper()
     if not state:
         raise ParseError("node event without a state", field="State")

@@ -78,6 +78,7 @@ _OPTIONAL = (
     "exitcode",
     "submit",
     "elapsedraw",
+    "elapsed",
     "alloctres",
     "allocgres",
     "reqtres",
@@ -90,6 +91,10 @@ _OPTIONAL = (
 _FREE_TEXT = ("submitline", "comment", "jobname", "workdir")
 
 _HINT = "check the file is `sacct -P` output with its header line (or pass --fields for --noheader)"
+_ROW_HINT = (
+    "fix or remove that record, or pass --lenient to skip records like it (they are counted and "
+    "listed in the report)"
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -113,6 +118,12 @@ def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
         first = handle.readline().rstrip("\r\n")
     if fields:
         fields = _format_names(path, fields)
+        if "|" not in first and len(fields) > 1:
+            raise UnknownFormat(
+                f"{path}: line 1 has no '|' between its fields: not sacct -P output, or written "
+                "with a --delimiter that line 1 does not show",
+                hint="capture with sacct -P (or -p), or keep the header line (no --noheader)",
+            )
         # -p without a header: the first record has one (empty) field more than --fields names.
         parts = first.split("|")
         trailing = len(parts) == len(fields) + 1 and parts[-1] == ""
@@ -128,6 +139,66 @@ def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
             or "run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
         )
     return SacctHeader(field_names=tuple(names), header_lines=1)
+
+
+def detect_delimiter(path: Path, fields: list[str] | None) -> str | None:
+    """The character between the fields of an sacct file: ``|`` (``-P``/``-p``), or another one
+    written with ``sacct --delimiter`` (found on the header line, or, with ``--fields``, as the
+    one character every field boundary of line 1 has); None when line 1 shows none."""
+    with path.open(encoding="utf-8-sig", errors="replace") as handle:
+        first = handle.readline(_FIRST_LINE_BYTES).rstrip("\r\n")
+    if "|" in first or not first:
+        return "|" if first else None
+    if not fields:
+        return _header_delimiter(first)
+    wanted = (len(fields) - 1, len(fields))  # -P, or -p with its trailing delimiter
+    found = [
+        c for c in sorted(set(first)) if not (c.isalnum() or c in _IN_VALUES) and
+        first.count(c) in wanted
+    ]  # fmt: skip
+    return found[0] if len(found) == 1 else None
+
+
+def _header_delimiter(first: str) -> str | None:
+    other = next((c for c in first if not (c.isalnum() or c in "_|")), None)
+    if other is None or (other.isspace() and other != "\t"):
+        return None
+    names = first.rstrip(other).split(other)
+    if len(names) < 2 or not all(_is_field_name(n) for n in names):
+        return None
+    return other
+
+
+def delimiter_copy(path: Path, directory: Path, fields: list[str] | None) -> Path | None:
+    """A copy of ``path`` in ``directory`` with its ``sacct --delimiter`` character replaced by
+    ``|``, or None when the file uses ``|`` already (or shows no delimiter: the reader then names
+    what it found). Refused when a value holds a ``|``: which ones are delimiters is unknown."""
+    delimiter = detect_delimiter(path, fields)
+    if delimiter in (None, "|"):
+        return None
+    assert delimiter is not None
+    target = directory / path.name
+    with (
+        path.open(encoding="utf-8", newline="") as source,
+        target.open("w", encoding="utf-8", newline="") as out,
+    ):
+        for number, line in enumerate(source, start=1):
+            if "|" in line:
+                raise ParseError(
+                    f"the fields are separated by {delimiter!r} (sacct --delimiter) and a value "
+                    "holds '|'",
+                    path=path,
+                    line=number,
+                    hint="capture again with sacct -P, whose delimiter is '|'",
+                )
+            out.write(line.replace(delimiter, "|"))
+    return target
+
+
+# Characters that appear inside sacct values (times, TRES, node lists, names): never taken for a
+# delimiter. The first line read for detection is bounded: a header is a few hundred bytes.
+_IN_VALUES = "_-.:/,=[]()%+@ "
+_FIRST_LINE_BYTES = 1 << 20
 
 
 def _other_delimiter_hint(first: str) -> str | None:
@@ -231,7 +302,7 @@ def stage_sacct(
     problems = row_problems(con, info.path, names, columns, fast=fast, limit=None if lenient else 1)
     if problems and not lenient:
         first = problems[0]
-        hint = _HINT
+        hint = _ROW_HINT  # the file reads; one of its values does not
         if first.message.startswith(NOT_A_TIME):
             hint = TIME_HINT
         elif first.message == ENDS_BEFORE_START and tz != "UTC":

@@ -48,8 +48,37 @@ PROBLEMS = {
     "gres": ("allocgres", "GPU count is not a whole number: {value}"),
     "nnodes_list": ("nnodes", "NNodes {value} does not match the nodes NodeList names"),
     "nodes_cap": ("nodelist", "NodeList names more nodes than the cluster has: {value}"),
+    "nodes_order": ("nodelist", "NodeList has a descending range (high-low): {value}"),
     "no_end": ("end", "a finished job without an end time or ElapsedRaw: {value}"),
 }
+
+
+def elapsed_sql(expr_sql: str) -> str:
+    """SQL: sacct's ``Elapsed`` (``[D-][HH:]MM:SS``) as seconds, for files without ElapsedRaw
+    (older ``--format`` lists); NULL when it is not a duration."""
+    pattern = "^(?:([0-9]{1,6})-)?(?:([0-9]{1,3}):)?([0-9]{1,3}):([0-9]{1,2})$"
+
+    def group_sql(group: int) -> str:
+        return (
+            f"coalesce(TRY_CAST(nullif(regexp_extract({expr_sql}, {literal(pattern)}, "
+            f"{literal(group)}), '') AS BIGINT), 0)"
+        )
+
+    return f"""CASE WHEN regexp_full_match({expr_sql}, {literal(pattern)})
+        THEN {group_sql(1)} * 86400 + {group_sql(2)} * 3600 + {group_sql(3)} * 60 + {group_sql(4)}
+    END"""
+
+
+def descending_sql(node_list_sql: str) -> str:
+    """SQL: whether a node list has a range that runs down (``n[3-1]``): Slurm refuses one, and
+    counting it as zero nodes would leave the job's GPU time on no node."""
+    ranges_sql = (
+        f"flatten(list_transform(regexp_extract_all({node_list_sql}, '\\[([^\\]]*)\\]', 1), "
+        "lambda g: string_split(g, ',')))"
+    )
+    return f"""coalesce(list_bool_or(list_transform({ranges_sql}, lambda r:
+        TRY_CAST(nullif(split_part(r, '-', 2), '') AS DOUBLE)
+            < TRY_CAST(split_part(r, '-', 1) AS DOUBLE))), false)"""
 
 
 def whole_sql(expr_sql: str) -> str:
@@ -105,6 +134,7 @@ def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str
         ("gres", f"{gres_sql} IS NOT NULL AND gres_gpus IS NULL"),
         # Counted from the ranges, never expanded: n[0-9999999999] costs nothing to refuse.
         ("nodes_cap", f"hostlist_size(node_list) > {literal(max_nodes)}"),
+        ("nodes_order", f"contains(node_list, '-') AND {descending_sql('node_list')}"),
         (
             "no_end",
             f"NOT is_step AND end_s IS NULL AND start_s IS NOT NULL AND state IN ({finished})",
@@ -115,7 +145,10 @@ def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str
             (
                 "nnodes_list",
                 "num_nodes IS NOT NULL AND node_list IS NOT NULL AND NOT is_step "
-                "AND num_nodes <> hostlist_size(node_list)",
+                "AND num_nodes <> hostlist_size(node_list) "
+                # A job that ran 0 seconds held nothing: Slurm prints NNodes 0 for some of
+                # them beside the node it was placed on; no GPU time depends on the count.
+                "AND NOT coalesce(end_s = start_s OR elapsed_s = 0, false)",
             )
         )
     return found

@@ -108,6 +108,7 @@ _PROBLEMS = {
     "order": ("end", ENDS_BEFORE_START),
     "gpus": ("alloctres", "GPU count is not a whole number: {value}"),
     "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
+    "elapsed_text": ("elapsed", "not a duration ([D-][HH:]MM:SS): {value}"),
     "nnodes": ("nnodes", "not a node count: {value}"),
     "nodelist": ("nodelist", "cannot read node list: {value}"),
     **sacct_checks.PROBLEMS,
@@ -190,7 +191,12 @@ def _check_conditions(
 
     checks = [
         ("id_missing", "job_id_raw IS NULL"),
-        ("id_bad", r"NOT regexp_full_match(job_id_raw, '\d+([_+]\d+)?(\.\S+)?')"),
+        # A pending job array prints its tasks as one id, 123_[4-10%2], when there is no
+        # JobIDRaw to give its own number.
+        (
+            "id_bad",
+            r"NOT regexp_full_match(job_id_raw, '\d+([_+]\d+)?(\.\S+)?|\d+_\[[0-9,:%-]+\]')",
+        ),
         ("state", f"NOT is_step AND (state IS NULL OR state NOT IN ({states}))"),
         bad_time("start"),
         bad_time("end"),
@@ -209,11 +215,10 @@ def _check_conditions(
     ]
     if "submit" in columns:
         checks.append(bad_time("submit"))
-    if "elapsedraw" in columns:
-        elapsed_sql = _field_sql(columns, "elapsedraw")
-        checks.append(
-            ("elapsed", f"{elapsed_sql} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)")
-        )
+    if "elapsedraw" in columns or "elapsed" in columns:
+        code = "elapsed" if "elapsedraw" in columns else "elapsed_text"
+        elapsed_sql = _field_sql(columns, "elapsedraw" if code == "elapsed" else "elapsed")
+        checks.append((code, f"{elapsed_sql} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)"))
     if "nnodes" in columns:
         nnodes_sql = _field_sql(columns, "nnodes")
         checks.append(
@@ -257,6 +262,24 @@ def _num_gpus_sql(tres_sql: str) -> str:
     END"""
 
 
+def _elapsed_sql(columns: dict[str, int]) -> str:
+    """SQL for a job's elapsed seconds: ElapsedRaw, else Elapsed (``1-06:51:32``) as older
+    ``--format`` lists print it, else NULL."""
+    if "elapsedraw" in columns:
+        return sacct_checks.whole_sql(_field_sql(columns, "elapsedraw"))
+    if "elapsed" in columns:
+        return sacct_checks.elapsed_sql(_field_sql(columns, "elapsed"))
+    return "CAST(NULL AS BIGINT)"
+
+
+def _spaceless_sql(node_list_sql: str) -> str:
+    """SQL: a node list with whitespace dropped as Slurm's hostlist parser drops it (``c1,
+    c[2-3]`` is ``c1,c[2-3]``; a blank between names separates them like a comma)."""
+    return f"""CASE WHEN strpos({node_list_sql}, ' ') > 0 OR strpos({node_list_sql}, chr(9)) > 0
+        THEN nullif(regexp_replace(trim({node_list_sql}), '\\s*[,\\s]\\s*', ',', 'g'), '')
+        ELSE {node_list_sql} END"""
+
+
 def _raw_typed_sql(
     columns: dict[str, int], tz: str, default_cluster: str, *, tres_sql: str, source_sql: str
 ) -> str:
@@ -276,14 +299,14 @@ def _raw_typed_sql(
                 {epoch_sql(f_sql("submit"), tz)} AS submit_s,
                 {epoch_sql(f_sql("start"), tz)} AS start_parsed,
                 {epoch_sql(f_sql("end"), tz)} AS end_parsed,
-                {sacct_checks.whole_sql(f_sql("elapsedraw"))} AS elapsed_s,
+                {_elapsed_sql(columns)} AS elapsed_s,
                 {sacct_checks.whole_sql(f_sql("nnodes"))} AS num_nodes,
                 {_num_gpus_sql(tres_sql)} AS num_gpus,
                 CASE WHEN contains({tres_sql}, 'gres/gpu:') THEN
                     nullif(regexp_extract({tres_sql}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
                 END AS gpu_type,
                 CASE WHEN {f_sql("nodelist")} IN ('None assigned', '(null)', 'None') THEN NULL
-                     ELSE {f_sql("nodelist")} END AS node_list,
+                     ELSE {_spaceless_sql(f_sql("nodelist"))} END AS node_list,
                 {f_sql("comment")} AS comment, {f_sql("reason")} AS reason,
                 strpos({id_sql}, '.') > 0 OR strpos({raw_id_sql}, '.') > 0 AS is_step
             FROM (SELECT *, strpos({tres_sql}, 'gres/gpu=') AS gpu_at,

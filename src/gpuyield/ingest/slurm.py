@@ -156,7 +156,7 @@ def ingest_slurm(
     fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
-            plain, renamed = _plain_inputs(inputs, Path(tmp))
+            plain, renamed = _plain_inputs(inputs, Path(tmp), fields)
             try:
                 return _ingest_plain(
                     db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
@@ -227,11 +227,22 @@ def _run_atomically(params: _Params, *, since_s: int | None) -> _Attempt:
             return _ingest_covered(params, direct=False, since_s=since_s)
 
 
-def _plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
-    """Inputs with stdin and compressed files replaced by plain copies in ``directory``, and
-    each copy's path mapped to what the user gave (for provenance and messages)."""
+def _plain_inputs(
+    inputs: SlurmInputs, directory: Path, fields: list[str] | None
+) -> tuple[SlurmInputs, dict[str, str]]:
+    """Inputs with stdin and compressed files replaced by plain copies in ``directory`` (and an
+    sacct file written with another delimiter by a copy with ``|``), and each copy's path mapped
+    to what the user gave (for provenance and messages)."""
     given = {kind: Path(getattr(inputs, kind)) for kind in _FILE_KINDS if getattr(inputs, kind)}
     copies, renamed = plain_copies(given, directory)
+    if "sacct" in given:
+        sacct = copies.get("sacct", given["sacct"])
+        if sacct.is_file():
+            (directory / "sacct-delimited").mkdir()
+            delimited = sacct_mod.delimiter_copy(sacct, directory / "sacct-delimited", fields)
+            if delimited is not None:
+                copies["sacct"] = delimited
+                renamed[str(delimited)] = renamed.pop(str(sacct), str(given["sacct"]))
     changes: dict[str, Any] = dict(copies)
     return dataclasses.replace(inputs, **changes), renamed
 
