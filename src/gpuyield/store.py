@@ -10,6 +10,7 @@ declaring primary keys, because an index over ten million jobs costs more memory
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -203,8 +204,39 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
         raise InputError(f"{path} is an SQLite database, not a gpuyield store", hint=_STORE_HINT)
 
 
+# What the operating system says when a store cannot be written (DuckDB passes its words on):
+# the store is not damaged, so none of these may read as "corrupted, rebuild it".
+_STORAGE_FAULTS = (
+    (
+        ("No space left on device", "Disk quota exceeded", "File too large"),
+        "no space left to write {target} ({said})",
+        "free space on that disk (the store is unchanged: nothing of this run was kept) or give "
+        "--db a file on another disk",
+    ),
+    (
+        ("Read-only file system",),
+        "{target} is on a read-only file system",
+        "write the store on a writable disk (copy it there); reports can read it where it is",
+    ),
+)
+
+
+def storage_error(target: str | Path, error: BaseException) -> InputError | None:
+    """The error to report when DuckDB could not write the store for want of space or because
+    its disk is read-only; None for any other error."""
+    text = str(error)
+    for words, message, hint in _STORAGE_FAULTS:
+        said = next((w for w in words if w in text), None)
+        if said is not None:
+            return InputError(message.format(target=target, said=said.lower()), hint=hint)
+    return None
+
+
 def _open_error(target: str, error: duckdb.Error) -> InputError:
     """The reason DuckDB could not open a store, in words a user can act on."""
+    storage = storage_error(target, error)
+    if storage is not None:
+        return storage
     text = str(error)
     if (
         "set lock" in text
@@ -255,14 +287,35 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """All-or-nothing: an exception (or a killed process) leaves the store as it was."""
+    """All-or-nothing: an exception (or a killed process) leaves the store as it was.
+
+    A full or read-only disk, inside the work or at the commit, is one clear error (the store
+    as it was), not a traceback from the engine.
+    """
     con.execute("BEGIN TRANSACTION")
     try:
         yield
-    except BaseException:
-        con.execute("ROLLBACK")
+        con.execute("COMMIT")
+    except BaseException as error:
+        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has rolled back already
+            con.execute("ROLLBACK")
+        storage = (
+            storage_error(_database_of(con), error) if isinstance(error, duckdb.Error) else None
+        )
+        if storage is not None:
+            raise storage from None
         raise
-    con.execute("COMMIT")
+
+
+def _database_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The file the connection writes (its main database), for messages."""
+    try:
+        row = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchone()
+    except duckdb.Error:
+        return "the store"
+    return str(row[0]) if row and row[0] else "the store"
 
 
 def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,7 @@ def ingest_slurm(
     progress: Progress | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     now_s: int | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> IngestSummary:
     """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing.
 
@@ -147,7 +149,9 @@ def ingest_slurm(
 
     A window ending after now (``now_s``, default this machine's clock, give or take
     ``times.CLOCK_SKEW_S``) is refused: a capture cannot cover the future. ``now_s`` is for a
-    simulated or replayed capture, whose present is not the clock's.
+    simulated or replayed capture, whose present is not the clock's. ``sources`` names input
+    files for the provenance (a collection's temporary files by the command that printed them):
+    written in the ingest's own transaction, so no committed store ever names a deleted file.
     """
     tz = check_timezone(tz)
     check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
@@ -157,6 +161,9 @@ def ingest_slurm(
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
             plain, renamed = _plain_inputs(inputs, Path(tmp), fields)
+            for path, name in (sources or {}).items():
+                renamed = {k: (name if v == path else v) for k, v in renamed.items()}
+                renamed.setdefault(path, name)
             try:
                 return _ingest_plain(
                     db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
