@@ -163,10 +163,11 @@ def empty_manifest() -> Manifest:
 
 def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
     """Read and validate a manifest file."""
+    if not path.exists() and not path.is_symlink():
+        raise ManifestError(f"{path}: no such manifest file")
+    text = tomlfile.read_small_text(path, max_bytes=tomlfile.MAX_TOML_BYTES, what="manifest")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: no such manifest file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ManifestError(
             f"{path}: not valid TOML: {error}", hint="see docs/manifest.md for the format"

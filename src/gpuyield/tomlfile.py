@@ -34,6 +34,48 @@ class TomlDocument:
     data: dict[str, Any]
 
 
+def read_small_text(path: Path, *, max_bytes: int, what: str) -> str:
+    """A small text file (a manifest, a scenario, a token) read whole: a regular file of at most
+    ``max_bytes`` of UTF-8. A FIFO or ``/dev/zero`` would block or never end; a file past the
+    budget is not the small file it should be."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise InputError(
+            f"{path}: cannot read {what}: {error.strerror}", hint="check the path"
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(
+                f"{path}: {what} is not a regular file (a device, a FIFO or a folder)",
+                hint="give the path of the file itself",
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise InputError(
+            f"{path}: {what} is larger than {max_bytes:,} bytes",
+            hint=f"a {what} is a small text file; is this the right file?",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{path}: {what} is not UTF-8 text (byte {error.start})",
+            hint="save it as UTF-8",
+        ) from None
+
+
+# A TOML file gpuyield reads (a manifest, a scenario, a lab) is kilobytes; 64 MiB holds a
+# manifest of a million runs' settings.
+MAX_TOML_BYTES = 64 << 20
+
+
 def bundled_names(folder: str) -> list[str]:
     """The names of the TOML files bundled in ``gpuyield/data/<folder>``, sorted."""
     root = resources.files("gpuyield").joinpath("data").joinpath(folder)
@@ -99,9 +141,11 @@ def load(name_or_path: str | Path, *, folder: str, kind: str) -> TomlDocument:
     """
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
-        if not path.is_file():
+        if not path.exists():
             raise InputError(f"{kind} file {path} does not exist", hint="check the path")
-        return parse(path.read_text(encoding="utf-8"), str(path))
+        return parse(
+            read_small_text(path, max_bytes=MAX_TOML_BYTES, what=kind + " file"), str(path)
+        )
     name = str(name_or_path)
     known = bundled_names(folder)
     if name not in known:
