@@ -36,6 +36,8 @@ from gpuyield.errors import ManifestError
 # The rungs the issue and the essay name (one GPU, one 8-GPU machine, then x8 each step).
 DEFAULT_RUNGS = (1, 8, 64, 512)
 DEFAULT_WITHIN_DAYS = 30.0
+# Families in one manifest: a lab has tens; thousands of patterns are a generated file gone wrong.
+MAX_FAMILIES = 1_000
 MAX_WITHIN_DAYS = 36_500  # a century: longer than any cluster keeps accounting
 MAX_RUNG_GPUS = 10_000_000  # more GPUs than any cluster has
 # A job's own ``family=`` key in its comment, next to ``run=``.
@@ -247,7 +249,20 @@ def parse_families(items: Any, path: Path) -> tuple[Family, ...]:
         raise ManifestError(
             f"{path}: families must be an array of tables", hint='write [[families]] name = "x"'
         )
+    if len(items) > MAX_FAMILIES:
+        raise ManifestError(
+            f"{path}: families: {len(items):,} families, more than {MAX_FAMILIES:,}",
+            hint="a family groups the runs of one idea; use a pattern for many runs",
+        )
     families = tuple(_parse_family(item, path, i) for i, item in enumerate(items))
+    # The ledger first tries every pattern at once (one RE2 automaton): it must compile too.
+    problem = re2_problem(any_pattern(families)) if families else None
+    if problem is not None:
+        raise ManifestError(
+            f"{path}: families: the patterns together are more than the query engine (RE2) "
+            f"takes: {problem}",
+            hint="use fewer or shorter patterns (a glob like llama3-* covers many runs)",
+        )
     seen: set[str] = set()
     for family in families:
         if family.name in seen:
@@ -347,6 +362,11 @@ def parse_ladder(item: Any, path: Path) -> LadderPolicy:
             hint="e.g. within_days = 30",
         )
     return LadderPolicy(rungs=tuple(rungs), within_days=float(within))
+
+
+def any_pattern(families: Sequence[Family]) -> str:
+    """One regex matching a run name any family's pattern matches."""
+    return "|".join(f"(?:{p})" for f in families for p in f.patterns)
 
 
 def families_from_json(items: list[dict[str, Any]]) -> tuple[Family, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 
 from gpuyield.errors import EmptyDataError
-from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, first_match
+from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, any_pattern, first_match
 from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.sqltext import literal
@@ -43,7 +43,7 @@ def family_jobs_sql(manifest: Manifest) -> str:
     )
     # One alternation first (RE2 runs it as one automaton): most runs are in no family, and for
     # them the per-family patterns never run.
-    either = _any_family_pattern(manifest)
+    either = any_pattern(manifest.families)
     by_pattern_sql = (
         f"CASE WHEN regexp_matches(t.run, {literal(either)}) THEN CASE {cases_sql} END END"
         if cases_sql
@@ -70,11 +70,6 @@ def family_jobs_sql(manifest: Manifest) -> str:
         SELECT job_key, job_id, run, family, num_gpus, state, start_s, end_s
         FROM named WHERE family IS NOT NULL
     """
-
-
-def _any_family_pattern(manifest: Manifest) -> str:
-    """One regex matching a run name any family's pattern matches."""
-    return "|".join(f"(?:{p})" for f in manifest.families for p in f.patterns)
 
 
 def _completed_sql(manifest: Manifest) -> str:

@@ -110,3 +110,16 @@ def test_globs_mean_what_fnmatch_means(glob: str, name: str) -> None:
     except ManifestError:
         return  # refused: a reversed range (fnmatch would read it as an empty set)
     assert (first_match([regex], name) is not None) == fnmatch.fnmatchcase(name, glob), regex
+
+
+def test_too_many_families_or_patterns_too_large_together_are_refused() -> None:
+    """The ledger tries every pattern at once (one RE2 automaton): bounded and compiled when the
+    manifest is read, not a DuckDB error in the middle of an ingest (bench/hostile.py found it)."""
+    many = [{"name": f"f{i}", "runs": f"r{i}-*"} for i in range(1001)]
+    with pytest.raises(ManifestError, match="1,001 families, more than 1,000"):
+        parse_manifest({"families": many}, PATH)
+    large = [{"name": f"f{i}", "runs": f"re:(a|b){{1000}}{i}"} for i in range(300)]
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest({"families": large}, PATH)
+    assert "patterns together are more than the query engine (RE2) takes" in caught.value.message
+    assert caught.value.hint is not None and "fewer or shorter" in caught.value.hint
