@@ -335,8 +335,8 @@ def test_literal_round_trips_hostile_strings(value: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "text"), [(7, "7"), (-3, "-3"), (2**70, str(2**70)), (True, "true"), (None, "NULL"),
-                        (0.5, "0.5")],
+    ("value", "text"), [(7, "7"), (-3, "(-3)"), (2**70, str(2**70)), (True, "true"), (None, "NULL"),
+                        (0.5, "0.5"), (-0.5, "(-0.5)")],
 )  # fmt: skip
 def test_literal_of_numbers(value: int | float | bool | None, text: str) -> None:
     assert sqltext.literal(value) == text
@@ -352,3 +352,12 @@ def test_literal_refuses_what_the_engine_cannot_hold(value: str) -> None:
 def test_literal_refuses_non_finite_numbers(value: float) -> None:
     with pytest.raises(ValueError, match="finite"):
         sqltext.literal(value)
+
+
+def test_a_negative_literal_after_a_minus_is_not_a_comment() -> None:
+    con = duckdb.connect()
+    try:
+        assert con.execute(f"SELECT 5 - {sqltext.literal(-2)}").fetchall() == [(7,)]
+        assert con.execute(f"SELECT 5 -{sqltext.literal(-2)}").fetchall() == [(7,)]
+    finally:
+        con.close()

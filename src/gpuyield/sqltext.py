@@ -22,12 +22,13 @@ def literal(value: str | int | float | bool | None) -> str:
         return "NULL"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(int(value))  # int() drops an int subclass's own __str__
-    if isinstance(value, float):
-        if not math.isfinite(value):
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"not a finite number for SQL: {value!r}")
-        return repr(float(value))
+        # int()/float() drop a subclass's own __str__; a negative number is bracketed, so that
+        # "x - {literal(-2)}" never reads as "x --2", a comment.
+        text = str(int(value)) if isinstance(value, int) else repr(float(value))
+        return f"({text})" if value < 0 else text
     if not isinstance(value, str):
         raise TypeError(f"no SQL literal for {type(value).__name__}")
     return "'" + _encodable(value).replace("'", "''") + "'"

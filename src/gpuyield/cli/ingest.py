@@ -128,7 +128,8 @@ def slurm_command(
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
-    from gpuyield.ingest.slurm import SINCE_FIELD, UNTIL_FIELD, SlurmInputs, ingest_slurm
+    from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD
+    from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 
     with errors_mapped({SINCE_FIELD: "--since", UNTIL_FIELD: "--until"}):
         if noheader and not fields:

@@ -283,6 +283,14 @@ def plain_copies(given: dict[str, Path], directory: Path) -> tuple[dict[str, Pat
     return copies, renamed
 
 
+def named_sources(
+    renamed: dict[str, str], sources: dict[str, str] | typing.Mapping[str, str]
+) -> dict[str, str]:
+    """``renamed`` (copy -> path given) with the paths ``sources`` names given those names."""
+    named = {copy: sources.get(given, given) for copy, given in renamed.items()}
+    return {**{path: name for path, name in sources.items()}, **named}
+
+
 def _open_compressed(path: Path) -> typing.BinaryIO:
     if path.suffix == ".gz":
         import gzip

@@ -18,12 +18,35 @@ from gpuyield import store
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.times import iso_utc
 
+#: The fields errors about the capture window name (the CLI maps them to --since and --until).
+SINCE_FIELD = "ingest.since"
+UNTIL_FIELD = "ingest.until"
+
 
 class _Result(Protocol):
     @property
     def source(self) -> str: ...
     @property
     def ingest_id(self) -> int: ...
+
+
+def coverage_notes(
+    con: duckdb.DuckDBPyConnection,
+    results: Sequence[_Result],
+    *,
+    since_s: int | None,
+    until_s: int | None,
+    as_of_s: int | None,
+    cluster: str | None,
+    path: str,
+) -> list[str]:
+    """Record the sacct file's coverage; the notes for the user about it and about its rows
+    outside the window."""
+    notes = [
+        record_sacct_coverage(con, results, since_s=since_s, as_of_s=as_of_s, cluster=cluster),
+        outside_window_note(con, results, since_s=since_s, until_s=until_s, path=path),
+    ]
+    return [note for note in notes if note]
 
 
 def record_sacct_coverage(

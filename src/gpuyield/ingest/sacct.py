@@ -195,6 +195,25 @@ def delimiter_copy(path: Path, directory: Path, fields: list[str] | None) -> Pat
     return target
 
 
+def use_pipe_copy(
+    copies: dict[str, Path],
+    renamed: dict[str, str],
+    given: Path,
+    directory: Path,
+    fields: list[str] | None,
+) -> None:
+    """Replace the sacct input (its plain copy, or ``given``) in ``copies`` by a ``delimiter_copy``
+    when it was written with another delimiter, mapping the copy to the path the user gave."""
+    current = copies.get("sacct", given)
+    if not current.is_file():
+        return  # the reader names what is wrong with it
+    (directory / "sacct-delimited").mkdir()
+    delimited = delimiter_copy(current, directory / "sacct-delimited", fields)
+    if delimited is not None:
+        copies["sacct"] = delimited
+        renamed[str(delimited)] = renamed.pop(str(current), str(given))
+
+
 # Characters that appear inside sacct values (times, TRES, node lists, names): never taken for a
 # delimiter. The first line read for detection is bounded: a header is a few hundred bytes.
 _IN_VALUES = "_-.:/,=[]()%+@ "

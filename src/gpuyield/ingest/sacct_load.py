@@ -103,13 +103,7 @@ def load_direct(
     if records != info.num_lines - header.header_lines:
         con.execute(f"DELETE FROM jobs WHERE {mine_sql}")
         return None
-    # The insert kept file order and its row ids are consecutive (uncommitted rows start at a
-    # large base): record n is line n + header, as in the staged path.
-    line_sql = f"rowid - {literal(first_row_id)} + {literal(header.header_lines + 1)}"
-    con.execute(
-        f"UPDATE jobs SET line = {line_sql}, job_key = {_job_key_sql(ingest_id, line_sql)} "
-        f"WHERE {mine_sql}"
-    )
+    _number_lines(con, ingest_id, first_row_id - header.header_lines - 1)
     rows_sql = f"SELECT line, job_id_raw FROM jobs WHERE {mine_sql}"
     if not file_order_kept(con, info, rows_sql, columns["jobidraw"]):
         raise DirectLoadFailed("the CSV reader did not keep file order")
@@ -131,6 +125,17 @@ def load_direct(
         as_of_s=None if as_of is None else int(as_of),
         gpu_count_missing="alloctres" not in columns and "allocgres" not in columns,
         loaded=True,
+    )
+
+
+def _number_lines(con: duckdb.DuckDBPyConnection, ingest_id: int, row_id_of_line_0: int) -> None:
+    """Give the directly loaded rows their lines and keys. The insert kept file order and its row
+    ids are consecutive (uncommitted rows start at a large base): record n is line n + header,
+    as in the staged path."""
+    line_sql = f"rowid - ({literal(row_id_of_line_0)})"
+    con.execute(
+        f"UPDATE jobs SET line = {line_sql}, job_key = {_job_key_sql(ingest_id, line_sql)} "
+        f"WHERE ingest_id = {literal(ingest_id)}"
     )
 
 

@@ -26,10 +26,10 @@ from gpuyield.ingest import jobs_detail as jobs_detail_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import sacct as sacct_mod
-from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
+from gpuyield.ingest._files import FileInfo, named_sources, plain_copies, scan_file
 from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
-from gpuyield.ingest.coverage import outside_window_note, record_sacct_coverage
+from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD, coverage_notes
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.times import check_window
@@ -45,9 +45,6 @@ DIR_FILES = {
 }
 # The single-file inputs, in the order they are read.
 _FILE_KINDS = ("sacct", "events", "nodes", "manifest", "reservations", "jobs_detail")
-#: The fields errors about the capture window name (the CLI maps them to --since and --until).
-SINCE_FIELD = "ingest.since"
-UNTIL_FIELD = "ingest.until"
 
 
 #: The outcome of one file (the name this module used before every source shared the type).
@@ -147,11 +144,8 @@ def ingest_slurm(
     that its accounting covers it (without ``since_s``: from the earliest job start). A file may
     be ``-`` (stdin) or ``.gz``/``.zst``. A first ingest that fails leaves no database file.
 
-    A window ending after now (``now_s``, default this machine's clock, give or take
-    ``times.CLOCK_SKEW_S``) is refused: a capture cannot cover the future. ``now_s`` is for a
-    simulated or replayed capture, whose present is not the clock's. ``sources`` names input
-    files for the provenance (a collection's temporary files by the command that printed them):
-    written in the ingest's own transaction, so no committed store ever names a deleted file.
+    A window ending after ``now_s`` (default: the clock) is refused. ``sources``: names for input
+    paths in the provenance (a collection's temporary files), set in the ingest's transaction.
     """
     tz = check_timezone(tz)
     check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
@@ -161,9 +155,7 @@ def ingest_slurm(
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
             plain, renamed = _plain_inputs(inputs, Path(tmp), fields)
-            for path, name in (sources or {}).items():
-                renamed = {k: (name if v == path else v) for k, v in renamed.items()}
-                renamed.setdefault(path, name)
+            renamed = named_sources(renamed, sources or {})
             try:
                 return _ingest_plain(
                     db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
@@ -237,19 +229,12 @@ def _run_atomically(params: _Params, *, since_s: int | None) -> _Attempt:
 def _plain_inputs(
     inputs: SlurmInputs, directory: Path, fields: list[str] | None
 ) -> tuple[SlurmInputs, dict[str, str]]:
-    """Inputs with stdin and compressed files replaced by plain copies in ``directory`` (and an
-    sacct file written with another delimiter by a copy with ``|``), and each copy's path mapped
-    to what the user gave (for provenance and messages)."""
+    """Inputs with stdin and compressed files (and an sacct file written with another delimiter)
+    replaced by plain copies in ``directory``, each copy mapped to what the user gave."""
     given = {kind: Path(getattr(inputs, kind)) for kind in _FILE_KINDS if getattr(inputs, kind)}
     copies, renamed = plain_copies(given, directory)
     if "sacct" in given:
-        sacct = copies.get("sacct", given["sacct"])
-        if sacct.is_file():
-            (directory / "sacct-delimited").mkdir()
-            delimited = sacct_mod.delimiter_copy(sacct, directory / "sacct-delimited", fields)
-            if delimited is not None:
-                copies["sacct"] = delimited
-                renamed[str(delimited)] = renamed.pop(str(sacct), str(given["sacct"]))
+        sacct_mod.use_pipe_copy(copies, renamed, given["sacct"], directory, fields)
     changes: dict[str, Any] = dict(copies)
     return dataclasses.replace(inputs, **changes), renamed
 
@@ -257,28 +242,14 @@ def _plain_inputs(
 def _ingest_covered(params: _Params, *, direct: bool, since_s: int | None) -> _Attempt:
     """The ingest, then (same transaction) its coverage and the paths the user gave."""
     attempt = _ingest_scanned(params, direct=direct)
-    note = record_sacct_coverage(
-        params.con,
-        tuple(attempt.results),
-        since_s=since_s,
-        as_of_s=attempt.as_of,
-        cluster=params.cluster,
-    )
+    sacct = str(params.scanned["sacct"].path) if "sacct" in params.scanned else ""
+    attempt.warnings += coverage_notes(
+        params.con, tuple(attempt.results), since_s=since_s, until_s=params.until_s,
+        as_of_s=attempt.as_of, cluster=params.cluster, path=params.renamed.get(sacct, sacct),
+    )  # fmt: skip
     for copy, original in params.renamed.items():
         params.con.execute("UPDATE ingests SET path = ? WHERE path = ?", [original, copy])
         params.con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
-    if note:
-        attempt.warnings.append(note)
-    sacct = params.scanned.get("sacct")
-    outside = outside_window_note(
-        params.con,
-        tuple(attempt.results),
-        since_s=since_s,
-        until_s=params.until_s,
-        path="" if sacct is None else params.renamed.get(str(sacct.path), str(sacct.path)),
-    )
-    if outside:
-        attempt.warnings.append(outside)
     return attempt
 
 
