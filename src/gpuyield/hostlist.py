@@ -19,6 +19,8 @@ def spaceless(text: str) -> str:
     """``text`` with whitespace dropped as Slurm's hostlist parser drops it: around commas
     (``c1, c[2-3]``), at the ends, and between names, where a blank separates like a comma."""
     text = text.strip()
+    if text in _EMPTY_LISTS:  # "None assigned" is Slurm's word for no nodes, not two names
+        return text
     return _BLANKS.sub(",", text) if _HAS_BLANK.search(text) else text
 
 

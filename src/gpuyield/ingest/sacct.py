@@ -153,20 +153,24 @@ def detect_delimiter(path: Path, fields: list[str] | None) -> str | None:
         return _header_delimiter(first)
     wanted = (len(fields) - 1, len(fields))  # -P, or -p with its trailing delimiter
     found = [
-        c for c in sorted(set(first)) if not (c.isalnum() or c in _IN_VALUES) and
-        first.count(c) in wanted
+        c for c in sorted(set(first)) if not (c.isalnum() or c in _IN_VALUES or c == "\ufffd")
+        and first.count(c) in wanted
     ]  # fmt: skip
     return found[0] if len(found) == 1 else None
 
 
 def _header_delimiter(first: str) -> str | None:
     other = next((c for c in first if not (c.isalnum() or c in "_|")), None)
-    if other is None or (other.isspace() and other != "\t"):
+    if other is None or other == "\ufffd" or (other.isspace() and other != "\t"):
         return None
     names = first.rstrip(other).split(other)
-    if len(names) < 2 or not all(_is_field_name(n) for n in names):
+    if len(names) < 2 or not all(_SACCT_NAME.fullmatch(n) for n in names):
         return None
     return other
+
+
+# What every sacct field name looks like (a header of other text is no header).
+_SACCT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 def delimiter_copy(path: Path, directory: Path, fields: list[str] | None) -> Path | None:
@@ -178,12 +182,11 @@ def delimiter_copy(path: Path, directory: Path, fields: list[str] | None) -> Pat
         return None
     assert delimiter is not None
     target = directory / path.name
-    with (
-        path.open(encoding="utf-8", newline="") as source,
-        target.open("w", encoding="utf-8", newline="") as out,
-    ):
+    # Bytes, not text: bytes that are not UTF-8 are named by the file scan, with their line.
+    old, new = delimiter.encode("utf-8"), b"|"
+    with path.open("rb") as source, target.open("wb") as out:
         for number, line in enumerate(source, start=1):
-            if "|" in line:
+            if new in line:
                 raise ParseError(
                     f"the fields are separated by {delimiter!r} (sacct --delimiter) and a value "
                     "holds '|'",
@@ -191,7 +194,7 @@ def delimiter_copy(path: Path, directory: Path, fields: list[str] | None) -> Pat
                     line=number,
                     hint="capture again with sacct -P, whose delimiter is '|'",
                 )
-            out.write(line.replace(delimiter, "|"))
+            out.write(line.replace(old, new))
     return target
 
 
