@@ -215,7 +215,7 @@ def ladder_sweep_command(
     """``simulate sweep --param ladder-skip-share``: what enforcing the ladder is worth."""
     from rich.table import Table
 
-    from gpuyield.cli._common import call, console, print_json
+    from gpuyield.cli._common import call, console, plain, print_json, shown
     from gpuyield.simulate.ladder import ladder_sweep_dict, ladder_sweep_from_options
 
     sweep = call(
@@ -226,10 +226,10 @@ def ladder_sweep_command(
         print_json(ladder_sweep_dict(sweep))
         return
     for line in sweep.assumption_lines():
-        console.print(line, markup=False, highlight=False)
+        console.print(plain(line), markup=False, highlight=False)
     table = Table(
         title=f"research waste by rung-skipping share, {gpus:,} GPUs, {days:g} days "
-        f"(skippers fail x{multiplier:g}; {out / 'ladder-sweep.json'})"
+        f"(skippers fail x{multiplier:g}; {shown(out / 'ladder-sweep.json')})"
     )
     for column in (
         "skip share",
