@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 from typer.core import TyperGroup
 
 from gpuyield.errors import FieldError, GpuyieldError
@@ -57,13 +58,34 @@ console = _Console()
 err_console = _Console(stderr=True)
 
 
+def shown(value: object) -> str:
+    """User-controlled text (a run, user, account, family, path, a value quoted in a warning)
+    as it may go into a Rich markup string: control characters written out (``\\x1b``) and
+    markup escaped (a job comment ``[/x]`` made ``ladder`` raise for everyone).
+
+    The one way such text reaches the terminal: ``cell`` for table cells, ``plain`` where
+    markup is off; tests/hostile/test_printing.py runs every command on a hostile store.
+    """
+    return escape(visible(str(value)))
+
+
+def plain(value: object) -> str:
+    """User-controlled text for a print with ``markup=False``: control characters written out."""
+    return visible(str(value))
+
+
+def cell(value: object) -> Text:
+    """A table cell of user-controlled text: a ``Text`` (never read as markup), made visible."""
+    return Text(visible(str(value)))
+
+
 def fail(error: GpuyieldError) -> NoReturn:
     """Print a library error as one line plus its hint, and exit 1 (no traceback)."""
     # Escaped: messages and hints quote user text and pip lines like 'gpuyield[html]'.
     # Control characters too: messages quote input lines, which may carry terminal escapes.
-    err_console.print(f"[bold red]error:[/] {escape(visible(error.message))}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {shown(error.message)}", highlight=False)
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {escape(visible(error.hint))}", highlight=False)
+        err_console.print(f"[bold]hint:[/] {shown(error.hint)}", highlight=False)
     raise typer.Exit(code=1)
 
 

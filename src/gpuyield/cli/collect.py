@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import console, errors_mapped, print_json, shown
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
 
@@ -99,11 +99,11 @@ def collect_command(
     from gpuyield.times import iso_utc
 
     console.print(
-        f"{outcome.cluster}: {iso_utc(outcome.since_s)} .. {iso_utc(outcome.until_s)}: "
+        f"{shown(outcome.cluster)}: {iso_utc(outcome.since_s)} .. {iso_utc(outcome.until_s)}: "
         f"jobs {outcome.jobs_new} new, {outcome.jobs_updated} updated "
         f"({outcome.jobs_unchanged} unchanged); {outcome.node_events} node events read; "
         f"covered {iso_utc(outcome.covered_since_s)} .. {iso_utc(outcome.until_s)}",
         highlight=False,
     )
     for warning in outcome.ingest.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)

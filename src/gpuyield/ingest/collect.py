@@ -209,12 +209,15 @@ def _ingest(
     con = store.connect(db)
     try:
         _snapshot_jobs(con, cluster, start_s)
+        # Without --keep-raw the files are temporary: provenance names the command instead,
+        # inside the ingest's transaction (a kill right after it commits names no lost file).
+        sources = (
+            {str(out / c.file): f"TZ=UTC {c.shell}" for c in commands} if keep_raw is None else {}
+        )
         summary = ingest_slurm(db, inputs, since_s=start_s, until_s=end_s, cluster=cluster,
-                               progress=progress, con=con)  # fmt: skip
+                               progress=progress, con=con, sources=sources)  # fmt: skip
         counts = _job_changes(con, summary)
         covered = _covered_since(con, cluster, end_s)
-        if keep_raw is None:
-            _name_sources(con, commands, out)
     except BaseException:
         con.close()
         if fresh:
@@ -228,17 +231,6 @@ def _ingest(
         covered_since_s=covered, raw_dir=None if keep_raw is None else str(out),
         commands=commands, ingest=summary,
     )  # fmt: skip
-
-
-def _name_sources(
-    con: duckdb.DuckDBPyConnection, commands: tuple[SlurmCommand, ...], out: Path
-) -> None:
-    """Without ``--keep-raw`` the files were temporary: provenance names the command instead."""
-    for command in commands:
-        con.execute(
-            "UPDATE ingests SET path = ? WHERE path = ?",
-            [f"TZ=UTC {command.shell}", str(out / command.file)],
-        )
 
 
 def _snapshot_jobs(con: duckdb.DuckDBPyConnection, cluster: str, start_s: int) -> None:
