@@ -62,7 +62,7 @@ def test_the_cli_prints_the_bound_as_a_warning_not_as_a_result() -> None:
 
 
 def test_reported_hours_too_few_for_the_peak_are_refused() -> None:
-    with pytest.raises(InputError, match=r"--reported-gpu-hours .* MFU of up to 1023%"):
+    with pytest.raises(InputError, match=r"^estimate\.reported_gpu_hours .* MFU of up to 1023%"):
         estimate_train(params="405B", tokens="15T", accelerator="h100-sxm", reported_gpu_hours="1M")
     result = CliRunner().invoke(
         app,

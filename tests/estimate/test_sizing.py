@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.estimate import params_from_budget, params_from_speed
 
 
@@ -55,7 +55,7 @@ def test_kv_cache_larger_than_budget_is_an_error() -> None:
 
 
 def test_needs_bandwidth() -> None:
-    with pytest.raises(InputError, match="--accelerator"):
+    with pytest.raises(FieldError, match=r"^estimate\.accelerator or estimate\.bandwidth_tbps"):
         params_from_speed(tokens_per_s=68)
 
 
@@ -75,7 +75,7 @@ def test_sonnet_budget() -> None:
 
 
 def test_budget_needs_one_way_to_give_hours() -> None:
-    with pytest.raises(InputError, match="--dollars"):
+    with pytest.raises(FieldError, match=r"^estimate\.dollars and estimate\.price_per_gpu_hour"):
         params_from_budget(tokens="30T", accelerator="h100-sxm")
-    with pytest.raises(InputError, match="not both"):
+    with pytest.raises(FieldError, match=r"estimate\.dollars were both given"):
         params_from_budget(tokens="30T", accelerator="h100-sxm", dollars="1M", gpu_hours="1M")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import TyperGroup
 
-from gpuyield.errors import FieldError, GpuyieldError
+from gpuyield.cli._fields import FLAGS
+from gpuyield.errors import GpuyieldError, renamed
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
@@ -89,27 +90,20 @@ def fail(error: GpuyieldError) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-def as_flag(error: FieldError, flags: Mapping[str, str]) -> GpuyieldError:
-    """The same error in the user's words: the library's field name replaced by the flag typed."""
-    flag = flags.get(error.field)
-    if flag is None:
-        return error
-    hint = f"pass e.g. {flag} {error.example}" if error.example is not None else error.hint
-    return GpuyieldError(f"{flag} {error.problem}", hint=hint)
+def as_flag(error: GpuyieldError) -> GpuyieldError:
+    """The same error in the user's words: every library field it names replaced by the flag
+    typed (``FLAGS``), its example hint as ``pass e.g. --days 7``."""
+    return renamed(error, FLAGS, example_hint=lambda flag, example: f"pass e.g. {flag} {example}")
 
 
 @contextmanager
-def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback.
-
-    ``flags`` maps library field names (``simulate.days``) to the command's flags (``--days``).
-    """
+def errors_mapped() -> Iterator[None]:
+    """Map ``GpuyieldError`` to a clean CLI message in the user's words (library field names
+    replaced by flags); anything else is a bug and keeps its traceback."""
     try:
         yield
-    except FieldError as error:
-        fail(as_flag(error, flags or {}))
     except GpuyieldError as error:
-        fail(error)
+        fail(as_flag(error))
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -37,9 +37,9 @@ def idle_now_command(
     (docs/ledger.md, "Allocated but idle").
     """
     from gpuyield.cli._common import err_console, errors_mapped, shown
-    from gpuyield.report.idle_now import TOP_FIELD, WINDOW_FIELD, build_idle_now, idle_now_json_text
+    from gpuyield.report.idle_now import build_idle_now, idle_now_json_text
 
-    with errors_mapped({WINDOW_FIELD: "--window", TOP_FIELD: "--top"}):
+    with errors_mapped():
         window_s = parse_duration(window, "--window")
         with err_console.status(f"computing the ledger of {shown(db)}"):
             result = build_idle_now(db, window_s=window_s, top=top)

@@ -128,10 +128,9 @@ def slurm_command(
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
-    from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD
     from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 
-    with errors_mapped({SINCE_FIELD: "--since", UNTIL_FIELD: "--until"}):
+    with errors_mapped():
         if noheader and not fields:
             raise InputError(
                 "--noheader needs --fields", hint="pass the --format list you gave sacct"

@@ -10,16 +10,6 @@ import typer
 from gpuyield.cli._common import console, errors_mapped, fail, print_json
 from gpuyield.errors import InputError
 
-#: Library field names -> this command's flags.
-_FLAGS = {
-    "plan.seeds": "--seeds",
-    "plan.seed": "--seed",
-    "plan.mfu": "--mfu",
-    "plan.policy": "--policy",
-    "plan.gpus": "--gpus",
-    "plan.tokens": "--tokens",
-    "plan.checkpoint_interval_s": "--checkpoint-interval",
-}
 _NUMBER = "Numbers as people type them: 70B, 15T, 16k."
 
 
@@ -72,7 +62,7 @@ def plan_command(
 
     if policy not in ("restart", "drop"):
         fail(InputError(f"--policy: unknown policy {policy!r}", hint="use restart or drop"))
-    with errors_mapped(_FLAGS):
+    with errors_mapped():
         spec = PlanSpec(
             params=params,
             tokens=tokens,

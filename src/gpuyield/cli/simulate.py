@@ -26,14 +26,6 @@ from gpuyield.errors import InputError
 
 E = TypeVar("E", bound=StrEnum)
 
-#: Library field names -> this command's flags, for error messages in the user's words.
-_SWEEP_FLAGS = {
-    "sweep.days": "--days",
-    "sweep.jobs": "--jobs",
-    "sweep.seeds": "--seeds",
-    "sweep.values": "--values",
-}
-
 
 def _words(text: str) -> list[str]:
     return [w.strip() for w in text.split(",") if w.strip()]
@@ -96,7 +88,7 @@ def run_command(
     """Simulate SCENARIO and write sacct.psv, events.psv, nodes.txt, manifest.toml, truth.json."""
     from gpuyield.simulate.api import run_scenario
 
-    with errors_mapped({"simulate.days": "--days", "simulate.seed": "--seed"}):
+    with errors_mapped():
         summary = run_scenario(scenario, out, seed=seed, days=days, utilization=utilization)
     if as_json:
         print_json(summary.truth.to_dict())
@@ -283,7 +275,7 @@ def sweep_command(
     chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
     parsed = _numbers(values, "--values") if values else call(default_values, which)
     use = None if spares_for is None else _choice(SparesFor, spares_for, "--spares-for")
-    with errors_mapped(_SWEEP_FLAGS):
+    with errors_mapped():
         costs = (
             None
             if ft_calibration is None

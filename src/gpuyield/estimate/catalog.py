@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from gpuyield import tomlfile
-from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield.errors import FieldError, InputError, ParseError, UnknownIdError
 from gpuyield.estimate.numbers import Range, parse_range
 
 
@@ -91,7 +91,7 @@ class Accelerator:
         if self.peak_tflops_fp8 is None:
             raise InputError(
                 f"{self.id} has no FP8 peak in the catalog",
-                hint="use --precision bf16 for this accelerator",
+                hint="use estimate.precision=bf16 for this accelerator",
             )
         return self.peak_tflops_fp8
 
@@ -187,14 +187,12 @@ _MODEL_RANGES = (
 )
 
 
-def parse_precision(value: Precision | str) -> Precision:
-    """``bf16`` or ``fp8``; anything else is an ``InputError``."""
+def parse_precision(value: Precision | str, *, field: str = "estimate.precision") -> Precision:
+    """``bf16`` or ``fp8``; anything else is a ``FieldError`` naming ``field``."""
     try:
         return Precision(str(value).lower())
     except ValueError:
-        raise InputError(
-            f"--precision: unknown precision {value!r}", hint="use bf16 or fp8"
-        ) from None
+        raise FieldError(field, f": unknown precision {value!r}", hint="use bf16 or fp8") from None
 
 
 def get_accelerator(accelerator_id: str) -> Accelerator:
@@ -266,7 +264,7 @@ def _build_model(entry: dict[str, Any], where: str) -> Model:
     values = dict(entry)
     for name in _MODEL_RANGES:
         if name in values:
-            values[name] = parse_range(str(values[name]), arg=f"{where}.{name}")
+            values[name] = parse_range(str(values[name]), field=f"{where}.{name}")
     values.setdefault("tokens", None)
     values.setdefault("reported_gpu_hours", None)
     values.setdefault("reported_days", None)

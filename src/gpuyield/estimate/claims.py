@@ -111,13 +111,13 @@ class ClaimCheck:
 
 
 def _stated_value(stated: str, claim_id: str) -> float | None:
-    return parse_number(stated, arg=f"claim {claim_id}") if stated else None
+    return parse_number(stated, field=f"claim {claim_id}") if stated else None
 
 
 def judge(stated: str, recomputed: Range, *, claim_id: str) -> Verdict:
     """HOLDS if ``stated`` lies within ``recomputed`` widened by the tolerance, else OFF."""
-    value = parse_number(stated, arg=f"claim {claim_id}")
-    rounding = last_digit_unit(stated, arg=f"claim {claim_id}") / 2
+    value = parse_number(stated, field=f"claim {claim_id}")
+    rounding = last_digit_unit(stated, field=f"claim {claim_id}") / 2
     slack = max(rounding, RELATIVE_TOLERANCE * abs(recomputed.central))
     inside = recomputed.low - slack <= value <= recomputed.high + slack
     return Verdict.HOLDS if inside else Verdict.OFF

@@ -184,7 +184,7 @@ def _entry(
     source = str(entry.get("source", ""))
 
     def num(key: str) -> Range:
-        return require_positive(_range(entry, key, where, path), arg=f"{where}.{key}")
+        return require_positive(_range(entry, key, where, path), field=f"{where}.{key}")
 
     try:
         if "model" in entry:
@@ -200,8 +200,8 @@ def _entry(
             if price is None:
                 raise InputError(f"{where}: dollars need a price_per_gpu_hour")
             rate = require_positive(
-                parse_range(str(price), arg=f"{where}.price_per_gpu_hour"),
-                arg=f"{where}.price_per_gpu_hour",
+                parse_range(str(price), field=f"{where}.price_per_gpu_hour"),
+                field=f"{where}.price_per_gpu_hour",
             )
             return _from_dollars(label, source, where, num("dollars"), rate)
         if "params" in entry:
@@ -284,7 +284,7 @@ def _from_training(
     precision = parse_precision(str(entry.get("precision", "bf16")))
     peak = Range.point(chip.peak_tflops(precision))
     mfu = require_fraction(
-        parse_range(str(entry.get("mfu", DEFAULT_MFU)), arg=f"{where}.mfu"), arg=f"{where}.mfu"
+        parse_range(str(entry.get("mfu", DEFAULT_MFU)), field=f"{where}.mfu"), field=f"{where}.mfu"
     )
     n, d = num("params"), num("tokens")
     step = compute(
@@ -318,7 +318,7 @@ def _from_training(
 def _equivalents(data: Mapping[str, Any], path: str, released: Range) -> Step | None:
     if "period_days" not in data:
         return None
-    days = require_positive(_range(data, "period_days", "period_days", path), arg="period_days")
+    days = require_positive(_range(data, "period_days", "period_days", path), field="period_days")
     return compute(
         "released_gpu_equivalents",
         "released, as GPUs busy all period",
@@ -336,7 +336,7 @@ def _range(data: Mapping[str, Any], key: str, where: str, path: str) -> Range:
     if key not in data:
         raise ParseError(f"missing {key}", path=path, field=where)
     try:
-        return parse_range(str(data[key]), arg=f"{where}.{key}")
+        return parse_range(str(data[key]), field=f"{where}.{key}")
     except InputError as error:
         raise ParseError(error.message, path=path, field=f"{where}.{key}") from error
 

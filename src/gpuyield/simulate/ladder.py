@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.simulate.research import (
     _OUTCOME_CODES,
     LADDER_BAD_OUTCOMES,
@@ -127,11 +127,14 @@ def run_ladder_sweep(
     research: ResearchConfig | None = None,
 ) -> LadderSweep:
     """Waste of the research workload at each skip share, against the ladder enforced."""
-    if num_gpus < 8 or seeds < 1 or not skip_shares or days <= 0:
-        raise InputError(
-            "the ladder sweep needs --gpus >= 8, --seeds >= 1, --days > 0 and some --values",
-            hint="e.g. --gpus 100000 --values 0.1,0.3,0.5",
-        )
+    if num_gpus < 8:
+        raise FieldError("ladder_sweep.num_gpus", "must be >= 8", example="100000")
+    if seeds < 1:
+        raise FieldError("ladder_sweep.seeds", "must be >= 1", example="3")
+    if not skip_shares:
+        raise FieldError("ladder_sweep.skip_shares", "must not be empty", example="0.1,0.3,0.5")
+    if days <= 0:
+        raise FieldError("ladder_sweep.days", "must be > 0", example="30")
     base = research or ResearchConfig(enabled=True)
     scenarios = [
         Scenario(
@@ -210,13 +213,17 @@ def ladder_sweep_from_options(
     try:
         shares = tuple(float(v) for v in values.split(",")) if values else (0.1, 0.2, 0.3, 0.5)
     except ValueError as error:
-        raise InputError(
-            f"--values {values!r} is not a list of shares", hint="write e.g. 0.1,0.3,0.5"
+        raise FieldError(
+            "ladder_sweep.skip_shares",
+            f"{values!r} is not a list of shares",
+            example="0.1,0.3,0.5",
         ) from error
     if any(not 0 < s <= 1 for s in shares):
-        raise InputError(f"--values {values!r}: skip shares must be in (0, 1]", hint="e.g. 0.3")
+        raise FieldError(
+            "ladder_sweep.skip_shares", f"{values!r}: skip shares must be in (0, 1]", example="0.3"
+        )
     if multiplier < 0:
-        raise InputError("--skip-failure-multiplier must be >= 0", hint="e.g. 2")
+        raise FieldError("ladder_sweep.multiplier", "must be >= 0", example="2")
     sweep = run_ladder_sweep(
         num_gpus=gpus, days=days, skip_shares=shares, multiplier=multiplier, seeds=seeds
     )

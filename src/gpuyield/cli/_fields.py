@@ -1,0 +1,72 @@
+"""The library's field names in the CLI's words: one table, ``field -> flag``.
+
+Library errors name what a Python caller passed (``FieldError("simulate.days", ...)``: the
+parameter ``days`` of the simulator); the CLI prints the same error with the flag its user typed
+(``--days must be > 0``). Every field a library error can name is here, and every flag here is an
+option of some command: tests/test_field_errors.py checks both, so a new field or a renamed flag
+cannot leave a message in the library's words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+FLAGS: Mapping[str, str] = MappingProxyType(
+    {
+        # gpuyield ingest slurm
+        "ingest.since": "--since",
+        "ingest.until": "--until",
+        # gpuyield report, idle-now and every command that reads a window of the ledger
+        "window.since": "--since",
+        "window.until": "--until",
+        "idle_now.window_s": "--window",
+        "idle_now.top": "--top",
+        # gpuyield simulate run
+        "simulate.days": "--days",
+        "simulate.seed": "--seed",
+        # gpuyield simulate sweep
+        "sweep.days": "--days",
+        "sweep.jobs": "--jobs",
+        "sweep.seeds": "--seeds",
+        "sweep.values": "--values",
+        # gpuyield simulate sweep --param ladder-skip-share
+        "ladder_sweep.num_gpus": "--gpus",
+        "ladder_sweep.days": "--days",
+        "ladder_sweep.seeds": "--seeds",
+        "ladder_sweep.skip_shares": "--values",
+        "ladder_sweep.multiplier": "--skip-failure-multiplier",
+        # gpuyield estimate train, params-from-speed, params-from-budget
+        "estimate.params": "--params",
+        "estimate.tokens": "--tokens",
+        "estimate.gpus": "--gpus",
+        "estimate.accelerator": "--accelerator",
+        "estimate.precision": "--precision",
+        "estimate.model": "--model",
+        "estimate.mfu": "--mfu",
+        "estimate.batch_tokens": "--batch-tokens",
+        "estimate.price_per_gpu_hour": "--price-per-gpu-hour",
+        "estimate.reported_gpu_hours": "--reported-gpu-hours",
+        "estimate.peak_tflops": "--peak-tflops",
+        "estimate.tokens_per_s": "--tokens-per-s",
+        "estimate.num_chips": "--num-chips",
+        "estimate.bytes_per_param": "--bytes-per-param",
+        "estimate.efficiency": "--efficiency",
+        "estimate.context_tokens": "--context-tokens",
+        "estimate.kv_bytes_per_token": "--kv-bytes-per-token",
+        "estimate.bandwidth_tbps": "--bandwidth-tbps",
+        "estimate.dollars": "--dollars",
+        "estimate.gpu_hours": "--gpu-hours",
+        # gpuyield plan
+        "plan.params": "--params",
+        "plan.precision": "--precision",
+        "plan.params": "--params",
+        "plan.tokens": "--tokens",
+        "plan.gpus": "--gpus",
+        "plan.seeds": "--seeds",
+        "plan.seed": "--seed",
+        "plan.mfu": "--mfu",
+        "plan.policy": "--policy",
+        "plan.checkpoint_interval_s": "--checkpoint-interval",
+    }
+)
