@@ -1,21 +1,29 @@
 """Errors raised by gpuyield.
 
 Every error the library raises on purpose derives from one root, so the CLI can catch exactly these,
-print the message and the hint, and exit with status 1 (no traceback)::
+print the message and the hint, and exit with status 1 (no traceback). The whole tree, with the
+module of each class defined outside this one (tests/test_errors.py finds every subclass in the
+package here, under its own parent)::
 
     GpuyieldError                 root; carries a one-line ``hint`` saying how to fix it
-    ├── InputError (ValueError)   the user's input is wrong: a flag, a number, a config value
-    │   ├── FieldError            a library value is out of range: carries ``field`` (``simulate.days``)
+    ├── InputError (ValueError)   the user's input is wrong: a value, a file, a config value
+    │   ├── FieldError            a library value is invalid: carries ``field`` (``simulate.days``)
     │   ├── ParseError            a malformed file: carries ``path``, ``line`` and ``field``
     │   │   └── UnknownFormat     a file whose format cannot be recognised
     │   ├── ManifestError         the release manifest is inconsistent (unknown run, bad regex)
     │   ├── UnknownIdError        an id not in a catalog or scenario list; carries close matches
-    │   └── EmptyDataError        a command needs data that is not in the database yet
+    │   ├── EmptyDataError        a command needs data that is not in the database yet
+    │   ├── CoverageGapError      a window reaches outside the captured time (ledger.coverage)
+    │   └── CollectError          a Slurm command failed; carries ``command`` (ingest.collect)
     ├── ConservationError         the ledger's categories do not add up to installed GPU-seconds
     ├── DataConsistencyError      inputs contradict each other (a job on a node with no capacity)
+    ├── DivergenceError           the watch, told to raise, saw training diverge (guard.watch_types)
+    ├── TrainRunError             a train-ft run did not finish (train.launch)
     └── MissingExtraError         an optional dependency is not installed; the hint is the pip line
 
-``assert`` is used only for internal invariants, never for user input.
+Library errors name what a Python caller passed (``FieldError("simulate.days", ...)``), never a
+CLI flag; ``renamed`` lets a front end say the same with its own names (the CLI's ``--days``,
+serve's ``days``). ``assert`` is used only for internal invariants, never for user input.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ _NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
     "autoload_known_extensions": False,
 }
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_STORE_HINT = "the store is derived from the input files: ingest them again into a new --db"
+_STORE_HINT = "the store is derived from the input files: ingest them again into a new store.db"
 
 
 def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -171,12 +171,13 @@ def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _check_store_path(path: Path, *, must_exist: bool) -> None:
-    """What is wrong with a --db path, said before DuckDB says something vaguer."""
+    """What is wrong with a store path (``store.db``: the CLI's --db), said before DuckDB says
+    something vaguer."""
     if "\\" in str(path):
         # DuckDB opens a database at the path with every backslash read as a folder separator.
         raise InputError(
             f"cannot use {path} as a store: DuckDB reads a backslash in it as a folder separator",
-            hint="give --db a path without backslashes",
+            hint="give store.db a path without backslashes",
         )
     try:
         # os.stat, not Path.exists: that says False for a symlink loop instead of why.
@@ -188,7 +189,8 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
                 head = handle.read(16)
     except OSError as error:  # a symlink loop, a file that cannot be read
         raise InputError(
-            f"cannot open database {path}: {error.strerror or error}", hint="check the --db path"
+            f"cannot open database {path}: {error.strerror or error}",
+            hint="check the store.db path",
         ) from None
     if must_exist and not exists:
         raise InputError(
@@ -198,7 +200,7 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
     if exists and not is_file:
         raise InputError(
             f"{path} is not a file (a directory or a device), not a gpuyield store",
-            hint="give --db a file path",
+            hint="give store.db a file path",
         )
     if head.startswith(_SQLITE_MAGIC):
         raise InputError(f"{path} is an SQLite database, not a gpuyield store", hint=_STORE_HINT)
@@ -211,7 +213,7 @@ _STORAGE_FAULTS = (
         ("No space left on device", "Disk quota exceeded", "File too large"),
         "no space left to write {target} ({said})",
         "free space on that disk (the store is unchanged: nothing of this run was kept) or give "
-        "--db a file on another disk",
+        "store.db a file on another disk",
     ),
     (
         ("Read-only file system",),
@@ -281,7 +283,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
         raise InputError(
             f"{target} has store schema version {rows[0][0]}; this gpuyield reads version "
             f"{SCHEMA_VERSION}",
-            hint="ingest the files again into a new --db (the store is derived from them)",
+            hint="ingest the files again into a new store.db (the store is derived from them)",
         )
 
 

@@ -57,13 +57,13 @@ def test_parse_number_accepts_typed_forms(text: str, expected: float) -> None:
 )
 def test_parse_number_rejects_with_the_argument_named(text: str) -> None:
     with pytest.raises(InputError) as caught:
-        parse_number(text, field="--params")
-    assert "--params" in caught.value.message
+        parse_number(text, field="estimate.params")
+    assert caught.value.message.startswith("estimate.params: ")
     assert caught.value.hint  # every error says how to fix it
 
 
 def test_range_two_parts_takes_geometric_middle() -> None:
-    value = parse_range("100B:400B", field="--params")
+    value = parse_range("100B:400B", field="estimate.params")
     assert (value.low, value.high) == (100e9, 400e9)
     assert value.central == pytest.approx(200e9)  # sqrt(100 * 400) = 200
 
@@ -79,7 +79,7 @@ def test_bad_ranges_are_input_errors(text: str) -> None:
 
 
 def test_point_range_serialises_as_plain_number() -> None:
-    assert parse_range("40%", field="--mfu").to_json() == 0.4
+    assert parse_range("40%", field="estimate.mfu").to_json() == 0.4
     assert parse_range("1:4", field="--x").to_json() == {"low": 1, "central": 2, "high": 4}
 
 
@@ -92,8 +92,8 @@ def test_as_range_accepts_numbers_and_rejects_other_types() -> None:
 
 
 def test_fraction_rejects_percent_typed_as_whole_number() -> None:
-    with pytest.raises(InputError, match="--mfu"):
-        require_fraction(as_range("40", field="--mfu"), field="--mfu")
+    with pytest.raises(InputError, match=r"^estimate\.mfu must be a fraction"):
+        require_fraction(as_range("40", field="estimate.mfu"), field="estimate.mfu")
 
 
 @pytest.mark.parametrize(

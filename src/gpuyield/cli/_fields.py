@@ -14,14 +14,41 @@ from types import MappingProxyType
 
 FLAGS: Mapping[str, str] = MappingProxyType(
     {
+        # Every command with --db: the store's path.
+        "store.db": "--db",
         # gpuyield ingest slurm
+        "ingest.sacct": "--sacct",
+        "ingest.events": "--events",
+        "ingest.nodes": "--nodes",
+        "ingest.manifest": "--manifest",
+        "ingest.reservations": "--reservations",
+        "ingest.jobs_detail": "--jobs-detail",
+        "SlurmInputs.from_dir": "--dir",
         "ingest.since": "--since",
         "ingest.until": "--until",
+        "ingest.now": "--now",
+        "ingest.tz": "--tz",
+        "ingest.lenient": "--lenient",
+        "ingest.fields": "--fields",
+        "ingest.cluster": "--cluster",
+        # gpuyield ingest telemetry, divergence scan
+        "telemetry.format": "--format",
         # gpuyield report, idle-now and every command that reads a window of the ledger
         "window.since": "--since",
         "window.until": "--until",
+        "window.allow_gaps": "--allow-gaps",
+        "report.by": "--by",
+        "report.top": "--top",
+        "report.html_path": "--html",
         "idle_now.window_s": "--window",
         "idle_now.top": "--top",
+        # gpuyield serve
+        "serve.host": "--host",
+        "serve.port": "--port",
+        "serve.token_file": "--token-file",
+        "serve.max_connections": "--max-connections",
+        "serve.header_timeout_s": "--header-timeout",
+        "serve.idle_timeout_s": "--idle-timeout",
         # gpuyield simulate run
         "simulate.days": "--days",
         "simulate.seed": "--seed",
@@ -59,14 +86,23 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "estimate.gpu_hours": "--gpu-hours",
         # gpuyield plan
         "plan.params": "--params",
-        "plan.precision": "--precision",
-        "plan.params": "--params",
         "plan.tokens": "--tokens",
         "plan.gpus": "--gpus",
+        "plan.precision": "--precision",
         "plan.seeds": "--seeds",
         "plan.seed": "--seed",
         "plan.mfu": "--mfu",
         "plan.policy": "--policy",
         "plan.checkpoint_interval_s": "--checkpoint-interval",
+        # gpuyield train-ft
+        "train.out": "--out",
+        "train.replicas": "--replicas",
+        "train.steps": "--steps",
+        "train.failures": "--fail-at",
+        "train.checkpoint_every": "--checkpoint-every",
+        "train.n_layer": "--n-layer",
+        "train.n_embd": "--n-embd",
+        "train.batch": "--batch",
+        "train.backend": "--backend",
     }
 )

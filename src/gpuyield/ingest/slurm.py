@@ -150,7 +150,10 @@ def ingest_slurm(
     tz = check_timezone(tz)
     check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
     if not any(getattr(inputs, kind) for kind in _FILE_KINDS) and not inputs.telemetry:
-        raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
+        raise InputError(
+            "nothing to ingest",
+            hint="give ingest.sacct, ingest.events, ingest.nodes or SlurmInputs.from_dir",
+        )
     fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
@@ -260,7 +263,7 @@ def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
         if path is None:
             continue
         path = Path(path)
-        check_input_file(path, flag=kind.replace("_", "-"))
+        check_input_file(path, field=f"ingest.{kind}")
         progress.phase(f"reading {path.name}", total=path.stat().st_size)
         scanned[kind] = scan_file(path, progress=progress.advance)
     return scanned

@@ -473,9 +473,10 @@ def _check_nodes_known(allocations: ir.Table) -> None:
         names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
         raise DataConsistencyError(
             f"jobs ran on nodes missing from the inventory: {names}",
-            hint="give --events in the long format (its ClusterNodes say when nodes were in the "
-            "cluster), or a --nodes inventory that lists them, or a --since after they left; "
-            "if the inventory is under another cluster name, ingest it with --cluster NAME",
+            hint="give ingest.events in the long format (its ClusterNodes say when nodes were in "
+            "the cluster), or an ingest.nodes inventory that lists them, or a window.since after "
+            "they left; if the inventory is under another cluster name, ingest it with "
+            "ingest.cluster NAME",
         )
 
 

@@ -13,7 +13,7 @@ import ibis
 import ibis.expr.types as ir
 
 from gpuyield.categories import Category
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger
 from gpuyield.ledger.ledger import materialize
 from gpuyield.times import iso_utc
@@ -84,12 +84,14 @@ def breakdown(
     ``backend`` is needed for ``job`` (the store's lines and files).
     """
     if by not in DIMENSIONS:
-        raise InputError(
-            f"cannot break down by {by!r}", hint=f"choose one of {', '.join(DIMENSIONS)}"
+        raise FieldError(
+            "report.by",
+            f": cannot break down by {by!r}",
+            hint=f"choose one of {', '.join(DIMENSIONS)}",
         )
     if top is not None and not 0 <= top <= MAX_TOP:
-        raise InputError(
-            f"--top must be from 0 to {MAX_TOP:,}, not {top}", hint="0 shows every group"
+        raise FieldError(
+            "report.top", f"must be from 0 to {MAX_TOP:,}, not {top}", hint="0 shows every group"
         )
     top = DEFAULT_TOP.get(by) if top is None else top
     if by == "job":

@@ -16,14 +16,16 @@ import hmac
 import ipaddress
 import json
 import threading
+from collections.abc import Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 
 from gpuyield import store
-from gpuyield.errors import GpuyieldError, InputError
+from gpuyield.errors import GpuyieldError, InputError, renamed
 from gpuyield.report.breakdown import MAX_TOP
 from gpuyield.report.document import report_json_text
 from gpuyield.report.summary import build_report_with_breakdown
@@ -40,6 +42,16 @@ _METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # The page is self-contained: inline CSS and SVG, no script; anything else it tried would be a bug.
 _PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
 _REPORT_PARAMS = frozenset({"since", "until", "by", "top", "tz"})
+#: The library's field names in /api/report's words: the query parameter that set each one
+#: (``window.until`` is ``until``). tests/serve/test_api.py checks every value is a parameter.
+QUERY_PARAMS: Mapping[str, str] = MappingProxyType(
+    {
+        "window.since": "since",
+        "window.until": "until",
+        "report.by": "by",
+        "report.top": "top",
+    }
+)
 # How often a request computing a report looks whether its client is still there.
 _HANG_UP_POLL_S = 0.5
 # The times a report window may take (the ingest checks' plausible times) and the largest top.
@@ -184,7 +196,8 @@ async def _api_report(request: Request) -> Response:
             computing = asyncio.ensure_future(run_in_threadpool(_report_text, state, params, work))
             text = await _unless_hung_up(request, computing, work)
     except GpuyieldError as error:
-        return _error(400 if isinstance(error, InputError) else 500, error.message, error.hint)
+        said = renamed(error, QUERY_PARAMS, example_hint=lambda name, value: f"e.g. {name}={value}")
+        return _error(400 if isinstance(error, InputError) else 500, said.message, said.hint)
     except Cancelled:
         return _error(499, "the client closed the request", None)  # nobody reads it
     return Response(text + "\n", media_type="application/json")

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 
 
 class Mode(StrEnum):
@@ -28,15 +28,15 @@ class FailurePlan:
 
     @classmethod
     def parse(cls, text: str) -> FailurePlan:
-        """``STEP:GROUP`` as given to ``--fail-at``."""
+        """``STEP:GROUP``, one of ``train.failures`` (the CLI's ``--fail-at``)."""
         step, sep, group = text.partition(":")
         try:
             if not sep:
                 raise ValueError(text)
             return cls(step=int(step), group=int(group))
         except ValueError:
-            raise InputError(
-                f"--fail-at {text!r} is not STEP:GROUP", hint="write e.g. --fail-at 60:1"
+            raise FieldError(
+                "train.failures", f": {text!r} is not STEP:GROUP", example="60:1"
             ) from None
 
 
@@ -78,28 +78,29 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.replicas < 2:
-            raise InputError(
-                "--replicas must be >= 2", hint="a lone replica has no peer to heal from"
+            raise FieldError(
+                "train.replicas", "must be >= 2", hint="a lone replica has no peer to heal from"
             )
         for name in ("steps", "n_layer", "n_embd", "n_head", "block", "batch", "checkpoint_every"):
             if getattr(self, name) < 1:
-                raise InputError(f"--{name.replace('_', '-')} must be >= 1")
+                raise FieldError(f"train.{name}", "must be >= 1")
         if self.n_embd % self.n_head:
-            raise InputError("n_embd must be a multiple of n_head")
+            raise FieldError("train.n_embd", "must be a multiple of train.n_head")
         for plan in self.failures:
             if not 0 < plan.step < self.steps:
-                raise InputError(
-                    f"--fail-at {plan.step}:{plan.group}: the step must be in 1..{self.steps - 1}"
+                raise FieldError(
+                    "train.failures",
+                    f": {plan.step}:{plan.group}: the step must be in 1..{self.steps - 1}",
                 )
             if not 0 <= plan.group < self.replicas:
-                raise InputError(
-                    f"--fail-at {plan.step}:{plan.group}: the group must be in "
-                    f"0..{self.replicas - 1}"
+                raise FieldError(
+                    "train.failures",
+                    f": {plan.step}:{plan.group}: the group must be in 0..{self.replicas - 1}",
                 )
         if not self.restart_delay_s >= 0:
-            raise InputError("restart_delay_s must be >= 0")
+            raise FieldError("train.restart_delay_s", "must be >= 0")
         if self.backend not in ("gloo", "nccl"):
-            raise InputError(f"--backend {self.backend!r}: use gloo or nccl")
+            raise FieldError("train.backend", f"{self.backend!r}: use gloo or nccl")
 
     @property
     def run_name(self) -> str:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuyield.errors import GpuyieldError, InputError
+from gpuyield.errors import FieldError, GpuyieldError
 from gpuyield.ingest.ft_rows import ft_table
 from gpuyield.ingest.telemetry import StepRecord, read
 from gpuyield.ledger.ft import account
@@ -49,9 +49,10 @@ class _Group:
 
 def _prepare(config: TrainConfig, out: Path) -> None:
     if (out / TELEMETRY).exists():
-        raise InputError(
-            f"{out / TELEMETRY} exists: a run was already written there",
-            hint="pass a new --out directory",
+        raise FieldError(
+            "train.out",
+            f": {out / TELEMETRY} exists: a run was already written there",
+            hint="pass a new train.out directory",
         )
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("ready", "failures", "finished", "logs"):
