@@ -20,6 +20,7 @@ from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, any_pattern,
 from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.sqltext import literal
+from gpuyield.times import iso_utc
 
 SUMMARY_TABLE = "ladder_completed"
 FAMILIES_TABLE = "ladder_families"  # every family some job names, and how many jobs it has
@@ -172,6 +173,24 @@ class PreflightResult:
         """Rungs below the run that no recent completed run reached."""
         reached = None if self.evidence is None else self.evidence.gpus
         return self.policy.missing_rungs(self.gpus, reached)
+
+    def to_dict(self) -> dict[str, object]:
+        """The verdict as ``gpuyield preflight --json`` prints it (docs/ladder.md)."""
+        evidence = self.evidence
+        return {
+            "family": self.family,
+            "gpus": self.gpus,
+            "at": iso_utc(self.at_s),
+            "allowed": self.allowed,
+            "required_gpus": self.required_gpus,
+            "missing_rungs": list(self.missing_rungs),
+            "evidence": None
+            if evidence is None
+            else {"run": evidence.run, "gpus": evidence.gpus, "completed": iso_utc(evidence.end_s)},
+            "known_family": self.known_family,
+            "ladder": {"rungs": list(self.policy.rungs), "within_days": self.policy.within_days},
+            "from_summary": self.from_summary,
+        }
 
 
 def family_of_run(con: duckdb.DuckDBPyConnection, run: str) -> str | None:

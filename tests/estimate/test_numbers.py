@@ -79,8 +79,8 @@ def test_bad_ranges_are_input_errors(text: str) -> None:
 
 
 def test_point_range_serialises_as_plain_number() -> None:
-    assert parse_range("40%", field="estimate.mfu").to_json() == 0.4
-    assert parse_range("1:4", field="--x").to_json() == {"low": 1, "central": 2, "high": 4}
+    assert parse_range("40%", field="estimate.mfu").to_dict() == 0.4
+    assert parse_range("1:4", field="--x").to_dict() == {"low": 1, "central": 2, "high": 4}
 
 
 def test_as_range_accepts_numbers_and_rejects_other_types() -> None:

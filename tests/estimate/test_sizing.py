@@ -13,7 +13,7 @@ def test_grok_bound_on_a_dgx_h100() -> None:
         tokens_per_s=68, accelerator="h100-sxm", num_chips=8, bytes_per_param=1
     )
     assert bound.max_active_params.central == pytest.approx(8 * 3.35e12 / 68)
-    assert "active" in bound.to_json()["bounds"]
+    assert "active" in bound.to_dict()["bounds"]
     assert any("ACTIVE" in note for note in bound.worksheet.notes)
 
 
@@ -27,7 +27,7 @@ def test_efficiency_range_gives_a_range() -> None:
     )
     assert bound.max_active_params.low == pytest.approx(0.5 * 8 * 3.35e12 / 68)
     assert bound.max_active_params.high == pytest.approx(8 * 3.35e12 / 68)
-    assert isinstance(bound.to_json()["max_active_params"], dict)
+    assert isinstance(bound.to_dict()["max_active_params"], dict)
 
 
 def test_faster_decoding_lowers_the_bound() -> None:

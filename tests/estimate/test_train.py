@@ -40,7 +40,7 @@ def test_llama3_405b_by_hand() -> None:
 
 
 def test_json_has_documented_keys() -> None:
-    data = estimate_train(params="405B", tokens="15T", gpus="16k", accelerator="h100-sxm").to_json()
+    data = estimate_train(params="405B", tokens="15T", gpus="16k", accelerator="h100-sxm").to_dict()
     for key in ("flops", "gpu_hours", "wall_days", "seconds_per_batch", "num_batches", "cost_usd"):
         assert key in data
     assert data["seconds_per_batch"] is None  # no --batch-tokens

@@ -48,7 +48,7 @@ def scan_command(
 
     result = call(scan, file, format)
     if as_json:
-        print_json(result.to_json())
+        print_json(result.to_dict())
         return
     from rich.table import Column, Table
 

@@ -212,7 +212,7 @@ def telemetry_command(
     with errors_mapped():
         results = ingest_telemetry_files(db, run, files, fmt=fmt)
     if as_json:
-        print_json([dataclasses.asdict(r) for r in results])
+        print_json([r.to_dict() for r in results])
         return
     for r in results:
         status = (
@@ -306,7 +306,7 @@ def utilization_command(
             cluster=cluster,
         )
     if as_json:
-        print_json([dataclasses.asdict(r) for r in results])
+        print_json([r.to_dict() for r in results])
         return
     for r in results:
         status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"

@@ -132,31 +132,11 @@ def preflight_command(
         finally:
             con.close()
     if as_json:
-        print_json(_verdict_dict(result))
+        print_json(result.to_dict())
     else:
         _print_verdict(result)
     if not result.allowed:
         raise typer.Exit(code=EXIT_REFUSED)
-
-
-def _verdict_dict(result: Any) -> dict[str, Any]:
-    from gpuyield.times import iso_utc as iso
-
-    evidence = result.evidence
-    return {
-        "family": result.family,
-        "gpus": result.gpus,
-        "at": iso(result.at_s),
-        "allowed": result.allowed,
-        "required_gpus": result.required_gpus,
-        "missing_rungs": list(result.missing_rungs),
-        "evidence": None
-        if evidence is None
-        else {"run": evidence.run, "gpus": evidence.gpus, "completed": iso(evidence.end_s)},
-        "known_family": result.known_family,
-        "ladder": {"rungs": list(result.policy.rungs), "within_days": result.policy.within_days},
-        "from_summary": result.from_summary,
-    }
 
 
 def _print_verdict(result: Any) -> None:
@@ -216,14 +196,14 @@ def ladder_sweep_command(
     from rich.table import Table
 
     from gpuyield.cli._common import call, console, plain, print_json, shown
-    from gpuyield.simulate.ladder import ladder_sweep_dict, ladder_sweep_from_options
+    from gpuyield.simulate.ladder import ladder_sweep_from_options
 
     sweep = call(
         ladder_sweep_from_options,
         out=out, values=values, seeds=seeds, days=days, gpus=gpus, multiplier=multiplier,
     )  # fmt: skip
     if as_json:
-        print_json(ladder_sweep_dict(sweep))
+        print_json(sweep.to_dict())
         return
     for line in sweep.assumption_lines():
         console.print(plain(line), markup=False, highlight=False)

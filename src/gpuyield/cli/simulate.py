@@ -146,11 +146,11 @@ def validate_command(
     seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
-    from gpuyield.simulate.validate import validate_cases
+    from gpuyield.simulate.validate import ValidationCases, validate_cases
 
     results = call(validate_cases, seed=seed)
     if as_json:
-        print_json({"cases": [r.to_json() for r in results]})
+        print_json(ValidationCases(cases=results).to_dict())
         return
     if markdown:
         from gpuyield.simulate.validate import cases_markdown

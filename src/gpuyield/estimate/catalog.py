@@ -8,7 +8,7 @@ that lists the closest ids.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from functools import cache
 from typing import Any
@@ -75,6 +75,10 @@ class Accelerator:
     aliases: tuple[str, ...] = ()
     #: Caveats about the numbers.
     notes: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as ``gpuyield estimate accelerators --json`` prints it: every field."""
+        return asdict(self)
 
     def __post_init__(self) -> None:
         for name in ("peak_tflops_bf16", "hbm_gb", "hbm_bandwidth_tbps"):
@@ -153,6 +157,19 @@ class Model:
         for name in self.field_sources:
             if name not in _MODEL_FIELDS:
                 raise ValueError(f"model.field_sources names unknown field {name!r} for {self.id}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as ``gpuyield estimate models --json`` prints it: every field, ranges as
+        numbers (or low/central/high), per-field sources with their status."""
+        data: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, Range):
+                value = value.to_dict()
+            elif item.name == "field_sources":
+                value = {k: {"source": v.source, "status": str(v.status)} for k, v in value.items()}
+            data[item.name] = value
+        return data
 
     @property
     def is_moe(self) -> bool:

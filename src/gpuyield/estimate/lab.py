@@ -83,21 +83,21 @@ class LabEstimate:
     #: The shown work.
     worksheet: Worksheet
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {
             "scenario": self.scenario,
-            "fleet_gpu_hours": self.fleet_gpu_hours.to_json(),
-            "released_gpu_hours": self.released_gpu_hours.to_json(),
-            "yield": self.yield_fraction.to_json(),
+            "fleet_gpu_hours": self.fleet_gpu_hours.to_dict(),
+            "released_gpu_hours": self.released_gpu_hours.to_dict(),
+            "yield": self.yield_fraction.to_dict(),
             "released_gpu_equivalents": _json(self.released_gpu_equivalents),
             "essay_yield": _json(self.essay_yield),
-            "worksheet": self.worksheet.to_json(),
+            "worksheet": self.worksheet.to_dict(),
         }
 
 
 def _json(value: Range | None) -> Any:
-    return None if value is None else value.to_json()
+    return None if value is None else value.to_dict()
 
 
 def list_lab_scenarios() -> list[str]:

@@ -68,7 +68,7 @@ class Range:
         """True when low, central and high are the same number."""
         return self.low == self.central == self.high
 
-    def to_json(self) -> float | dict[str, float]:
+    def to_dict(self) -> float | dict[str, float]:
         """A plain number for an exact value, else ``{"low", "central", "high"}``."""
         if self.is_point:
             return self.central

@@ -42,13 +42,13 @@ class SpeedBound:
     #: The shown work.
     worksheet: Worksheet
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
         return {
-            "max_active_params": self.max_active_params.to_json(),
+            "max_active_params": self.max_active_params.to_dict(),
             "bounds": "active parameters, not total",
-            "bytes_per_token": self.bytes_per_token.to_json(),
-            "worksheet": self.worksheet.to_json(),
+            "bytes_per_token": self.bytes_per_token.to_dict(),
+            "worksheet": self.worksheet.to_dict(),
         }
 
 
@@ -65,13 +65,13 @@ class BudgetParams:
     #: The shown work.
     worksheet: Worksheet
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
         return {
-            "gpu_hours": self.gpu_hours.to_json(),
-            "flops": self.flops.to_json(),
-            "active_params": self.active_params.to_json(),
-            "worksheet": self.worksheet.to_json(),
+            "gpu_hours": self.gpu_hours.to_dict(),
+            "flops": self.flops.to_dict(),
+            "active_params": self.active_params.to_dict(),
+            "worksheet": self.worksheet.to_dict(),
         }
 
 

@@ -79,7 +79,7 @@ class TrainEstimate:
     #: training-step MFU bounded by the peak, and why.
     warnings: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
         keys = ("flops", "gpu_hours", "wall_days", "seconds_per_batch", "num_batches", "cost_usd")
         data: dict[str, Any] = {key: _json(getattr(self, key)) for key in keys}
@@ -102,7 +102,7 @@ class TrainEstimate:
             f"calibrated effective MFU of {self.calibrated_mfu.basis} "
             f"({self.calibrated_mfu.support} leave-one-out residuals)"
         )
-        data["worksheet"] = self.worksheet.to_json()
+        data["worksheet"] = self.worksheet.to_dict()
         if self.warnings:
             data["warnings"] = list(self.warnings)
         return data
@@ -123,7 +123,7 @@ class TrainEstimate:
 
 
 def _json(value: Range | None) -> Any:
-    return None if value is None else value.to_json()
+    return None if value is None else value.to_dict()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

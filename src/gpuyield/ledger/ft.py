@@ -25,7 +25,7 @@ import bisect
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from itertools import pairwise
 
@@ -77,6 +77,10 @@ class FtLoss:
     def lost_gpu_s(self) -> float:
         """Everything the failures cost, GPU-seconds."""
         return self.stall_gpu_s + self.lost_work_gpu_s + self.heal_gpu_s + self.restart_gpu_s
+
+    def to_dict(self) -> dict[str, object]:
+        """``gpuyield ft-loss --json``: every field, the failures one dict each, and the sum."""
+        return {**asdict(self), "lost_gpu_s": self.lost_gpu_s}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

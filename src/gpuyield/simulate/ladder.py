@@ -72,6 +72,38 @@ class LadderSweep:
     research: ResearchConfig
     """The research workload drawn (its classes, load and end-state mix), stated on the output."""
 
+    def to_dict(self) -> dict[str, object]:
+        """The ``--json`` shape and ``ladder-sweep.json`` (GPU-hours, docs/ladder.md)."""
+
+        def point(p: LadderPoint) -> dict[str, float]:
+            return {
+                "skip_share": p.skip_share,
+                "research_gpu_hours": p.research_gpu_s / 3600,
+                "wasted_gpu_hours": p.wasted_gpu_s / 3600,
+                "wasted_share": p.wasted_share,
+                "climb_gpu_hours": p.climb_gpu_s / 3600,
+                "saved_gpu_hours": p.saved_gpu_s / 3600,
+            }
+
+        r = self.research
+        return {
+            "param": "ladder-skip-share",
+            "num_gpus": self.num_gpus,
+            "days": self.days,
+            "skip_failure_multiplier": self.multiplier,
+            "seeds": self.seeds,
+            "assumptions": {
+                "research_load": r.load,
+                "classes": [dataclasses.asdict(c) for c in r.classes],
+                "end_states": dict(r.end_states),
+                "end_states_source": END_STATES_SOURCE,
+                "diverged_share": r.diverged_share,
+                "climb": "the lower rung: one size class down, for as long as the job",
+            },
+            "enforced": point(self.enforced),
+            "points": [point(p) for p in self.points],
+        }
+
     def assumption_lines(self) -> list[str]:
         """What shaped the numbers, one line each (the terminal header)."""
         r = self.research
@@ -173,39 +205,6 @@ def run_ladder_sweep(
     )
 
 
-def ladder_sweep_dict(sweep: LadderSweep) -> dict[str, object]:
-    """The ``--json`` shape and ``ladder-sweep.json`` (GPU-hours, docs/ladder.md)."""
-
-    def point(p: LadderPoint) -> dict[str, float]:
-        return {
-            "skip_share": p.skip_share,
-            "research_gpu_hours": p.research_gpu_s / 3600,
-            "wasted_gpu_hours": p.wasted_gpu_s / 3600,
-            "wasted_share": p.wasted_share,
-            "climb_gpu_hours": p.climb_gpu_s / 3600,
-            "saved_gpu_hours": p.saved_gpu_s / 3600,
-        }
-
-    r = sweep.research
-    return {
-        "param": "ladder-skip-share",
-        "num_gpus": sweep.num_gpus,
-        "days": sweep.days,
-        "skip_failure_multiplier": sweep.multiplier,
-        "seeds": sweep.seeds,
-        "assumptions": {
-            "research_load": r.load,
-            "classes": [dataclasses.asdict(c) for c in r.classes],
-            "end_states": dict(r.end_states),
-            "end_states_source": END_STATES_SOURCE,
-            "diverged_share": r.diverged_share,
-            "climb": "the lower rung: one size class down, for as long as the job",
-        },
-        "enforced": point(sweep.enforced),
-        "points": [point(p) for p in sweep.points],
-    }
-
-
 def ladder_sweep_from_options(
     *, out: Path, values: str | None, seeds: int, days: float, gpus: int, multiplier: float
 ) -> LadderSweep:
@@ -228,5 +227,5 @@ def ladder_sweep_from_options(
         num_gpus=gpus, days=days, skip_shares=shares, multiplier=multiplier, seeds=seeds
     )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "ladder-sweep.json").write_text(json.dumps(ladder_sweep_dict(sweep), indent=2) + "\n")
+    (out / "ladder-sweep.json").write_text(json.dumps(sweep.to_dict(), indent=2) + "\n")
     return sweep

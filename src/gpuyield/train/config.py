@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from gpuyield.errors import FieldError
 
@@ -107,16 +108,16 @@ class TrainConfig:
         """The run name the telemetry carries."""
         return self.run or f"ft-{self.mode.value}-s{self.seed}"
 
-    def to_json(self) -> str:
-        """The config as one JSON document (what the worker processes read)."""
+    def to_dict(self) -> dict[str, object]:
+        """The config as JSON data (``config.json``, what the worker processes read)."""
         data = asdict(self)
         data["mode"] = self.mode.value
-        return json.dumps(data)
+        return data
 
     @classmethod
-    def from_json(cls, text: str) -> TrainConfig:
-        """Inverse of ``to_json``."""
-        data = json.loads(text)
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Inverse of ``to_dict``."""
+        data = dict(data)
         data["mode"] = Mode(data["mode"])
         data["failures"] = tuple(FailurePlan(**f) for f in data["failures"])
         return cls(**data)
@@ -157,8 +158,12 @@ class RunSummary:
     #: Held-out loss over the run, in step order: the curve.
     eval_curve: tuple[EvalPoint, ...]
 
-    def write(self, path: Path) -> None:
-        """Write as JSON."""
+    def to_dict(self) -> dict[str, object]:
+        """``summary.json`` and ``gpuyield train-ft --json``: every field, the curve as a list."""
         data = asdict(self)
         data["mode"] = self.mode.value
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        return data
+
+    def write(self, path: Path) -> None:
+        """Write as JSON."""
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ killed worker makes torchrun stop and restart all of them from the last checkpoi
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -59,7 +60,7 @@ def _prepare(config: TrainConfig, out: Path) -> None:
         shutil.rmtree(out / stale, ignore_errors=True)
     (out / "checkpoint.pt").unlink(missing_ok=True)
     (out / "logs").mkdir()
-    (out / "config.json").write_text(config.to_json(), encoding="utf-8")
+    (out / "config.json").write_text(json.dumps(config.to_dict()), encoding="utf-8")
 
 
 def _env(config: TrainConfig) -> dict[str, str]:

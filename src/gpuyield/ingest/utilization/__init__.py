@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
@@ -66,6 +66,10 @@ class UtilizationResult:
             skipped=outcome.skipped,
             samples=outcome.rows_read,
         )
+
+    def to_dict(self) -> dict[str, object]:
+        """``gpuyield ingest utilization --json``: one object per source, every field."""
+        return asdict(self)
 
     @property
     def outcome(self) -> IngestOutcome:
