@@ -54,6 +54,24 @@ def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
         fail(error)
 
 
+#: ``--wait`` of the commands that read the store (report, ladder, idle-now).
+WAIT_HELP = (
+    "When another process is writing the store (a collection: seconds), wait up to this long "
+    "for it instead of failing (30s, 2m; 0: do not wait). Default: 5s."
+)
+DEFAULT_WAIT = "5s"
+
+
+@contextmanager
+def waiting_for_store(wait: str) -> Iterator[None]:
+    """Opening the store inside the block waits up to ``--wait`` for a writer to finish."""
+    from gpuyield.cli.collect import parse_duration
+    from gpuyield.store import waiting_for_writer
+
+    with waiting_for_writer(parse_duration(wait, "--wait")):
+        yield
+
+
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call one library function with errors mapped."""
     with errors_mapped():

@@ -9,7 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from gpuyield.cli._common import console, err_console, errors_mapped
+from gpuyield.cli._common import (
+    DEFAULT_WAIT,
+    WAIT_HELP,
+    console,
+    err_console,
+    errors_mapped,
+    waiting_for_store,
+)
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
 from gpuyield.safetext import visible
@@ -55,6 +62,7 @@ def report_command(
             "(out of installed, never idle) instead of failing.",
         ),
     ] = False,
+    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
     with errors_mapped():
@@ -62,7 +70,7 @@ def report_command(
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with err_console.status(f"computing the ledger of {db}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {db}"):
             if html is not None:
                 from gpuyield.report.html import write_html_report
 

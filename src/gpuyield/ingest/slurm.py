@@ -19,7 +19,7 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
-from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
+from gpuyield.ingest import consistency, runlog, running, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import jobs_detail as jobs_detail_mod
 from gpuyield.ingest import nodes as nodes_mod
@@ -341,10 +341,14 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         )
     if staged is not None:
         _load_sacct(attempt, staged)
+    elif attempt.as_of is not None and "sacct" in params.scanned:  # unchanged: taken later?
+        attempt.results[:] = running.carried(params.con, attempt.results, params.scanned["sacct"],
+                                             as_of_s=attempt.as_of, options=params.options)  # fmt: skip
     if nodes is not None:
         _load_nodes_file(attempt, *nodes)
     _ingest_reservations(attempt)
     _ingest_jobs_detail(attempt)
+    running.apply_live_comments(params.con)
     _ingest_manifest(attempt)
     consistency.check_store(
         params.con,
