@@ -71,6 +71,12 @@ class RecordedSlurm:
         sacct = self.bin / "sacct"
         sacct.write_text(sacct.read_text().replace('cat "$OUT/sacct"', '. "$OUT/sacct-replay"'))
 
+    def script(self, name: str, body: str) -> None:
+        """Replace client ``name`` by a shell script of its own (``$OUT`` is the output dir)."""
+        path = self.bin / name
+        path.write_text(f"#!/bin/sh\nOUT={shlex.quote(str(self.out))}\n{body}\n")
+        path.chmod(0o755)
+
     def down(self, is_down: bool = True) -> None:
         """Every client fails from now on (or works again)."""
         marker = self.out / "down"

@@ -8,20 +8,9 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import console, errors_mapped, parse_duration, print_json
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
-
-_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, option: str) -> int:
-    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
-    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
-    if match is None:
-        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
-    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
-
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
