@@ -210,7 +210,8 @@ def _book_research(result: SimulationResult, tally: Tally) -> int:
 
 
 def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarray:
-    """Rows with a node event starting on their nodes 10 min before to 5 min after their end."""
+    """FAILED rows a node event on their nodes blames: a fault starting 10 min before to 5 min
+    after their end, or planned maintenance they ended inside (the ledger's rule, docs/ledger.md)."""
     rows, out = result.rows, result.outages
     assert rows is not None
     blamed = np.zeros(len(rows), dtype=bool)
@@ -219,10 +220,18 @@ def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarra
         return blamed
     order = candidates[np.argsort(stop[candidates], kind="stable")]
     ends = stop[order]
+    spans = []
+    faults = ~out.planned
     for starts in (out.detect_s, out.drain_s):
         lo = np.searchsorted(ends, starts - _BLAME_AFTER_S, side="left")
         hi = np.searchsorted(ends, starts + _BLAME_BEFORE_S, side="right")
-        for i in np.flatnonzero(hi > lo).tolist():
+        spans.append((lo, hi, faults))
+    # Maintenance: [detect, back) holds the end (an event still open at the window end holds it).
+    lo = np.searchsorted(ends, out.detect_s, side="left")
+    hi = np.searchsorted(ends, out.back_s, side="left")
+    spans.append((lo, hi, out.planned))
+    for lo, hi, which in spans:
+        for i in np.flatnonzero((hi > lo) & which).tolist():
             node = out.node[i]
             for row in order[lo[i] : hi[i]].tolist():
                 if node in rows.nodes_of(row):
