@@ -8,7 +8,10 @@ prints them at the instant ``-E`` names, in the columns ``--format`` asks for:
 - a job started by ``-E`` that ended after it is ``RUNNING`` with ``End`` ``Unknown``, exit code
   ``0:0`` and an empty ``Comment`` (Slurm stores the comment at the job's end; the slurm-lab
   README);
-- a job submitted but not started by ``-E`` is ``PENDING``: no start, end, allocation or nodes;
+- a job submitted but not started by ``-E`` is ``PENDING`` (no start, end, allocation or nodes)
+  if it was eligible by then, and not listed if not: sacct's window selects eligible jobs (the
+  held job of ``tests/ingest/fixtures/live-comments/`` is never listed; a requeued run becomes
+  eligible about 2 minutes after its requeue);
 - everything else is printed as recorded.
 
 Standalone (standard library only): the fake Slurm runs it with the test's Python.
@@ -51,6 +54,9 @@ def at(record: dict[str, str], start_s: int, end_s: int) -> dict[str, str] | Non
     row = {**record, "End": UNKNOWN, "ExitCode": "0:0", "Comment": ""}
     if start is not None and start <= end_s:
         return {**row, "State": "RUNNING"}
+    eligible = _instant(record.get("Eligible", record["Submit"]))
+    if eligible is None or eligible > end_s:
+        return None
     return {**row, "State": "PENDING", "Start": UNKNOWN, "AllocTRES": "", "NodeList": "None assigned",
             "NNodes": "1"}  # fmt: skip
 

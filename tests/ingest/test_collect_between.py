@@ -1,10 +1,11 @@
 """Between captures: a store fed by collect equals one capture at every collection (issue 25).
 
 The recorded sacct (``examples/slurm-lab/``) is replayed as it printed at each collection's ``-E``
-(``sacct_replay.py``): between 10:46:30 and 10:49:00 no job starts or ends (jobs 32-36 run,
-the requeued 28 and 30 wait), so the second collection's sacct output is byte for byte the first
-one's. The running jobs must still hold their GPUs up to 10:49:00, as one collection to 10:49:00
-says. The real lab does the same every 30 s (tests/slurm/test_collect.py).
+(``sacct_replay.py``). Between 10:46:30 and 10:49:00 no job starts or ends (jobs 32-36 run); the
+requeued runs of 28 and 30 become eligible at 10:46:52 and wait from then on, so from 10:47:00 to
+10:49:00 sacct prints the same bytes. The running jobs must still hold their GPUs up to 10:49:00,
+as one collection to 10:49:00 says, and serve's gauges must say what was true then. The real lab
+does the same every 30 s (tests/slurm/test_collect.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from gpuyield.store import connect
 from tests.ingest.recorded_slurm import RecordedSlurm
 
 SINCE_S = 1_796_032_800  # 2026-11-30T10:00:00Z
-FIRST_S = SINCE_S + 46 * 60 + 30  # 10:46:30
+EARLY_S = SINCE_S + 46 * 60 + 30  # 10:46:30
+FIRST_S = SINCE_S + 47 * 60  # 10:47:00
 SECOND_S = SINCE_S + 49 * 60  # 10:49:00
 RUNNING_AT_BOTH = {"32", "33", "34", "35", "36"}
 
@@ -36,6 +38,21 @@ def _numbers(db: Path) -> dict[str, object]:
     keys = ("window", "installed_gpu_seconds", "categories", "subcategories",
             "allocated_gpu_seconds", "coverage")  # fmt: skip
     return {k: report[k] for k in keys}
+
+
+def _gauges(db: Path) -> dict[str, float]:
+    """``/metrics``' allocated and pending GPUs (what serve renders from the store)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gpuyield.serve.metrics import CollectionStats, render
+    from gpuyield.serve.snapshot import build_snapshot
+
+    text = render(build_snapshot(db, top_accounts=50, with_page=False), CollectionStats()).decode()
+    values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    return {
+        "allocated": values["gpuyield_allocated_gpus"],
+        "pending": values["gpuyield_pending_gpus"],
+    }
 
 
 def _running(db: Path) -> dict[str, int]:
@@ -60,8 +77,13 @@ def test_the_replay_prints_the_same_output_at_both_instants(slurm: RecordedSlurm
                 "-S", "2026-11-30T10:00:00", "-E", end]  # fmt: skip
         return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 
-    first, second = printed("2026-11-30T10:46:30"), printed("2026-11-30T10:49:00")
-    assert first == second
+    early = printed("2026-11-30T10:46:30")
+    first, second = printed("2026-11-30T10:47:00"), printed("2026-11-30T10:49:00")
+    assert first == second != early
+    assert {line.split("|")[0] for line in first.splitlines() if "|PENDING|" in line} == {
+        "28",
+        "30",
+    }
     assert {line.split("|")[0] for line in first.splitlines() if "|RUNNING|" in line} == (
         RUNNING_AT_BOTH
     )
@@ -70,16 +92,20 @@ def test_the_replay_prints_the_same_output_at_both_instants(slurm: RecordedSlurm
 def test_a_collection_with_nothing_new_extends_the_running_jobs(
     tmp_path: Path, slurm: RecordedSlurm
 ) -> None:
-    """Collect to 10:46:30, then to 10:49:00 (nothing changed): the same report as one collect
-    to 10:49:00, category by category, and the running jobs held to 10:49:00."""
+    """Collect to 10:46:30, 10:47:00, then to 10:49:00 (nothing changed since 10:47:00): the same
+    report as one collect to 10:49:00, category by category, the running jobs held to 10:49:00,
+    and serve's allocated and pending GPUs those of 10:49:00."""
     two = tmp_path / "two.duckdb"
-    collect(two, since_s=SINCE_S, until_s=FIRST_S, slurm_bin=slurm.bin)
+    collect(two, since_s=SINCE_S, until_s=EARLY_S, slurm_bin=slurm.bin)
+    collect(two, until_s=FIRST_S, slurm_bin=slurm.bin)
     assert set(_running(two)) == RUNNING_AT_BOTH
     later = collect(two, until_s=SECOND_S, slurm_bin=slurm.bin)
     one = tmp_path / "one.duckdb"
     collect(one, since_s=SINCE_S, until_s=SECOND_S, slurm_bin=slurm.bin)
     assert _running(two) == dict.fromkeys(RUNNING_AT_BOTH, SECOND_S) == _running(one)
     assert _numbers(two) == _numbers(one)
+    # Jobs 32-36 hold 8 + 6 + 4 + 2 + 2 GPUs; the requeued 28 and 30 ask for 2 each.
+    assert _gauges(two) == _gauges(one) == {"allocated": 22.0, "pending": 4.0}
     # Every job the second query printed is counted, as unchanged (not silently 0, 0, 0).
     assert (later.jobs_new, later.jobs_updated, later.jobs_unchanged) == (0, 0, 39)
     sacct = next(f for f in later.ingest.files if f.source == "slurm.sacct")
