@@ -28,7 +28,7 @@ import duckdb
 
 from gpuyield import store
 from gpuyield.errors import FieldError, InputError
-from gpuyield.ingest import collect_raw
+from gpuyield.ingest import collect_raw, collect_window
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest.slurm import IngestSummary, SlurmInputs, ingest_slurm
 from gpuyield.ingest.slurm_client import ClientRun, Outcome, client_environment, run_client
@@ -176,7 +176,9 @@ def collect(
         run = _Run(tmp=Path(tmp), max_bytes=max_output_bytes, progress=progress)
         name = cluster or _cluster_name(binaries["scontrol"], run)
         with lock.reading():
-            start_s = _query_start(db, name, since_s=since_s, overlap_s=overlap_s, end_s=end_s)
+            start_s = collect_window.query_start(
+                db, name, since_s=since_s, overlap_s=overlap_s, end_s=end_s
+            )
             if start_s is None:
                 return _nothing_new(db, name, end_s)
         commands = slurm_commands(binaries, cluster=name, start_s=start_s, end_s=end_s)
@@ -253,7 +255,7 @@ def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
     """A collection whose period the store already covers: no command runs, nothing changes."""
     con = store.connect(db, read_only=True)
     try:
-        covered = _covered_span(con, cluster, end_s)
+        covered = collect_window.covered_span(con, cluster, end_s)
     finally:
         con.close()
     return CollectOutcome(
@@ -305,7 +307,7 @@ def _ingest(
         summary = ingest_slurm(db, inputs, since_s=start_s, until_s=end_s, cluster=cluster,
                                progress=progress, con=con)  # fmt: skip
         counts = _job_changes(con, summary)
-        covered = _covered_span(con, cluster, end_s)
+        covered = collect_window.covered_span(con, cluster, end_s)
         _name_sources(con, kept)
     except BaseException:
         con.close()
@@ -359,79 +361,6 @@ def _job_changes(con: duckdb.DuckDBPyConnection, summary: IngestSummary) -> tupl
         [sacct.ingest_id],
     ).fetchall()[0]
     return int(row[0]), int(row[1]), int(row[2])
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Watermark:
-    """The outer bounds of a cluster's coverage in the store (epoch seconds, UTC)."""
-
-    first_start_s: int
-    """First covered second of the earliest collection."""
-    last_end_s: int
-    """First second after the latest collection: the next one continues from here."""
-
-
-def watermark(con: duckdb.DuckDBPyConnection, cluster: str) -> Watermark | None:
-    """The cluster's coverage bounds, or None when it has none."""
-    try:
-        row = con.execute(
-            "SELECT min(start_s), max(end_s) FROM coverage WHERE cluster = ?", [cluster]
-        ).fetchall()[0]
-    except duckdb.CatalogException:
-        return None
-    if row[0] is None:
-        return None
-    return Watermark(first_start_s=int(row[0]), last_end_s=int(row[1]))
-
-
-def _covered_span(con: duckdb.DuckDBPyConnection, cluster: str, end_s: int) -> tuple[int, int]:
-    """The contiguous coverage that holds ``end_s`` (its start and end)."""
-    spans = con.execute(
-        "SELECT start_s, end_s FROM coverage WHERE cluster = ? ORDER BY start_s", [cluster]
-    ).fetchall()
-    merged: list[list[int]] = []
-    for span_start, span_end in spans:
-        if merged and span_start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], int(span_end))
-        else:
-            merged.append([int(span_start), int(span_end)])
-    return next(((a, b) for a, b in merged if a <= end_s <= b), (end_s, end_s))
-
-
-def _query_start(
-    db: str | Path, cluster: str, *, since_s: int | None, overlap_s: int, end_s: int
-) -> int | None:
-    """Start of the query window; None when the store already covers up to ``end_s``."""
-    known = None
-    if Path(db).exists():
-        con = store.connect(db, read_only=True)
-        try:
-            known = watermark(con, cluster)
-        finally:
-            con.close()
-    if known is None:
-        if since_s is None:
-            raise InputError(
-                f"the store has no accounting of cluster {cluster!r} yet: where should the "
-                "first collection start?",
-                hint="give --since (e.g. --since 2026-12-01); later runs continue from where "
-                "the last one ended",
-            )
-        start_s = since_s
-    else:
-        # Not before the first collection's start: that time was never asked for.
-        start_s = max(known.first_start_s, known.last_end_s - overlap_s)
-        if since_s is not None and since_s < known.first_start_s:
-            start_s = since_s  # a backfill: everything from --since again
-        elif end_s <= known.last_end_s:
-            return None  # already covered up to --until: nothing to add
-    if start_s >= end_s:
-        raise InputError(
-            f"nothing to collect: the window starts at {iso_utc(start_s)}, not before "
-            f"--until {iso_utc(end_s)}",
-            hint="give a later --until (default: now)",
-        )
-    return start_s
 
 
 def _find(name: str, slurm_bin: Path | None) -> str:
