@@ -14,6 +14,7 @@ BENCHES = (
     "serve",
     "ladder",
     "collect",
+    "collect_output",
     "hostile",
     "ft",
     "utilization",
