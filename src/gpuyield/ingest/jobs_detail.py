@@ -19,6 +19,12 @@ apart. ``first_seen_s``/``last_seen_s`` span the captures that showed it, each c
 StartTime + RunTime (the capture time, for a job never suspended). The ledger joins the rows to
 the job run with the same cluster, JobIDRaw and start (``ledger/utilization.py``).
 
+The same capture gives each running job's ``Comment`` (its run and family tags), which sacct
+prints only after the job's end: kept per job run in ``job_comments`` (the latest capture's) and
+given to the running job's row by ``ingest/running.py``. Slurm prints it as a line of its own
+(``Comment=TEXT `` in the multi-line form, ``Comment=TEXT  NextKey=`` with ``-o``), and the text may
+hold spaces and ``=`` (``tests/ingest/fixtures/live-comments/``).
+
 Both ``-o`` (one record per line) and the multi-line form are read; lines are 1-based in errors.
 """
 
