@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,8 @@ from tests.slurm import lab, oracle
 INTERVAL_S = 30
 CLUSTER = "lab"
 # What squeue says is allocated and waiting: the job's allocated TRES (requested, while pending).
-SQUEUE = ("squeue", "-h", "-t", "PD,R", "-O", "JobID:20,State:14,Reason:40,tres-alloc:300")
+SQUEUE = ("squeue", "-h", "-t", "PD,R", "-O",
+          "JobID:20,State:14,Reason:40,SubmitTime:22,StartTime:22,tres-alloc:300")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,7 +60,7 @@ class Instant:
     folder: Path  # sacct.psv, events.psv, nodes.txt, reservations.psv, jobs-detail.txt,
     # squeue.txt: the capture; store.duckdb: the store right after the collection
     stable: bool  # sacct and events printed the same right before and right after the collection,
-    # and no job changed in the instant's own second
+    # no job changed in the instant's own second or later, and squeue shows the same instant
 
     @property
     def store(self) -> Path:
@@ -114,6 +116,51 @@ def _at_or_after(sacct: str, end_s: int) -> bool:
     times = (oracle.parse_time(r[k]) for r in oracle.psv_records(sacct)
              for k in ("Submit", "Start", "End"))  # fmt: skip
     return any(t is not None and t >= end_s for t in times)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueuedJob:
+    """One row of ``SQUEUE`` (fixed-width columns: a reason may hold spaces)."""
+
+    job: str
+    state: str
+    reason: str
+    submit_s: int | None
+    start_s: int | None
+    gpus: int
+
+
+def squeue_rows(text: str) -> list[QueuedJob]:
+    """``SQUEUE``'s rows."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cut = [line[a:b].strip() for a, b in ((0, 20), (20, 34), (34, 74), (74, 96), (96, 118))]
+        match = re.search(r"gres/gpu=(\d+)", line[118:])
+        rows.append(QueuedJob(job=cut[0], state=cut[1], reason=cut[2],
+                              submit_s=_time(cut[3]), start_s=_time(cut[4]),
+                              gpus=int(match.group(1)) if match else 0))  # fmt: skip
+    return rows
+
+
+def _time(text: str) -> int | None:
+    """A squeue time; None for ``N/A``, ``Unknown`` and the like."""
+    try:
+        return oracle.parse_time(text)
+    except ValueError:
+        return None
+
+
+def _settled(squeue: str, end_s: int) -> bool:
+    """True when squeue, printed a little after ``end_s``, shows no job submitted or started at
+    ``end_s`` or later: its view is then the one at ``end_s``."""
+    for row in squeue_rows(squeue):
+        if row.submit_s is None or row.submit_s >= end_s:
+            return False
+        if row.state == "RUNNING" and (row.start_s is None or row.start_s >= end_s):
+            return False
+    return True
 
 
 def _sha256(path: Path) -> str:
@@ -185,7 +232,11 @@ class Collector:
             shutil.copyfile(self.state.db, folder / "store.duckdb")
         # A job that started, ended or was submitted in the instant's own second is in Slurm's
         # view (squeue) but not in the window before the instant: compared elsewhere, not here.
-        stable = _state(before) == _state(after) and not _at_or_after(before["sacct.psv"], end_s)
+        stable = (
+            _state(before) == _state(after)
+            and not _at_or_after(after["sacct.psv"], end_s)
+            and _settled((folder / "squeue.txt").read_text(), end_s)
+        )
         instant = Instant(end_s=end_s, run=run, folder=folder, stable=stable)
         self.state.instants.append(instant)
         return instant

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.slurm import oracle
-from tests.slurm.collector import Collected, Instant
+from tests.slurm.collector import Collected, Instant, squeue_rows
 from tests.slurm.conftest import LabRun, gpuyield, ingest_capture, ledger_report
 
 pytestmark = pytest.mark.slurm
@@ -261,17 +261,11 @@ def _gauges(store: Path) -> dict[str, float]:
 def _squeue_gpus(text: str) -> dict[str, float]:
     """GPUs squeue shows allocated to running jobs and asked for by eligible pending ones."""
     gpus = {"allocated": 0.0, "pending": 0.0}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        state, reason = fields[1], fields[2]
-        match = re.search(r"gres/gpu=(\d+)", line)
-        count = int(match.group(1)) if match else 0
-        if state == "RUNNING":
-            gpus["allocated"] += count
-        elif state == "PENDING" and reason not in NOT_ELIGIBLE:
-            gpus["pending"] += count
+    for row in squeue_rows(text):
+        if row.state == "RUNNING":
+            gpus["allocated"] += row.gpus
+        elif row.state == "PENDING" and row.reason not in NOT_ELIGIBLE:
+            gpus["pending"] += row.gpus
     return gpus
 
 
