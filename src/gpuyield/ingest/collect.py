@@ -183,7 +183,7 @@ def collect(
                 return _nothing_new(db, name, end_s)
         commands = slurm_commands(binaries, cluster=name, start_s=start_s, end_s=end_s)
         files = {c.kind: run.output(c) for c in commands}
-        kept = _keep(keep_raw, files, commands, name, start_s, end_s)
+        kept, folder = _keep(keep_raw, files, commands, name, start_s, end_s)
         inputs = SlurmInputs(
             sacct=files["sacct"],
             events=files["events"],
@@ -193,7 +193,8 @@ def collect(
             manifest=manifest,
         )
         with lock.writing():
-            return _ingest(db, inputs, name, start_s, end_s, commands, kept, progress)
+            outcome = _ingest(db, inputs, name, start_s, end_s, commands, kept, progress)
+        return dataclasses.replace(outcome, raw_dir=None if folder is None else str(folder))
 
 
 def _check_options(*, overlap_s: int, end_s: int, now_s: int, max_bytes: int) -> None:
@@ -239,16 +240,17 @@ def _keep(
     cluster: str,
     start_s: int,
     end_s: int,
-) -> dict[Path, str]:
+) -> tuple[dict[Path, str], Path | None]:
     """With ``--keep-raw``: each output kept gzip-compressed (before the ingest, so a collection
-    that fails to ingest can still be looked at); the kept path of each temporary file."""
+    that fails to ingest can still be looked at). The name provenance gives each temporary file
+    (its kept copy, or the command that printed it), and the kept folder."""
     if keep_raw is None:
-        return {files[c.kind]: f"TZ=UTC {c.shell}" for c in commands}
+        return {files[c.kind]: f"TZ=UTC {c.shell}" for c in commands}, None
     folder = collect_raw.raw_dir(keep_raw, cluster, end_s)
     kept = {files[c.kind]: str(collect_raw.keep(files[c.kind], folder, c.file)) for c in commands}
     collect_raw.write_record(folder, commands, cluster=cluster, start_s=start_s, end_s=end_s,
                              environment=client_environment())  # fmt: skip
-    return kept
+    return kept, folder
 
 
 def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
@@ -316,11 +318,10 @@ def _ingest(
         raise
     con.close()
     events = sum(f.rows_read for f in summary.files if f.source == "slurm.events")
-    raw = {str(Path(p).parent) for p in kept.values() if p.endswith(".gz")}
     return CollectOutcome(
         db=str(db), cluster=cluster, since_s=start_s, until_s=end_s, jobs_new=counts[0],
         jobs_updated=counts[1], jobs_unchanged=counts[2], node_events=events,
-        covered_since_s=covered[0], covered_until_s=covered[1], raw_dir=raw.pop() if raw else None,
+        covered_since_s=covered[0], covered_until_s=covered[1], raw_dir=None,
         commands=commands,
         ingest=dataclasses.replace(
             summary, files=tuple(dataclasses.replace(f, path=kept.get(Path(f.path), f.path))
