@@ -262,7 +262,7 @@ def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
         con.close()
     return CollectOutcome(
         db=str(db), cluster=cluster, since_s=end_s, until_s=end_s, jobs_new=0, jobs_updated=0,
-        jobs_unchanged=0, node_events=0, covered_since_s=covered[0], covered_until_s=covered[1],
+        jobs_unchanged=0, node_events=0, covered_since_s=covered.start_s, covered_until_s=covered.end_s,
         raw_dir=None, commands=(), ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
     )  # fmt: skip
 
@@ -321,7 +321,7 @@ def _ingest(
     return CollectOutcome(
         db=str(db), cluster=cluster, since_s=start_s, until_s=end_s, jobs_new=counts[0],
         jobs_updated=counts[1], jobs_unchanged=counts[2], node_events=events,
-        covered_since_s=covered[0], covered_until_s=covered[1], raw_dir=None,
+        covered_since_s=covered.start_s, covered_until_s=covered.end_s, raw_dir=None,
         commands=commands,
         ingest=dataclasses.replace(
             summary, files=tuple(dataclasses.replace(f, path=kept.get(Path(f.path), f.path))

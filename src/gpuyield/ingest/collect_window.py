@@ -40,8 +40,18 @@ def watermark(con: duckdb.DuckDBPyConnection, cluster: str) -> Watermark | None:
     return Watermark(first_start_s=int(row[0]), last_end_s=int(row[1]))
 
 
-def covered_span(con: duckdb.DuckDBPyConnection, cluster: str, end_s: int) -> tuple[int, int]:
-    """The contiguous coverage that holds ``end_s`` (its start and end)."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Span:
+    """A contiguous stretch of coverage (epoch seconds, UTC)."""
+
+    start_s: int
+    """Its first covered second."""
+    end_s: int
+    """The first second after it."""
+
+
+def covered_span(con: duckdb.DuckDBPyConnection, cluster: str, end_s: int) -> Span:
+    """The contiguous coverage that holds ``end_s`` (``end_s`` alone when none does)."""
     spans = con.execute(
         "SELECT start_s, end_s FROM coverage WHERE cluster = ? ORDER BY start_s", [cluster]
     ).fetchall()
@@ -51,7 +61,8 @@ def covered_span(con: duckdb.DuckDBPyConnection, cluster: str, end_s: int) -> tu
             merged[-1][1] = max(merged[-1][1], int(span_end))
         else:
             merged.append([int(span_start), int(span_end)])
-    return next(((a, b) for a, b in merged if a <= end_s <= b), (end_s, end_s))
+    found = next(((a, b) for a, b in merged if a <= end_s <= b), (end_s, end_s))
+    return Span(start_s=found[0], end_s=found[1])
 
 
 def query_start(
