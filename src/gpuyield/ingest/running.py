@@ -21,7 +21,7 @@ changed or was wrong while the job ran is corrected, and the run is one row, cou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import duckdb
 
@@ -33,13 +33,16 @@ from gpuyield.ingest.source import Content, IngestOutcome, register
 def carried(
     con: duckdb.DuckDBPyConnection,
     results: Sequence[IngestOutcome],
-    info: Content,
-    *,
-    as_of_s: int,
+    scanned: Mapping[str, Content],
+    as_of_s: int | None,
     options: str,
 ) -> list[IngestOutcome]:
-    """``results`` with a skipped (unchanged) sacct capture carried forward to ``as_of_s``."""
+    """``results`` with a skipped (unchanged) sacct capture carried forward to ``as_of_s``
+    (``scanned``: the ingest's inputs by kind; ``options``: the ingest's, as registered)."""
     out = list(results)
+    info = scanned.get("sacct")
+    if info is None or as_of_s is None:
+        return out
     for i, result in enumerate(out):
         if result.source == sacct_mod.SOURCE and result.skipped:
             moved = carry_forward(con, result, info, as_of_s=as_of_s, options=options)

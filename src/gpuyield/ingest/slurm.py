@@ -341,9 +341,9 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         )
     if staged is not None:
         _load_sacct(attempt, staged)
-    elif attempt.as_of is not None and "sacct" in params.scanned:  # unchanged: taken later?
-        attempt.results[:] = running.carried(params.con, attempt.results, params.scanned["sacct"],
-                                             as_of_s=attempt.as_of, options=params.options)  # fmt: skip
+    else:  # the latest sacct ingest's bytes again: carried forward if taken later (running.py)
+        con, scanned, options = params.con, params.scanned, params.options
+        attempt.results[:] = running.carried(con, attempt.results, scanned, attempt.as_of, options)
     if nodes is not None:
         _load_nodes_file(attempt, *nodes)
     _ingest_reservations(attempt)
