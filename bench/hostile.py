@@ -183,4 +183,6 @@ def run(*, quick: bool = False) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(quick="--quick" in sys.argv), indent=2))
+    from bench.runner import benchmark_main
+
+    raise SystemExit(benchmark_main("hostile", run, sys.argv[1:]))
