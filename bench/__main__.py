@@ -20,6 +20,7 @@ BENCHES = (
     "serve",
     "ladder",
     "collect",
+    "collect_output",
     "hostile",
     "ft",
     "utilization",

@@ -163,9 +163,10 @@ def test_collect_every_runs_gpuyield_collect_on_the_store(
     naming the command, and creates no store."""
     from gpuyield.cli.serve import scheduled_collect
     from gpuyield.ingest.collect import CollectError
+    from gpuyield.serve.state import ReadWriteLock
 
     monkeypatch.setenv("PATH", str(tmp_path))
     db = tmp_path / "x.duckdb"
     with pytest.raises(CollectError, match="sacct"):
-        scheduled_collect(db)()
+        scheduled_collect(db)(ReadWriteLock())
     assert not db.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from gpuyield.cli._fields import FLAGS
-from gpuyield.errors import GpuyieldError, renamed
+from gpuyield.errors import GpuyieldError, InputError, renamed
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
@@ -104,6 +105,34 @@ def errors_mapped() -> Iterator[None]:
         yield
     except GpuyieldError as error:
         fail(as_flag(error))
+
+
+_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str) -> int:
+    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
+    if match is None:
+        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
+    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
+
+
+#: ``--wait`` of the commands that read the store (report, ladder, idle-now).
+WAIT_HELP = (
+    "When another process is writing the store (a collection: seconds), wait up to this long "
+    "for it instead of failing (30s, 2m; 0: do not wait). Default: 5s."
+)
+DEFAULT_WAIT = "5s"
+
+
+@contextmanager
+def waiting_for_store(wait: str) -> Iterator[None]:
+    """Opening the store inside the block waits up to ``--wait`` for a writer to finish."""
+    from gpuyield.store import waiting_for_writer
+
+    with waiting_for_writer(parse_duration(wait, "--wait")):
+        yield
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

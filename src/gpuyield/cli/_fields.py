@@ -42,6 +42,9 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "report.html_path": "--html",
         "idle_now.window_s": "--window",
         "idle_now.top": "--top",
+        # gpuyield collect (and serve --collect-every)
+        "collect.until": "--until",
+        "collect.max_output_bytes": "--max-output",
         # gpuyield serve
         "serve.host": "--host",
         "serve.port": "--port",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpuyield.cli._common import DEFAULT_WAIT, WAIT_HELP
 from gpuyield.cli.collect import parse_duration
 
 if TYPE_CHECKING:
@@ -30,18 +31,19 @@ def idle_now_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (the body of serve's /api/idle-now).")
     ] = False,
+    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
 ) -> None:
     """Who holds idle GPUs now: jobs whose allocated GPUs utilization samples measured idle.
 
     Needs `gpuyield ingest utilization`; without samples it says utilization is not measured
     (docs/ledger.md, "Allocated but idle").
     """
-    from gpuyield.cli._common import err_console, errors_mapped, shown
+    from gpuyield.cli._common import err_console, errors_mapped, shown, waiting_for_store
     from gpuyield.report.idle_now import build_idle_now, idle_now_json_text
 
     with errors_mapped():
         window_s = parse_duration(window, "--window")
-        with err_console.status(f"computing the ledger of {shown(db)}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             result = build_idle_now(db, window_s=window_s, top=top)
     if as_json:
         typer.echo(idle_now_json_text(result))

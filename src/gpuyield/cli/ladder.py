@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuyield.cli._common import DEFAULT_WAIT, WAIT_HELP
+
 # Exit status of a launch the ladder refuses (1 stays "error", 2 is typer's usage error).
 EXIT_REFUSED = 3
 _DB_HELP = "DuckDB file written by `gpuyield ingest`."
@@ -22,20 +24,27 @@ def ladder_command(
         str, typer.Option(help="Time zone of --since/--until without an offset.")
     ] = "UTC",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/ladder.md).")] = False,
+    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
 ) -> None:
     """Per run family: rungs climbed, and runs launched without their lower rung.
 
     Each run that skipped ("skipped 8 -> 512") comes with the GPU-seconds it spent and how it ended
     (docs/ladder.md).
     """
-    from gpuyield.cli._common import err_console, errors_mapped, print_json, shown
+    from gpuyield.cli._common import (
+        err_console,
+        errors_mapped,
+        print_json,
+        shown,
+        waiting_for_store,
+    )
     from gpuyield.cli.ingest import parse_instant
     from gpuyield.report.ladder import build_ladder
 
     with errors_mapped():
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
-        with err_console.status(f"computing the ledger of {shown(db)}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             report = build_ladder(db, since_s=since_s, until_s=until_s)
     if as_json:
         print_json(report.to_dict())

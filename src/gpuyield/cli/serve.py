@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpuyield.cli._common import err_console, errors_mapped, shown
 from gpuyield.errors import InputError
+
+if TYPE_CHECKING:
+    from gpuyield.serve.state import ReadWriteLock
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -117,9 +119,13 @@ def parse_duration(text: str, flag: str = "--collect-every") -> float:
     return seconds
 
 
-def scheduled_collect(db: Path) -> Callable[[], object]:
+def scheduled_collect(db: Path) -> Callable[[ReadWriteLock], object]:
     """``gpuyield collect`` into ``db`` (from the store's watermark, as the CLI's), imported only
-    when a schedule asks for it: it runs Slurm's commands, which a plain server never needs."""
+    when a schedule asks for it: it runs Slurm's commands, which a plain server never needs. It
+    holds the server's store lock for writing only while it writes the store."""
     from gpuyield.ingest.collect import collect
 
-    return functools.partial(collect, db)
+    def run(lock: ReadWriteLock) -> object:
+        return collect(db, store_lock=lock)
+
+    return run
