@@ -292,7 +292,7 @@ def _open_error(target: str, error: duckdb.Error) -> InputError:
             + (f" (waited {waited:g} s)" if waited else "")
             + f" ({text.splitlines()[0]})",
             hint="is another gpuyield process (a collection) writing it? DuckDB allows one "
-            "writer at a time; report, ladder and idle-now wait for it with --wait (e.g. 1m)",
+            "writer at a time; report, ladder and idle-now wait for it with store.wait_s (e.g. 1m)",
         )
     return InputError(
         f"{target} is not a readable gpuyield store (corrupted, truncated or another kind of "

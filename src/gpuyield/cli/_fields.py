@@ -42,9 +42,26 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "report.html_path": "--html",
         "idle_now.window_s": "--window",
         "idle_now.top": "--top",
+        # Every command that reads the store (report, ladder, idle-now): how long to wait for a writer.
+        "store.wait_s": "--wait",
         # gpuyield collect (and serve --collect-every)
+        "collect.since": "--since",
         "collect.until": "--until",
+        "collect.overlap_s": "--overlap",
+        "collect.cluster": "--cluster",
+        "collect.keep_raw": "--keep-raw",
+        "collect.slurm_bin": "--slurm-bin",
         "collect.max_output_bytes": "--max-output",
+        # gpuyield ingest utilization
+        "utilization.prom_json": "--prom-json",
+        "utilization.server": "--prometheus",
+        "utilization.sacct_usage": "--sacct-usage",
+        "utilization.step_s": "--step",
+        "PrometheusSource.url": "--prometheus",
+        "PrometheusSource.since_s": "--since",
+        "PrometheusSource.until_s": "--until",
+        "MetricNames.node_labels": "--node-label",
+        "MetricNames.gpu_labels": "--gpu-label",
         # gpuyield serve
         "serve.host": "--host",
         "serve.port": "--port",

@@ -24,7 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from gpuyield import store
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
 from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage
@@ -115,10 +115,13 @@ def ingest_utilization(
     if not files and server is None and not usage:
         raise InputError(
             "no utilization source given",
-            hint="pass --prom-json FILE..., --prometheus URL or --sacct-usage FILE",
+            hint="pass utilization.prom_json FILE..., utilization.server URL or "
+            "utilization.sacct_usage FILE",
         )
     if step_s <= 0:
-        raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
+        raise FieldError(
+            "utilization.step_s", f"must be positive, not {step_s}", hint="the scrape interval"
+        )
     own = con is None
     con = con if con is not None else store.connect(db)
     try:

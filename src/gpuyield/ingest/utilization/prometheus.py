@@ -14,7 +14,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 
 # Prometheus refuses a query_range of more than 11,000 points per series.
 _MAX_POINTS = 10_000
@@ -27,11 +27,14 @@ def query_documents(
     """(URL asked, metric, parsed JSON response) for each metric and piece of the window."""
     if until_s <= since_s:
         raise InputError(
-            f"--until ({until_s}) is not after --since ({since_s})",
-            hint="give the window to read, e.g. --since 2026-11-01T00:00 --until 2026-11-02T00:00",
+            f"PrometheusSource.until_s ({until_s}) is not after PrometheusSource.since_s ({since_s})",
+            hint="give the window to read, e.g. PrometheusSource.since_s 2026-11-01T00:00 "
+            "PrometheusSource.until_s 2026-11-02T00:00",
         )
     if step_s <= 1:
-        raise InputError(f"--step {step_s}s is too short", hint="the scrape interval, e.g. 60s")
+        raise FieldError(
+            "utilization.step_s", f"{step_s}s is too short", hint="the scrape interval, e.g. 60s"
+        )
     base = url.rstrip("/") + "/api/v1/query_range"
     piece_s = _MAX_POINTS * step_s
     for metric in metrics:
@@ -53,7 +56,7 @@ def _get(url: str) -> object:
         body = error.read().decode("utf-8", "replace")[:300]
         raise InputError(
             f"Prometheus answered {error.code} to {url}: {body}",
-            hint="check --prometheus, the metric names and the window",
+            hint="check PrometheusSource.url, the metric names and the window",
         ) from None
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         raise InputError(

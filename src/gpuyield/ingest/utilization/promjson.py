@@ -155,7 +155,7 @@ def _identity(
             f"a series with none of the node labels {', '.join(names.node_labels)}",
             path=source,
             field=f"{where}.metric",
-            hint="name the exporter's host label with --node-label",
+            hint="name the exporter's host label with MetricNames.node_labels",
         )
     gpu_text = next((str(labels[k]) for k in names.gpu_labels if k in labels), None)
     try:
@@ -169,7 +169,7 @@ def _identity(
             else f"a series with none of the GPU labels {', '.join(names.gpu_labels)}",
             path=source,
             field=f"{where}.metric",
-            hint="name the exporter's GPU index label with --gpu-label",
+            hint="name the exporter's GPU index label with MetricNames.gpu_labels",
         )
     job = next((str(labels[k]) for k in names.job_labels if labels.get(k)), None)
     return node_name(node), gpu, job
