@@ -20,6 +20,7 @@ from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, any_pattern,
 from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.sqltext import literal
+from gpuyield.store import StoreRef, reading
 from gpuyield.times import iso_utc
 
 SUMMARY_TABLE = "ladder_completed"
@@ -212,10 +213,16 @@ def _ladder_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
     return manifest
 
 
-def preflight(
-    con: duckdb.DuckDBPyConnection, *, family: str, gpus: int, at_s: int | None = None
+def preflight(db: StoreRef, *, family: str, gpus: int, at_s: int | None = None) -> PreflightResult:
+    """Check a launch against the ladder of the stored manifest (read-only); ``db`` is the
+    store's path or an open connection to it."""
+    with reading(db) as con:
+        return _preflight(con, family=family, gpus=gpus, at_s=at_s)
+
+
+def _preflight(
+    con: duckdb.DuckDBPyConnection, *, family: str, gpus: int, at_s: int | None
 ) -> PreflightResult:
-    """Check a launch against the ladder of the stored manifest (read-only)."""
     started = time.perf_counter()
     manifest = _ladder_manifest(con)
     policy = manifest.ladder

@@ -301,6 +301,24 @@ def _open_error(target: str, error: duckdb.Error) -> InputError:
     )
 
 
+#: What a reading library call takes: the store's path, or a connection the caller keeps open.
+StoreRef = str | Path | duckdb.DuckDBPyConnection
+
+
+@contextmanager
+def reading(db: StoreRef) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to read ``db`` through: a path is opened read-only and closed after; a caller's
+    connection is used as it is and left open (the caller owns it)."""
+    if isinstance(db, duckdb.DuckDBPyConnection):
+        yield db
+        return
+    con = connect(db, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
 def connection_of(backend: object, *, needed_for: str) -> duckdb.DuckDBPyConnection:
     """The DuckDB connection under an Ibis backend over the store; ``needed_for`` says what
     cannot run on another engine."""

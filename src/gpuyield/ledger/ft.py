@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from itertools import pairwise
 
-import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import InputError
+from gpuyield.store import StoreRef, reading
 
 
 class Recovery(StrEnum):
@@ -241,12 +241,14 @@ def account(run: str, table: pa.Table) -> FtLoss:
     )
 
 
-def ft_loss(con: duckdb.DuckDBPyConnection, run: str) -> FtLoss:
-    """Lost GPU-seconds of ``run`` from the store (``gpuyield ingest telemetry`` filled it)."""
-    table = con.sql(
-        "SELECT * EXCLUDE (ingest_id) FROM ft_events WHERE run = $run ORDER BY t_s",
-        params={"run": run},
-    ).to_arrow_table()
+def ft_loss(db: StoreRef, run: str) -> FtLoss:
+    """Lost GPU-seconds of ``run`` from the store (``gpuyield ingest telemetry`` filled it);
+    ``db`` is the store's path or an open connection to it."""
+    with reading(db) as con:
+        table = con.sql(
+            "SELECT * EXCLUDE (ingest_id) FROM ft_events WHERE run = $run ORDER BY t_s",
+            params={"run": run},
+        ).to_arrow_table()
     if table.num_rows == 0:
         raise InputError(
             f"run {run!r} has no fault-tolerance events in the store",
