@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from gpuyield.categories import CancelCause, Category, DownCause, FailedCause
+from gpuyield.categories import CancelCause, Category, DownCause, FailedCause, IdleCause
 from gpuyield.errors import (
     ConservationError,
     DataConsistencyError,
@@ -90,6 +90,7 @@ __all__ = [
     "FailedCause",
     "FieldError",
     "GpuyieldError",
+    "IdleCause",
     "InputError",
     "Ledger",
     "Listen",

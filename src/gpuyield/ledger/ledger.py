@@ -17,7 +17,7 @@ import duckdb
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.categories import Category
+from gpuyield.categories import ALLOCATED, IDLE_ALLOCATED, Category
 from gpuyield.errors import ConservationError, DataConsistencyError
 from gpuyield.ledger.coverage import CoverageGapError, captured_parts
 from gpuyield.ledger.down import (
@@ -39,7 +39,6 @@ from gpuyield.ledger.telemetry import (
     with_detected_divergence,
 )
 from gpuyield.ledger.utilization import (
-    IDLE_ALLOCATED,
     IDLE_THRESHOLD,
     Utilization,
     UtilizationSummary,
@@ -59,7 +58,6 @@ from gpuyield.store import connection_of
 
 # Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).
 _SWEEP_BUCKETS = 64
-ALLOCATED = tuple(c for c in Category if c not in (Category.DOWN, Category.IDLE))
 # GPU-seconds are sums of float products; differences below this are rounding, not accounting.
 _TOLERANCE_GPU_S = 1e-3
 

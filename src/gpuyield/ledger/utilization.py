@@ -26,14 +26,13 @@ import ibis
 import ibis.expr.types as ir
 from ibis.common.exceptions import TableNotFound
 
-from gpuyield.categories import Category
+from gpuyield.categories import Category, IdleCause
 
 #: Below this graphics-engine activity a sample interval counts as idle (1%: DCGM reports a GPU
 #: with a context open and no kernels at 0%, and a running job rarely averages under 1% a minute).
 IDLE_THRESHOLD = 0.01
-#: The subcategory of ``idle`` that allocated-but-idle GPU time moves to.
-ALLOCATED = "allocated"
-IDLE_ALLOCATED = f"{Category.IDLE.value}.{ALLOCATED}"
+#: The subcategory of ``idle`` that allocated-but-idle GPU time moves to (categories.py's).
+ALLOCATED = IdleCause.ALLOCATED.value
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuyield.categories import Category, DownCause, FailedCause
+from gpuyield.categories import ALLOCATED, Category, DownCause, FailedCause
 from gpuyield.errors import MissingExtraError
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.figures import ReportFigures
@@ -46,7 +46,7 @@ COLORS = {
     "released": "#2ca02c",
 }
 # Allocated categories, released first so the useful part of each bar starts at the axis.
-_ALLOCATED = [c.value for c in reversed(Category) if c not in (Category.DOWN, Category.IDLE)]
+_ALLOCATED = [c.value for c in reversed(ALLOCATED)]
 # Most models in one lineage chart; the table under it lists them all.
 _MAX_LINEAGE_PANELS = 4
 # Past this many job parts in a panel, lanes are drawn as time bins (_draw_lineage_binned).

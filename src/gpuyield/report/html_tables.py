@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuyield.categories import Category, FailedCause
+from gpuyield.categories import ALLOCATED, Category, FailedCause
 from gpuyield.report.charts import COLORS
 from gpuyield.report.failures import Failures
 from gpuyield.report.figures import ReportFigures, Timeline, WhoBreakdown
@@ -16,7 +16,7 @@ from gpuyield.report.lineage import LineageFigure
 from gpuyield.report.page_model import Block, Cell, Keyed, Note, Row, Table, TableGroup
 from gpuyield.report.summary import iso
 
-_ALLOCATED = [c.value for c in Category if c not in (Category.DOWN, Category.IDLE)]
+_ALLOCATED = [c.value for c in ALLOCATED]
 # Long tables stay in the page (they are the numbers behind the chart) but folded.
 _FOLD_ROWS = 24
 _MAX_LEMON_ROWS = 20

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-from gpuyield.categories import SUBCATEGORIES, Category
+from gpuyield.categories import ALLOCATED, IDLE_ALLOCATED, SUBCATEGORIES, Category
 from gpuyield.errors import MissingExtraError
-from gpuyield.ledger.utilization import IDLE_ALLOCATED
 from gpuyield.report.breakdown import OTHERS, UNALLOCATED
 from gpuyield.report.summary import YieldReport
 from gpuyield.serve.snapshot import Snapshot
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 UNATTRIBUTED = "unattributed"
 # Below this, a difference between a category and the sum of its subcategories is float rounding.
 _ROUNDING_GPU_S = 1e-6
-_ALLOCATED = [c.value for c in Category if c not in (Category.DOWN, Category.IDLE)]
+_ALLOCATED = [c.value for c in ALLOCATED]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
