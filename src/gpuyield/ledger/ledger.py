@@ -72,8 +72,8 @@ class Ledger:
     """The release manifest used."""
     installed_gpu_seconds: float
     """GPUs x seconds of installed capacity in the window."""
-    categories: dict[str, float]
-    """GPU-seconds per category; sums to ``installed_gpu_seconds``."""
+    categories: dict[Category, float]
+    """GPU-seconds per category (every member, in report order); sums to ``installed_gpu_seconds``."""
     subcategories: dict[str, float]
     """GPU-seconds per ``category.subcategory``."""
     jobs_without_gpu_count: int
@@ -104,7 +104,7 @@ class Ledger:
     @property
     def allocated_gpu_seconds(self) -> float:
         """GPU-seconds held by jobs."""
-        return sum(self.categories[c.value] for c in ALLOCATED)
+        return sum(self.categories[c] for c in ALLOCATED)
 
 
 def backend_for(con: duckdb.DuckDBPyConnection) -> ibis.BaseBackend:
@@ -258,11 +258,11 @@ def _progress(
 
 def _categories(
     totals: dict[str, float], installed: float, allocated_by_job: float, idle_allocated: float
-) -> dict[str, float]:
+) -> dict[Category, float]:
     """Every category's GPU-seconds; idle is what no job held plus what jobs held idle."""
-    categories = {c.value: totals.get(c.value, 0.0) for c in Category}
-    unallocated = installed - categories["down"] - allocated_by_job
-    categories[Category.IDLE.value] = unallocated + idle_allocated
+    categories = {c: totals.get(c.value, 0.0) for c in Category}
+    unallocated = installed - categories[Category.DOWN] - allocated_by_job
+    categories[Category.IDLE] = unallocated + idle_allocated
     _check_conservation(installed, categories)
     return categories
 
@@ -284,7 +284,7 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
         window=dataclasses.replace(window, warnings=warnings),
         manifest=first.manifest,
         installed_gpu_seconds=sum(p.installed_gpu_seconds for p in parts),
-        categories={c.value: sum(p.categories[c.value] for p in parts) for c in Category},
+        categories={c: sum(p.categories[c] for p in parts) for c in Category},
         subcategories=summed(lambda p: p.subcategories),
         jobs_without_gpu_count=sum(p.jobs_without_gpu_count for p in parts),
         node_seconds_without_gpu_count=sum(p.node_seconds_without_gpu_count for p in parts),
@@ -453,7 +453,7 @@ def _totals(
     return totals, lost_jobs
 
 
-def _check_conservation(installed: float, categories: dict[str, float]) -> None:
+def _check_conservation(installed: float, categories: dict[Category, float]) -> None:
     total = sum(categories.values())
     if not _close(total, installed) or any(v < -_TOLERANCE_GPU_S for v in categories.values()):
         raise ConservationError(

@@ -12,7 +12,7 @@ from typing import Any
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.categories import Category
+from gpuyield.categories import IDLE_ALLOCATED, Category
 from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger
 from gpuyield.ledger.ledger import materialize
@@ -182,10 +182,10 @@ def _by_cluster(ledger: Ledger) -> list[BreakdownRow]:
 def _unallocated(ledger: Ledger) -> BreakdownRow:
     """Down and idle time belong to no job: one row, so a breakdown adds up to installed."""
     categories = {c.value: 0.0 for c in Category}
-    categories["down"] = ledger.categories["down"]
+    categories["down"] = ledger.categories[Category.DOWN]
     # Allocated-but-idle time is in the jobs' rows (utilization samples): only the rest is here.
-    allocated_idle = ledger.subcategories.get(f"{Category.IDLE.value}.allocated", 0.0)
-    categories["idle"] = ledger.categories["idle"] - allocated_idle
+    allocated_idle = ledger.subcategories.get(IDLE_ALLOCATED, 0.0)
+    categories["idle"] = ledger.categories[Category.IDLE] - allocated_idle
     return BreakdownRow(key=UNALLOCATED, categories=categories)
 
 

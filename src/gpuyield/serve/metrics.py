@@ -166,7 +166,7 @@ def category_series(report: YieldReport) -> list[tuple[str, str, float]]:
     """(category, subcategory, GPU-seconds): a category's series sum to the report's figure."""
     series: list[tuple[str, str, float]] = []
     for category in Category:
-        total = report.categories[category.value]
+        total = report.categories[category]
         subs = [k.split(".", 1)[1] for k in SUBCATEGORIES if k.startswith(category.value + ".")]
         if not subs:
             series.append((category.value, "", total))
@@ -225,8 +225,8 @@ def _now_families(snap: Snapshot) -> Iterator[Metric]:
     idle_allocated = now.subcategories.get(IDLE_ALLOCATED, 0.0)
     gauges = [
         ("gpuyield_installed_gpus", now.installed_gpu_seconds, "installed"),
-        ("gpuyield_idle_gpus", now.categories["idle"] - idle_allocated, "in service and not allocated"),
-        ("gpuyield_down_gpus", now.categories["down"], "on nodes out of service"),
+        ("gpuyield_idle_gpus", now.categories[Category.IDLE] - idle_allocated, "in service and not allocated"),
+        ("gpuyield_down_gpus", now.categories[Category.DOWN], "on nodes out of service"),
         ("gpuyield_allocated_gpus", now.allocated_gpu_seconds + idle_allocated, "allocated to jobs"),
     ]  # fmt: skip
     if now.activity is not None:  # only a store with samples measures it: no zero otherwise
