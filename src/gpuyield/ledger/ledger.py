@@ -305,7 +305,7 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
 
 def _allocated_both_ways(totals: dict[str, float], allocations: ir.Table) -> float:
     """Allocated GPU-seconds summed by job; they must equal the same summed by node."""
-    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
+    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != Category.DOWN)
     allocated_by_node = _sum_gpu_s(allocations, None)
     if not _close(allocated_by_job, allocated_by_node):
         raise ConservationError(

@@ -169,23 +169,24 @@ def _by_cluster(ledger: Ledger) -> list[BreakdownRow]:
         gpu_s=((capacity.end_s - capacity.start_s).cast("float64") * capacity.num_gpus).sum()
     )
     per_cluster: dict[str, dict[str, float]] = {
-        r["cluster"]: {c.value: 0.0 for c in Category} | {"idle": float(r["gpu_s"] or 0.0)}
+        r["cluster"]: {c.value: 0.0 for c in Category}
+        | {Category.IDLE.value: float(r["gpu_s"] or 0.0)}
         for r in installed.to_pyarrow().to_pylist()
     }
     for r in used.to_pyarrow().to_pylist():
         cats = per_cluster.setdefault(r["cluster"], {c.value: 0.0 for c in Category})
         cats[r["category"]] += float(r["gpu_s"])
-        cats["idle"] -= float(r["gpu_s"])
+        cats[Category.IDLE.value] -= float(r["gpu_s"])
     return [BreakdownRow(key=k, categories=per_cluster[k]) for k in sorted(per_cluster)]
 
 
 def _unallocated(ledger: Ledger) -> BreakdownRow:
     """Down and idle time belong to no job: one row, so a breakdown adds up to installed."""
     categories = {c.value: 0.0 for c in Category}
-    categories["down"] = ledger.categories[Category.DOWN]
+    categories[Category.DOWN.value] = ledger.categories[Category.DOWN]
     # Allocated-but-idle time is in the jobs' rows (utilization samples): only the rest is here.
     allocated_idle = ledger.subcategories.get(IDLE_ALLOCATED, 0.0)
-    categories["idle"] = ledger.categories[Category.IDLE] - allocated_idle
+    categories[Category.IDLE.value] = ledger.categories[Category.IDLE] - allocated_idle
     return BreakdownRow(key=UNALLOCATED, categories=categories)
 
 
