@@ -49,7 +49,7 @@ def _job_columns(ingest_id: int, line: str) -> str:
         coalesce(submit_s, start_s, -1), name, user_name, account, partition, qos, state,
         state_raw, exit_code, start_s,
         -- No end: still running (or pending) at the capture; the ledger clips it at as_of.
-        end_s, num_gpus, gpu_type, coalesce(num_nodes, CAST(hostlist_size(node_list) AS BIGINT)),
+        end_s, num_gpus, gpu_types, coalesce(num_nodes, CAST(hostlist_size(node_list) AS BIGINT)),
         node_list, comment, reason, {ingest_id}, {line}, {_job_key(ingest_id, line)}, elapsed_s"""
 
 

@@ -145,7 +145,7 @@ def typed_select(
     return f"""
         SELECT {line}cluster, job_id, job_id_raw, submit_s, name, user_name, account,
             partition, qos, state, state_raw, exit_code, start_s, end_s, elapsed_s, num_gpus,
-            gpu_type, num_nodes, node_list, comment, reason, is_step,
+            gpu_types, num_nodes, node_list, comment, reason, is_step,
             {problems} AS problems
         FROM (
             SELECT * EXCLUDE (start_parsed, end_parsed),
@@ -193,7 +193,7 @@ def _check_conditions(
         (
             "gpus",
             f"""(contains({tres}, 'gres/gpu=') OR contains({tres}, 'gres/gpu:'))
-                AND num_gpus IS NULL""",
+                AND (num_gpus IS NULL OR {sacct_checks.bad_typed_sql(tres)})""",
         ),
         # Only lists with brackets or commas can be malformed; one plain name always reads.
         (
@@ -264,9 +264,7 @@ def _raw_typed_sql(
                 {sacct_checks.whole_sql(f("elapsedraw"))} AS elapsed_s,
                 {sacct_checks.whole_sql(f("nnodes"))} AS num_nodes,
                 {_num_gpus_sql(tres)} AS num_gpus,
-                CASE WHEN contains({tres}, 'gres/gpu:') THEN
-                    nullif(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
-                END AS gpu_type,
+                {sacct_checks.gpu_types_sql(tres, gres)} AS gpu_types,
                 CASE WHEN {f("nodelist")} IN ('None assigned', '(null)', 'None') THEN NULL
                      ELSE {f("nodelist")} END AS node_list,
                 {f("comment")} AS comment, {f("reason")} AS reason,

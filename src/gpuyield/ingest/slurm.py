@@ -564,7 +564,7 @@ def _load_nodes(
         "nodes",
         stage.nodes,
         key=("cluster", "node"),
-        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions"),
+        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions", "features"),
         ingest_id=ingest_id,
     )
 
