@@ -43,6 +43,14 @@ from gpuyield.families import (
     parse_families,
     parse_ladder,
 )
+from gpuyield.fleet import (
+    GpuModelRule,
+    Prices,
+    fleet_from_json,
+    fleet_to_json,
+    parse_gpu_models,
+    parse_prices,
+)
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"
@@ -105,6 +113,10 @@ class Manifest:
     """Run families (``[[families]]``, docs/ladder.md)."""
     ladder: LadderPolicy | None = None
     """The scaling-ladder policy; None when the manifest declares neither families nor a ladder."""
+    gpu_models: tuple[GpuModelRule, ...] = ()
+    """``[[gpu_models]]``: catalog models of nodes the inventory does not name (fleet.py)."""
+    prices: Prices | None = None
+    """``[prices]``: dollars per GPU-hour; None when the manifest states none."""
 
     @property
     def lineage_runs(self) -> frozenset[str]:
@@ -129,7 +141,9 @@ class Manifest:
 
     def to_json(self) -> str:
         """Serialise for the store."""
-        return json.dumps(asdict(self))
+        data = asdict(self)
+        data.update(fleet_to_json(self.gpu_models, self.prices))
+        return json.dumps(data)
 
     @staticmethod
     def from_json(text: str) -> Manifest:
@@ -149,6 +163,8 @@ class Manifest:
             # Stores written before families existed have neither key.
             families=families_from_json(data.get("families", [])),
             ladder=_ladder_from_json(data.get("ladder")),
+            # Stores written before the fleet sections have neither key.
+            **dict(zip(("gpu_models", "prices"), fleet_from_json(data), strict=True)),
         )
 
 
@@ -176,11 +192,13 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
 
 def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Manifest:
     """Validate a manifest given as parsed TOML."""
-    unknown = set(data) - {"runs", "releases", "diverged", "run_settings", *_LADDER_SECTIONS}
+    sections = {"runs", "releases", "diverged", "run_settings"}
+    unknown = set(data) - sections - set(_LADDER_SECTIONS) - set(_FLEET_SECTIONS)
     if unknown:
         raise ManifestError(
             f"{path}: unknown section {sorted(unknown)[0]!r}",
-            hint="sections are runs, releases, diverged, run_settings, families, ladder",
+            hint="sections are runs, releases, diverged, run_settings, families, ladder, "
+            "gpu_models, prices",
         )
     runs = _table(data.get("runs", {}), path, "runs", _RUNS_KEYS)
     match_text = runs.get("match", _DEFAULT_MATCH)
@@ -209,6 +227,8 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         failure_detection_s=settings_by_key["failure_detection_s"],
         families=parse_families(data.get("families", []), path),
         ladder=_parse_ladder_section(data, path),
+        gpu_models=parse_gpu_models(data.get("gpu_models", []), path),
+        prices=parse_prices(data["prices"], path) if "prices" in data else None,
     )
 
 
@@ -247,6 +267,7 @@ def _parse_run_settings(table: Any, path: Path) -> dict[str, dict[str, float]]:
 
 
 _LADDER_SECTIONS = ("families", "ladder")
+_FLEET_SECTIONS = ("gpu_models", "prices")
 
 
 def _parse_ladder_section(data: dict[str, Any], path: Path) -> LadderPolicy | None:

@@ -15,6 +15,7 @@ from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
     from gpuyield.ledger.ladder import SkippedRungWaste
+    from gpuyield.ledger.weights import FleetYield
     from gpuyield.report.breakdown import Breakdown
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
@@ -74,6 +75,8 @@ class YieldReport:
     """Gaps in the window (``allow_gaps``): left out of installed, never idle."""
     activity: UtilizationSummary | None = None
     """Measured GPU activity; None when no utilization samples were ingested."""
+    fleet: FleetYield | None = None
+    """The ledger by GPU model and weighted (H100-equivalents, FLOPs, dollars): ledger/weights."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -144,6 +147,7 @@ class YieldReport:
             ],
             # Only with samples: a store without them reports exactly what it did before.
             **({} if self.activity is None else {"gpu_activity": self._activity_dict()}),
+            **({} if self.fleet is None else self.fleet.to_dict()),
         }
 
     def category_before_idle(self, category: str) -> float:
@@ -242,8 +246,10 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         "down": "from node events (sacctmgr show event)",
     }
     from gpuyield.ledger.ladder import analyse_ladder
+    from gpuyield.ledger.weights import fleet_yield
 
     ladder = analyse_ladder(ledger)
+    fleet = fleet_yield(ledger)
     if ledger.utilization is not None:
         figures["gpu_activity"] = "measured (utilization samples)"
     return YieldReport(
@@ -255,12 +261,13 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         rejected_rows=rejected,
         jobs_without_gpu_count=ledger.jobs_without_gpu_count,
         figures=figures,
-        warnings=ledger.window.warnings,
+        warnings=ledger.window.warnings + fleet.warnings,
         divergence_evidence=ledger.divergence_evidence,
         waste_in_skipped_rungs=None if ladder is None else ladder.waste,
         coverage=ledger.window.coverage,
         not_captured=ledger.window.not_captured,
         activity=ledger.utilization,
+        fleet=fleet,
         sources=tuple(
             dict(
                 zip(
@@ -324,17 +331,27 @@ def build_report_with_breakdown(
     by: str | None = None,
     top: int | None = None,
     allow_gaps: bool = False,
+    weight: str = "gpu-seconds",
 ) -> ReportWithBreakdown:
-    """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
+    """The report and, when ``by`` is given, its breakdown (one ledger computation for both);
+    with a ``weight`` other than GPU-seconds the breakdown is in its unit (report/weights.py)."""
     from gpuyield.report.breakdown import breakdown
+    from gpuyield.report.weights import unit_of, weighted_breakdown
 
+    weighted = unit_of(weight) != "gpu_seconds"
     con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
         ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
-        rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
-        return ReportWithBreakdown(report=report_from_ledger(ledger, con), breakdown=rows)
+        report = report_from_ledger(ledger, con)
+        rows = None
+        if by is not None and weighted:
+            assert report.fleet is not None
+            rows = weighted_breakdown(ledger, report.fleet, by, weight, top=top)
+        elif by is not None:
+            rows = breakdown(ledger, by, top=top, backend=backend)
+        return ReportWithBreakdown(report=report, breakdown=rows)
     finally:
         con.close()

@@ -1,0 +1,83 @@
+"""``gpuyield report``'s weighted parts: the cost of waste, the table in a weight, the GPU types."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from gpuyield.cli._common import console
+from gpuyield.errors import InputError
+from gpuyield.safetext import visible
+
+
+def check_weight(weight: str, *, html: Path | None, as_json: bool, by: str | None) -> str:
+    """The unit of ``--weight``; an error where it would change nothing."""
+    from gpuyield.report.weights import unit_of
+
+    unit = unit_of(weight)
+    if unit != "gpu_seconds" and html is not None:
+        raise InputError(
+            "--weight does not apply to --html (the page shows every weight)",
+            hint="drop --weight, or run it without --html for the table",
+        )
+    if unit != "gpu_seconds" and as_json and by is None:
+        raise InputError(
+            "--weight changes nothing in --json without --by (it carries every weight: "
+            "by_gpu_type, weighted)",
+            hint="drop --weight, or add --by account|user|partition|run",
+        )
+    return unit
+
+
+def print_waste_line(report: Any) -> None:
+    """The cost of waste first, when the manifest prices GPU-hours."""
+    from gpuyield.report.weights import waste_sentence
+
+    sentence = waste_sentence(report)
+    if sentence is not None:
+        console.print(f"[bold]{escape(sentence)}[/]")
+
+
+def print_weighted(report: Any, unit: str) -> None:
+    """The categories in a weight's unit, with the weights stated under the table."""
+    from rich.table import Table
+
+    from gpuyield.report.weights import in_unit, unit_label, weighted_rows
+
+    weighted = weighted_rows(report, unit)
+    if weighted is None:
+        raise InputError(
+            f"no {unit_label(unit)} for this window: "
+            + ("the manifest has no [prices]" if unit == "dollars" else "no GPU model is known"),
+            hint="docs/weights.md: [prices] and [[gpu_models]] in the manifest",
+        )
+    installed = weighted.installed
+    table = Table(show_footer=True)
+    table.add_column("category", footer="installed")
+    table.add_column(unit_label(unit), justify="right", footer=in_unit(installed, unit))
+    table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
+    for category, value in weighted.categories.items():
+        share = "n/a" if not installed else f"{value / installed:.1%}"
+        table.add_row(category, in_unit(value, unit), share)
+    console.print(table)
+    console.print(f"[dim]weights: {escape(visible(weighted.basis))}[/]")
+    if weighted.not_weighted_gpu_seconds:
+        missing = ", ".join(
+            f"{visible(k)} {v / 3600:,.1f} GPU-hours"
+            for k, v in weighted.not_weighted_gpu_seconds.items()
+        )
+        console.print(f"[yellow]not weighted (no weight known):[/] {escape(missing)}")
+
+
+def print_gpu_types(report: Any) -> None:
+    """One dim line per GPU type (model, weight, price and where each came from), when the
+    fleet has more than one type or a known model."""
+    from gpuyield.report.weights import type_lines
+
+    fleet = report.fleet
+    if fleet is None or (len(fleet.by_gpu_type) == 1 and "(untyped)" in fleet.by_gpu_type):
+        return
+    for line in type_lines(report):
+        console.print(f"[dim]GPU type {escape(visible(line))}[/]")
