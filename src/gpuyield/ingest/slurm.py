@@ -29,6 +29,7 @@ from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
 from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import record_sacct_coverage
+from gpuyield.ingest.gpu_models import check_catalog_models
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
 
@@ -451,6 +452,7 @@ def _ingest_manifest(attempt: _Attempt) -> None:
         return
     con = attempt.params.con
     manifest = manifest_mod.load_manifest(info.path, tz=attempt.params.tz)
+    check_catalog_models(manifest, info.path)
     if attempt.params.strict_manifest:
         manifest_mod.check_runs_exist(manifest, con, info.path)
     elif missing := manifest_mod.missing_runs(manifest, con):

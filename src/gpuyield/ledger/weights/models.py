@@ -71,11 +71,15 @@ def fleet_models(
     names_seen = backend.table("gpu_names").select("cluster", "node", "name", "source").distinct()
     for r in names_seen.to_pyarrow().to_pylist():
         seen.setdefault((r["cluster"], r["node"]), []).append((r["source"], r["name"]))
+    # Names stored without a cluster (utilization ingested without --cluster) apply to the
+    # node of that name in any cluster.
+    anywhere = {node: pairs for (cluster, node), pairs in seen.items() if cluster == ""}
     warnings: list[str] = []
     result = []
     for cluster, node in nodes:
         row = inventory.get((cluster, node), {})
-        names = _names(manifest, cluster, node, row, sorted(seen.get((cluster, node), [])))
+        pairs = seen.get((cluster, node), []) + anywhere.get(node, [])
+        names = _names(manifest, cluster, node, row, sorted(set(pairs)))
         gpu = _node_gpu(cluster, node, names, warnings)
         partitions = [p for p in (row.get("partitions") or "").split(",") if p]
         result.append(_priced(gpu, partitions, manifest.prices))
