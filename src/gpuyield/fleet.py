@@ -200,12 +200,47 @@ def _price(value: Any, path: Path, where: str) -> float:
     return float(value)
 
 
-def fleet_to_json(rules: tuple[GpuModelRule, ...], prices: Prices | None) -> dict[str, Any]:
-    """The fleet sections as stored with the manifest (hostlists kept unexpanded)."""
-    return {
-        "gpu_models": [{"nodes": r.nodes, "model": r.model, "cluster": r.cluster} for r in rules],
-        "prices": None if prices is None else _prices_json(prices),
-    }
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fleet:
+    """The manifest's fleet sections together, as stored with it."""
+
+    gpu_models: tuple[GpuModelRule, ...] = ()
+    prices: Prices | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sections as stored with the manifest (hostlists kept unexpanded)."""
+        return {
+            "gpu_models": [
+                {"nodes": r.nodes, "model": r.model, "cluster": r.cluster} for r in self.gpu_models
+            ],
+            "prices": None if self.prices is None else _prices_json(self.prices),
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Fleet:
+        """Inverse of ``to_dict``; a manifest stored before these sections has neither."""
+        rules = tuple(
+            GpuModelRule(
+                nodes=r["nodes"],
+                model=r["model"],
+                cluster=r["cluster"],
+                names=frozenset(expand_hostlist(r["nodes"])),
+            )
+            for r in data.get("gpu_models", [])
+        )
+        stored = data.get("prices")
+        if stored is None:
+            return Fleet(gpu_models=rules)
+
+        def table(t: dict[str, Any]) -> PriceTable:
+            return PriceTable(usd_per_gpu_hour=dict(t["usd_per_gpu_hour"]), source=t["source"])
+
+        prices = Prices(
+            default=table(stored["default"]),
+            basis=stored["basis"],
+            partitions={name: table(t) for name, t in stored["partitions"].items()},
+        )
+        return Fleet(gpu_models=rules, prices=prices)
 
 
 def _prices_json(prices: Prices) -> dict[str, Any]:
@@ -217,29 +252,3 @@ def _prices_json(prices: Prices) -> dict[str, Any]:
         "basis": prices.basis,
         "partitions": {name: table(t) for name, t in prices.partitions.items()},
     }
-
-
-def fleet_from_json(data: dict[str, Any]) -> tuple[tuple[GpuModelRule, ...], Prices | None]:
-    """Inverse of ``fleet_to_json``; a manifest stored before these sections has neither."""
-    rules = tuple(
-        GpuModelRule(
-            nodes=r["nodes"],
-            model=r["model"],
-            cluster=r["cluster"],
-            names=frozenset(expand_hostlist(r["nodes"])),
-        )
-        for r in data.get("gpu_models", [])
-    )
-    stored = data.get("prices")
-    if stored is None:
-        return rules, None
-
-    def table(t: dict[str, Any]) -> PriceTable:
-        return PriceTable(usd_per_gpu_hour=dict(t["usd_per_gpu_hour"]), source=t["source"])
-
-    prices = Prices(
-        default=table(stored["default"]),
-        basis=stored["basis"],
-        partitions={name: table(t) for name, t in stored["partitions"].items()},
-    )
-    return rules, prices

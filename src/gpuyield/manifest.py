@@ -44,10 +44,9 @@ from gpuyield.families import (
     parse_ladder,
 )
 from gpuyield.fleet import (
+    Fleet,
     GpuModelRule,
     Prices,
-    fleet_from_json,
-    fleet_to_json,
     parse_gpu_models,
     parse_prices,
 )
@@ -142,13 +141,14 @@ class Manifest:
     def to_json(self) -> str:
         """Serialise for the store."""
         data = asdict(self)
-        data.update(fleet_to_json(self.gpu_models, self.prices))
+        data.update(Fleet(gpu_models=self.gpu_models, prices=self.prices).to_dict())
         return json.dumps(data)
 
     @staticmethod
     def from_json(text: str) -> Manifest:
         """Inverse of ``to_json``."""
         data = json.loads(text)
+        fleet = Fleet.from_dict(data)
         return Manifest(
             match=RunMatch(**data["match"]),
             releases=tuple(
@@ -164,7 +164,8 @@ class Manifest:
             families=families_from_json(data.get("families", [])),
             ladder=_ladder_from_json(data.get("ladder")),
             # Stores written before the fleet sections have neither key.
-            **dict(zip(("gpu_models", "prices"), fleet_from_json(data), strict=True)),
+            gpu_models=fleet.gpu_models,
+            prices=fleet.prices,
         )
 
 

@@ -65,7 +65,9 @@ class Breakdown:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` shape (the ``breakdown`` key of ``gpuyield report --by X --json``)."""
-        weighted = {} if self.unit == "gpu_seconds" else {"unit": self.unit, "weights": self.weights}
+        weighted = (
+            {} if self.unit == "gpu_seconds" else {"unit": self.unit, "weights": self.weights}
+        )
         return {
             "by": self.by,
             "groups": self.groups,

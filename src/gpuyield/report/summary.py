@@ -225,15 +225,52 @@ def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
 
 def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
     """Wrap a computed ledger with the store's data-quality and provenance facts."""
+    from gpuyield.ledger.ladder import analyse_ladder
+    from gpuyield.ledger.weights import fleet_yield
+
     rejected: int = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
     sources = con.execute(
         """SELECT ingest_id, source, path, sha256, rows_read, rows_rejected, rows_skipped
            FROM ingests ORDER BY ingest_id"""
     ).fetchall()
-    measured_overhead = ledger.overhead_measured
+    ladder = analyse_ladder(ledger)
+    fleet = fleet_yield(ledger)
+    return YieldReport(
+        window_start_s=ledger.window.start_s,
+        window_end_s=ledger.window.end_s,
+        installed_gpu_seconds=ledger.installed_gpu_seconds,
+        categories=ledger.categories,
+        subcategories=ledger.subcategories,
+        rejected_rows=rejected,
+        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
+        figures=_figures(ledger),
+        warnings=ledger.window.warnings + fleet.warnings,
+        divergence_evidence=ledger.divergence_evidence,
+        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
+        coverage=ledger.window.coverage,
+        not_captured=ledger.window.not_captured,
+        activity=ledger.utilization,
+        fleet=fleet,
+        sources=tuple(dict(zip(_SOURCE_COLUMNS, row, strict=True)) for row in sources),
+    )
+
+
+_SOURCE_COLUMNS = (
+    "ingest_id",
+    "source",
+    "path",
+    "sha256",
+    "rows_read",
+    "rows_rejected",
+    "rows_skipped",
+)
+
+
+def _figures(ledger: Ledger) -> dict[str, str]:
+    """How each derived figure was obtained: measured, estimated, not measured."""
     lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
     figures = {
-        "overhead": _overhead_figure(measured_overhead, ledger.overhead_estimated_runs),
+        "overhead": _overhead_figure(ledger.overhead_measured, ledger.overhead_estimated_runs),
         "lost_progress": (
             "none lost"
             if not any(lost)
@@ -245,48 +282,9 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         ),
         "down": "from node events (sacctmgr show event)",
     }
-    from gpuyield.ledger.ladder import analyse_ladder
-    from gpuyield.ledger.weights import fleet_yield
-
-    ladder = analyse_ladder(ledger)
-    fleet = fleet_yield(ledger)
     if ledger.utilization is not None:
         figures["gpu_activity"] = "measured (utilization samples)"
-    return YieldReport(
-        window_start_s=ledger.window.start_s,
-        window_end_s=ledger.window.end_s,
-        installed_gpu_seconds=ledger.installed_gpu_seconds,
-        categories=ledger.categories,
-        subcategories=ledger.subcategories,
-        rejected_rows=rejected,
-        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
-        figures=figures,
-        warnings=ledger.window.warnings + fleet.warnings,
-        divergence_evidence=ledger.divergence_evidence,
-        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
-        coverage=ledger.window.coverage,
-        not_captured=ledger.window.not_captured,
-        activity=ledger.utilization,
-        fleet=fleet,
-        sources=tuple(
-            dict(
-                zip(
-                    (
-                        "ingest_id",
-                        "source",
-                        "path",
-                        "sha256",
-                        "rows_read",
-                        "rows_rejected",
-                        "rows_skipped",
-                    ),
-                    row,
-                    strict=True,
-                )
-            )
-            for row in sources
-        ),
-    )
+    return figures
 
 
 def build_report(
