@@ -215,3 +215,22 @@ def type_lines(report: YieldReport) -> list[str]:
             f"TFLOP/s BF16 = {t.h100_equiv:.3g} H100-equivalent" + (f", {prices}" if prices else "")
         )
     return lines
+
+
+#: Showback dimensions of the HTML page, and how many groups each shows.
+SHOWBACK_BY = ("account", "user", "partition")
+SHOWBACK_TOP = 12
+
+
+def showback_of(ledger: Ledger, fleet: FleetYield | None) -> tuple[Breakdown, ...]:
+    """The HTML page's showback: dollars by account, user and partition (H100-equivalent hours
+    where no GPU-hour has a price; nothing where no GPU's model is known either)."""
+    if fleet is None:
+        return ()
+    for weight in ("dollars", "h100-equiv"):
+        if any(c.weight(UNITS[weight]) is not None for c in fleet.classes):
+            return tuple(
+                weighted_breakdown(ledger, fleet, by, weight, top=SHOWBACK_TOP)
+                for by in SHOWBACK_BY
+            )
+    return ()
