@@ -234,3 +234,15 @@ def showback_of(ledger: Ledger, fleet: FleetYield | None) -> tuple[Breakdown, ..
                 for by in SHOWBACK_BY
             )
     return ()
+
+
+def weighted_accounts(ledger: Ledger, fleet: FleetYield | None, top: int) -> tuple[Breakdown, ...]:
+    """``serve``'s per-account series in H100-equivalents and dollars (each where some GPU has
+    that weight), cut at the same number of accounts as its GPU-seconds."""
+    if fleet is None:
+        return ()
+    return tuple(
+        weighted_breakdown(ledger, fleet, "account", weight, top=top)
+        for weight in ("h100-equiv", "dollars")
+        if any(c.weight(UNITS[weight]) is not None for c in fleet.classes)
+    )
