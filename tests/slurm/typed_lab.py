@@ -95,12 +95,12 @@ def capture(env: dict[str, str], out: Path, start_s: int, end_s: int) -> None:
     (out / "slurm.conf.excerpt").write_text(
         "\n".join(line for line in slurm_conf if line.startswith(wanted)) + "\n"
     )
-    lines.append("slurm.conf.excerpt\tgrep -E '^(NodeName|AccountingStorageTRES|GresTypes|PartitionName)=' /etc/slurm/slurm.conf")
+    lines.append(
+        "slurm.conf.excerpt\tgrep -E '^(NodeName|AccountingStorageTRES|GresTypes|PartitionName)=' /etc/slurm/slurm.conf"
+    )
     (out / "manifest.toml").write_text(MANIFEST)
     (out / "commands.tsv").write_text("\n".join(lines) + "\n")
-    (out / "window.txt").write_text(
-        f"{oracle.format_time(start_s)}\n{oracle.format_time(end_s)}\n"
-    )
+    (out / "window.txt").write_text(f"{oracle.format_time(start_s)}\n{oracle.format_time(end_s)}\n")
 
 
 def record(target: Path) -> None:
