@@ -14,6 +14,7 @@ from gpuyield.simulate import slurm_text as st
 from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
+from gpuyield.simulate.fleet_truth import fleet_truth
 from gpuyield.simulate.records import JobRow
 from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
 from gpuyield.simulate.truth import Truth, compute_truth
@@ -38,7 +39,11 @@ def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
         for run in telemetry:
             text = "\n".join(run.telemetry) + "\n"
             (out_dir / "telemetry" / f"{run.run}.jsonl").write_text(text, encoding="utf-8")
-    text = json.dumps(truth.to_dict(), indent=2) + "\n"
+    document = truth.to_dict()
+    typed = fleet_truth(result)  # a typed fleet's truth by GPU type and weighted
+    if typed is not None:
+        document.update(typed.to_dict())
+    text = json.dumps(document, indent=2) + "\n"
     (out_dir / "truth.json").write_text(text, encoding="utf-8")
     return truth
 
@@ -59,17 +64,26 @@ def _lineage_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, i
     prefix, width = naming.prefix, naming.width
     cluster = result.scenario.cluster
     gpn = result.scenario.fleet.gpus_per_node
+    gres = gres_type(result, research=False)
     for key, row in rows:
-        yield key, _lineage_line(row, end, prefix, width, cluster, gpn)
+        yield key, _lineage_line(row, end, prefix, width, cluster, gpn, gres)
 
 
-def _lineage_line(row: JobRow, end: int, prefix: str, width: int, cluster: str, gpn: int) -> str:
+def gres_type(result: SimulationResult, *, research: bool) -> str:
+    """The GRES type of the train or research nodes of a typed fleet (its catalog id), else ""."""
+    fleet = result.scenario.fleet
+    return fleet.model_of(research) if fleet.typed else ""
+
+
+def _lineage_line(
+    row: JobRow, end: int, prefix: str, width: int, cluster: str, gpn: int, gres: str = ""
+) -> str:
     started = row.start_s is not None
     elapsed = 0
     if row.start_s is not None:
         elapsed = (row.end_s if row.end_s is not None else end) - row.start_s
     nodes = len(row.nodes) if started else row.num_gpus // gpn
-    alloc = st.tres(row.num_gpus, nodes) if started else ""
+    alloc = st.tres(row.num_gpus, nodes, gres) if started else ""
     cpus = row.num_gpus * st.CPUS_PER_GPU
     return st.sacct_line(
         (
@@ -94,7 +108,7 @@ def _lineage_line(row: JobRow, end: int, prefix: str, width: int, cluster: str, 
             "UNLIMITED",
             "UNLIMITED",
             alloc,
-            st.tres(row.num_gpus, nodes),
+            st.tres(row.num_gpus, nodes, gres),
             cpus if started else 0,
             cpus,
             f"{row.num_gpus * st.MEM_GB_PER_GPU}G",
@@ -139,6 +153,7 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
     t_submit = st.times(rows.submit_s[order]).tolist()
     t_start = st.times(np.where(rows.start_s >= 0, rows.start_s, 0)[order]).tolist()
     t_end = st.times(np.where(rows.end_s >= 0, rows.end_s, 0)[order]).tolist()
+    gres = gres_type(result, research=True)
     for i in range(len(job_id)):
         s, jid, u = state[i], job_id[i], user[i]
         started = s != S_PENDING
@@ -148,7 +163,7 @@ def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, 
         text_state = f"CANCELLED by {2000 + u}" if s == S_CANCELLED else name
         g, nn = gpus[i], nnodes[i]
         cpus = g * st.CPUS_PER_GPU
-        req = st.tres(g, nn)
+        req = st.tres(g, nn, gres)
         nodes = (
             st.hostlist(all_nodes[starts[i] : starts[i] + nn].tolist(), prefix, width)
             if started
@@ -293,13 +308,24 @@ def _nodes_text(result: SimulationResult) -> str:
             state[int(out.node[i])] = ("DOWN*" if dead else "DOWN", cause.reason)
     boot = st.time1(sc.start_s)
     lines = []
+    train_nodes = sc.group_nodes_total()
     for node in range(sc.fleet.num_nodes):
         used = int(alloc[node])
         default = ("ALLOCATED" if used == gpn else "MIXED" if used else "IDLE", "")
         text, reason = state.get(node, default)
+        research = node >= train_nodes
+        # A typed fleet's nodes are each in their own partition, as its prices are.
+        partitions = ("research" if research else "train") if sc.fleet.typed else "train,research"
         lines.append(
             st.scontrol_node(
-                st.node_name(node, prefix, width), text, gpn, used, reason or None, boot
+                st.node_name(node, prefix, width),
+                text,
+                gpn,
+                used,
+                reason or None,
+                boot,
+                gres_type=gres_type(result, research=research),
+                partitions=partitions,
             )
         )
     return "\n".join(lines) + "\n"
@@ -340,5 +366,23 @@ def _manifest_text(result: SimulationResult) -> str:
     }
     for empty in [key for key in ("releases", "run_settings") if not data[key]]:
         del data[empty]
+    prices = _prices(result)
+    if prices:
+        data["prices"] = prices
     header = "# Release manifest written by `gpuyield simulate` (format: docs/contracts.md).\n"
     return header + tomli_w.dumps(data)
+
+
+def _prices(result: SimulationResult) -> dict[str, Any]:
+    """``[prices]`` of a priced fleet: the train nodes' price by model, the research
+    partition's in its own table (a model may cost differently in each)."""
+    fleet = result.scenario.fleet
+    if not (fleet.price_per_gpu_hour or fleet.research_price_per_gpu_hour):
+        return {}
+    train, research = fleet.model_of(research=False), fleet.model_of(research=True)
+    return {
+        "source": "gpuyield simulate: the scenario's fleet prices",
+        "basis": "list",
+        train: fleet.price_per_gpu_hour,
+        "partitions": {"research": {research: fleet.research_price_per_gpu_hour}},
+    }

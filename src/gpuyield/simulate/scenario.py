@@ -54,14 +54,35 @@ class FleetConfig:
     num_nodes: int
     #: GPUs per node (all nodes alike).
     gpus_per_node: int = 8
-    #: Accelerator id in the estimator's catalog (informative; the simulator needs only GPU counts).
+    #: Accelerator id in the estimator's catalog: the lineage groups' (partition ``train``), and
+    #: every node's unless ``research_accelerator`` is given.
     accelerator: str = "h100-sxm"
     #: Node names are ``<prefix><number>`` zero-padded to the width of the largest number.
     node_prefix: str = "n"
+    #: A mixed fleet: the research nodes' (partitions ``research``) accelerator; "" for the same.
+    research_accelerator: str = ""
+    #: $ per GPU-hour of the train and the research nodes (0: not priced). With a research
+    #: accelerator or a price the fleet is typed: GRES types, typed TRES and [prices] in the files,
+    #: and truth by GPU type and weighted (fleet_truth.py).
+    price_per_gpu_hour: float = 0.0
+    research_price_per_gpu_hour: float = 0.0
 
     def __post_init__(self) -> None:
         _positive(self.num_nodes, "fleet.num_nodes")
         _positive(self.gpus_per_node, "fleet.gpus_per_node")
+        for name in ("price_per_gpu_hour", "research_price_per_gpu_hour"):
+            _non_negative(getattr(self, name), f"fleet.{name}")
+            _positive(1.0 / (1.0 + getattr(self, name)), f"fleet.{name} (finite)")
+
+    @property
+    def typed(self) -> bool:
+        """The files name GPU types and prices (a mixed or priced fleet)."""
+        prices = self.price_per_gpu_hour or self.research_price_per_gpu_hour
+        return bool(self.research_accelerator) or bool(prices)
+
+    def model_of(self, research: bool) -> str:
+        """The accelerator id of the train (lineage) or the research nodes."""
+        return (self.research_accelerator or self.accelerator) if research else self.accelerator
 
     @property
     def num_gpus(self) -> int:
@@ -350,6 +371,12 @@ class Scenario:
                     hint="lineage groups take the first nodes; move maintenance.first_node up",
                 )
         _check_maintenance_overlap(self.maintenance)
+        if self.fleet.typed and self.research.backfill_lineage_gaps and self.lineage:
+            raise InputError(
+                "a typed fleet (research_accelerator or prices) needs "
+                "research.backfill_lineage_gaps = false",
+                hint="research jobs on lineage nodes would hold the lineage nodes' GPU type",
+            )
         for run in self.lineage:
             if run.num_gpus % self.fleet.gpus_per_node:
                 raise InputError(
