@@ -32,8 +32,8 @@ h100 = 2.10
 MODEL = {"h100": "h100-sxm", "a100": "a100-sxm"}
 
 
-def _window() -> tuple[int, int]:
-    start, end = TYPED.joinpath("window.txt").read_text().split()
+def _window(capture: Path = TYPED) -> tuple[int, int]:
+    start, end = capture.joinpath("window.txt").read_text().split()
     return _epoch(start), _epoch(end)
 
 
@@ -55,19 +55,19 @@ def _hosts(text: str) -> list[str]:
     return names
 
 
-def expected_by_type() -> dict[str, dict[str, float]]:
+def expected_by_type(capture: Path = TYPED) -> dict[str, dict[str, float]]:
     """GPU-seconds per GRES type and category, from the raw files alone: each job's typed count
     from AllocTRES over its nodes of that type (scontrol's Gres), clipped to the window."""
-    start_s, end_s = _window()
+    start_s, end_s = _window(capture)
     nodes = {}
-    for line in TYPED.joinpath("nodes.txt").read_text().splitlines():
+    for line in capture.joinpath("nodes.txt").read_text().splitlines():
         name = re.search(r"NodeName=(\S+)", line).group(1)  # type: ignore[union-attr]
         gpu_type, count = re.search(r"Gres=gpu:(\w+):(\d+)", line).groups()  # type: ignore[union-attr]
         nodes[name] = (gpu_type, int(count))
     out = {t: {"installed": 0.0} for t, _ in nodes.values()}
     for gpu_type, count in nodes.values():
         out[gpu_type]["installed"] += count * (end_s - start_s)
-    rows = TYPED.joinpath("sacct-X-D.psv").read_text().splitlines()
+    rows = capture.joinpath("sacct-X-D.psv").read_text().splitlines()
     header = rows[0].split("|")
     for row in rows[1:]:
         job = dict(zip(header, row.split("|"), strict=True))
