@@ -35,7 +35,7 @@ def print_waste_line(report: Any) -> None:
     """The cost of waste first, when the manifest prices GPU-hours."""
     from gpuyield.report.weights import waste_sentence
 
-    sentence = waste_sentence(report)
+    sentence = waste_sentence(report.fleet)
     if sentence is not None:
         console.print(f"[bold]{escape(sentence)}[/]")
 
@@ -46,7 +46,7 @@ def print_weighted(report: Any, unit: str) -> None:
 
     from gpuyield.report.weights import in_unit, unit_label, weighted_rows
 
-    weighted = weighted_rows(report, unit)
+    weighted = weighted_rows(report.fleet, unit)
     if weighted is None:
         raise InputError(
             f"no {unit_label(unit)} for this window: "
@@ -79,5 +79,5 @@ def print_gpu_types(report: Any) -> None:
     fleet = report.fleet
     if fleet is None or (len(fleet.by_gpu_type) == 1 and "(untyped)" in fleet.by_gpu_type):
         return
-    for line in type_lines(report):
+    for line in type_lines(fleet, report.installed_gpu_seconds):
         console.print(f"[dim]GPU type {escape(visible(line))}[/]")

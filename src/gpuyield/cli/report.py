@@ -139,7 +139,7 @@ def _print_report(report: Any, unit: str = "gpu_seconds") -> None:
 
     installed = report.installed_gpu_seconds
     console.print(
-        f"[bold]{yield_phrase(report)}[/]  window {iso(report.window_start_s)} .. "
+        f"[bold]{yield_phrase(report.yield_, report.fleet)}[/]  window {iso(report.window_start_s)} .. "
         f"{iso(report.window_end_s)}  installed {_hours(installed)} GPU-hours  "
         f"utilization {_share(report.utilization)}  goodput {_share(report.goodput)}"
     )

@@ -224,9 +224,10 @@ def _section(
 
 def _weight(entry: Mapping[str, Any], where: str, path: str) -> tuple[list[Step], Range]:
     try:
-        return h100_weight(entry, where)
+        worked = h100_weight(entry, where)
     except InputError as error:
         raise ParseError(error.message, path=path, field=where, hint=error.hint) from error
+    return list(worked.steps), worked.value
 
 
 def _entry(
@@ -249,7 +250,10 @@ def _entry(
                 "gpu_hours"
             )
         if "h100_equivalents" in entry:
-            return from_h100_equivalents(label, source, where, num("h100_equivalents"), num("days"))
+            worked = from_h100_equivalents(
+                label, source, where, num("h100_equivalents"), num("days")
+            )
+            return list(worked.steps), worked.value
         if "num_gpus" in entry:
             return _from_gpu_days(label, source, where, num("num_gpus"), num("days"))
         if "dollars" in entry:

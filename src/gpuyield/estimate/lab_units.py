@@ -12,6 +12,7 @@ for that did not end in a released model is the waste in dollars.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gpuyield.errors import InputError
@@ -23,6 +24,14 @@ from gpuyield.estimate.worksheet import DOWN, UP, Step, compute, given
 REFERENCE = "h100-sxm"
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Worked:
+    """A number and the worksheet steps that show it."""
+
+    steps: tuple[Step, ...]
+    value: Range
+
+
 def accelerator_of(entry: Mapping[str, Any]) -> str:
     """The accelerator an entry's GPU-hours ran on: its own, its catalog model's, or the H100."""
     if "model" in entry:
@@ -32,13 +41,13 @@ def accelerator_of(entry: Mapping[str, Any]) -> str:
     return str(entry.get("accelerator", REFERENCE))
 
 
-def h100_weight(entry: Mapping[str, Any], where: str) -> tuple[list[Step], Range]:
+def h100_weight(entry: Mapping[str, Any], where: str) -> Worked:
     """H100-hours per GPU-hour of an entry, with a step stating the peaks where it is not 1."""
     chip = get_accelerator(accelerator_of(entry))
     reference = get_accelerator(REFERENCE)
     weight = Range.point(chip.peak_tflops_bf16 / reference.peak_tflops_bf16)
     if chip.id == reference.id:
-        return [], weight
+        return Worked(steps=(), value=weight)
     step = given(
         f"{where}.h100_equiv",
         f"{chip.id} in H100s: {chip.peak_tflops_bf16:g} / {reference.peak_tflops_bf16:g} "
@@ -47,12 +56,10 @@ def h100_weight(entry: Mapping[str, Any], where: str) -> tuple[list[Step], Range
         "H100",
         f"{chip.source} ({chip.status}); {reference.source}",
     )
-    return [step], weight
+    return Worked(steps=(step,), value=weight)
 
 
-def from_h100_equivalents(
-    label: str, source: str, where: str, h100e: Range, days: Range
-) -> tuple[list[Step], Range]:
+def from_h100_equivalents(label: str, source: str, where: str, h100e: Range, days: Range) -> Worked:
     """A fleet given in H100 equivalents: that many H100s busy for ``days``."""
     step = compute(
         f"{where}.gpu_hours",
@@ -69,7 +76,7 @@ def from_h100_equivalents(
         given(f"{where}.h100_equivalents", f"{label}: H100 equivalents", h100e, source=source),
         given(f"{where}.days", f"{label}: days", days, "days", source),
     ]
-    return [*inputs, step], step.value
+    return Worked(steps=(*inputs, step), value=step.value)
 
 
 def weighted_total(name: str, hours: dict[str, Range], weights: dict[str, Range]) -> Step:

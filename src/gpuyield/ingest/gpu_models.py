@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,13 +142,13 @@ def _insert(
         )
 
 
-def dcgm_names(paths: Sequence[Path], node_labels: Sequence[str]) -> list[NodeName]:
+def dcgm_names(
+    paths: Sequence[Path], node_labels: Sequence[str], node_name: Callable[[str], str]
+) -> list[NodeName]:
     """The distinct (node, ``modelName``) pairs of saved ``query_range`` responses, read by
     DuckDB on a connection of its own (labels only: a 300 MB response stays out of Python).
     Nothing when the files carry no ``modelName`` label or are not responses DuckDB reads (the
-    samples' own reader names that)."""
-    from gpuyield.ingest.utilization.promjson import node_name
-
+    samples' own reader names that). ``node_name`` turns a host label into Slurm's name."""
     files = "[" + ", ".join(sql_quote(str(p)) for p in paths) + "]"
     hosts = ", ".join(f"nullif(s.metric[{sql_quote(k)}], '')" for k in node_labels)
     size = max((min(1 << 31, max(1 << 24, p.stat().st_size + 1)) for p in paths), default=1 << 24)
@@ -167,10 +167,10 @@ def dcgm_names(paths: Sequence[Path], node_labels: Sequence[str]) -> list[NodeNa
     return _distinct(NodeName(node=node_name(h), name=m, line=None) for h, m in rows if h)
 
 
-def dcgm_names_of(documents: Iterable[object], node_labels: Sequence[str]) -> list[NodeName]:
+def dcgm_names_of(
+    documents: Iterable[object], node_labels: Sequence[str], node_name: Callable[[str], str]
+) -> list[NodeName]:
     """The same pairs from responses already parsed (a Prometheus server's)."""
-    from gpuyield.ingest.utilization.promjson import node_name
-
     found = []
     for document in documents:
         data = document.get("data") if isinstance(document, dict) else None

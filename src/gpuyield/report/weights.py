@@ -9,8 +9,6 @@ total: down and idle time is one ``(not allocated)`` row, as in every breakdown.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import ibis
 import pyarrow as pa
 
@@ -30,9 +28,6 @@ from gpuyield.report.breakdown import (
     _largest_first,
     _ordered,
 )
-
-if TYPE_CHECKING:
-    from gpuyield.report.summary import YieldReport
 
 #: The ``--by`` dimensions a weighted breakdown takes (a job attribute: each job's GPU types known).
 WEIGHTED_DIMENSIONS = ("account", "user", "partition", "run")
@@ -75,10 +70,10 @@ def money(usd: float) -> str:
     return f"${usd:,.2f}" if abs(usd) < 100 else f"${usd:,.0f}"
 
 
-def waste_sentence(report: YieldReport) -> str | None:
+def waste_sentence(fleet: FleetYield | None) -> str | None:
     """The cost of waste, the report's first line when prices are known: "this window: 41% of
     $3.2M went to idle and failed GPUs"; None without ``[prices]``."""
-    dollars = None if report.fleet is None else report.fleet.weighted.get("dollars")
+    dollars = None if fleet is None else fleet.weighted.get("dollars")
     if dollars is None or dollars.installed <= 0:
         return None
     parts = sorted(
@@ -96,11 +91,11 @@ def waste_sentence(report: YieldReport) -> str | None:
     )
 
 
-def yield_phrase(report: YieldReport) -> str:
+def yield_phrase(yield_: float | None, fleet: FleetYield | None) -> str:
     """``Yield 4.6%``, or ``Yield 4.6% of GPU-seconds, 6.0% of FLOPs`` when they differ."""
-    base = "n/a" if report.yield_ is None else f"{report.yield_:.1%}"
-    flops = None if report.fleet is None else report.fleet.weighted.get("flops")
-    if flops is None or flops.yield_ is None or report.yield_ is None:
+    base = "n/a" if yield_ is None else f"{yield_:.1%}"
+    flops = None if fleet is None else fleet.weighted.get("flops")
+    if flops is None or flops.yield_ is None or yield_ is None:
         return f"Yield {base}"
     if f"{flops.yield_:.1%}" == base:
         return f"Yield {base}"
@@ -187,21 +182,19 @@ def _unallocated(classes: tuple[GpuClass, ...], weights: dict[int, float]) -> Br
     return BreakdownRow(key=UNALLOCATED, categories=categories)
 
 
-def weighted_rows(report: YieldReport, unit: str) -> WeightedLedger | None:
-    """The report's ledger in ``unit`` (None: no weight of that kind, e.g. dollars without
-    prices); GPU-seconds are the ledger itself."""
-    if report.fleet is None:
+def weighted_rows(fleet: FleetYield | None, unit: str) -> WeightedLedger | None:
+    """The ledger in ``unit`` (None: no weight of that kind, e.g. dollars without prices)."""
+    if fleet is None:
         return None
-    return report.fleet.weighted.get(unit)
+    return fleet.weighted.get(unit)
 
 
-def type_lines(report: YieldReport) -> list[str]:
+def type_lines(fleet: FleetYield | None, installed: float) -> list[str]:
     """One line per GPU type: its nodes, model, weights and where each came from."""
-    if report.fleet is None:
+    if fleet is None:
         return []
     lines = []
-    for key, t in report.fleet.by_gpu_type.items():
-        installed = report.installed_gpu_seconds
+    for key, t in fleet.by_gpu_type.items():
         share = t.installed_gpu_seconds / installed if installed else 0.0
         if t.accelerator is None:
             lines.append(
