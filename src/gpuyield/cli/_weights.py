@@ -40,6 +40,27 @@ def print_waste_line(report: Any) -> None:
         console.print(f"[bold]{escape(sentence)}[/]")
 
 
+def require_weight(report: Any, unit: str) -> None:
+    """An error, before anything is printed, when the window has no ledger in ``unit``."""
+    from gpuyield.report.weights import unit_label, weighted_rows
+
+    if unit == "gpu_seconds":
+        return
+    weighted = weighted_rows(report.fleet, unit)
+    if weighted is None or not weighted.weights:
+        why = (
+            "the manifest has no [prices]"
+            if weighted is None
+            else "no GPU of it has a price"
+            if unit == "dollars"
+            else "no GPU of it has a model the catalog knows"
+        )
+        raise InputError(
+            f"no {unit_label(unit)} for this window: {why}",
+            hint="[prices] and [[gpu_models]] in the manifest, or gres.conf (docs/weights.md)",
+        )
+
+
 def print_weighted(report: Any, unit: str) -> None:
     """The categories in a weight's unit, with the weights stated under the table."""
     from rich.table import Table
@@ -47,12 +68,7 @@ def print_weighted(report: Any, unit: str) -> None:
     from gpuyield.report.weights import in_unit, unit_label, weighted_rows
 
     weighted = weighted_rows(report.fleet, unit)
-    if weighted is None:
-        raise InputError(
-            f"no {unit_label(unit)} for this window: "
-            + ("the manifest has no [prices]" if unit == "dollars" else "no GPU model is known"),
-            hint="docs/weights.md: [prices] and [[gpu_models]] in the manifest",
-        )
+    assert weighted is not None, "require_weight first"
     installed = weighted.installed
     table = Table(show_footer=True)
     table.add_column("category", footer="installed")

@@ -15,6 +15,7 @@ from gpuyield.cli._weights import (
     print_gpu_types,
     print_waste_line,
     print_weighted,
+    require_weight,
 )
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
@@ -104,6 +105,7 @@ def report_command(
         sys.stdout.write(report_json_text(result.report, result.breakdown) + "\n")
         return
     with errors_mapped():
+        require_weight(result.report, unit)
         print_waste_line(result.report)
         _print_report(result.report, unit)
     if result.breakdown is not None:

@@ -1,0 +1,50 @@
+"""`gpuyield report --weight`: the cost of waste first, the table in the weight, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuyield.cli import app
+from tests.ledger.test_weights_typed import typed_db  # noqa: F401 (the fixture)
+
+RUNNER = CliRunner()
+
+
+def _report(db: Path, *args: str) -> tuple[int, str]:
+    result = RUNNER.invoke(app, ["report", "--db", str(db), *args], env={"COLUMNS": "120"})
+    return result.exit_code, result.output
+
+
+def test_dollars_table_starts_with_the_cost_of_waste(typed_db: Path) -> None:  # noqa: F811
+    code, out = _report(typed_db, "--weight", "dollars")
+    assert code == 0, out
+    first = out.splitlines()[0]
+    assert first.startswith("this window: 77% of $0.") and "went to idle, failed" in first
+    assert "Yield 4.6% of GPU-seconds, 6.0% of FLOPs paid for" in out
+    assert "weights: $ per GPU-hour from the manifest's [prices] (test: a rate card, list)" in out
+    assert "GPU type a100-sxm: 2 node(s), 33% of installed" in out
+
+
+def test_breakdown_in_h100_equivalents(typed_db: Path) -> None:  # noqa: F811
+    code, out = _report(typed_db, "--weight", "h100-equiv", "--by", "run", "--top", "0")
+    assert code == 0, out
+    assert "H100-equivalent hours by run" in out and "uneven" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--weight", "dolars"), "--weight: unknown weight 'dolars'"),
+        (("--weight", "flops", "--by", "day"), "works with --by account, user, partition, run"),
+        (("--weight", "flops", "--json"), "changes nothing in --json without --by"),
+        (("--weight", "flops", "--html", "x.html"), "--weight does not apply to --html"),
+    ],
+)
+def test_weight_errors_say_why(typed_db: Path, args: tuple[str, ...], message: str) -> None:  # noqa: F811
+    code, out = _report(typed_db, *args)
+    assert code == 1
+    assert message in " ".join(out.split()), out
+    assert "Traceback" not in out and "Yield" not in out
