@@ -295,10 +295,17 @@ def build_report(
     allow_gaps: bool = False,
 ) -> YieldReport:
     """Compute the ledger of the store at ``db`` and summarise it."""
+    from gpuyield.ledger.weights import several_classes
+
     con = store.connect(db, read_only=True)
     try:
+        backend = backend_for(con)
         ledger = compute_ledger(
-            backend_for(con), since_s=since_s, until_s=until_s, allow_gaps=allow_gaps
+            backend,
+            since_s=since_s,
+            until_s=until_s,
+            allow_gaps=allow_gaps,
+            keep_segments=several_classes(backend),
         )
         return report_from_ledger(ledger, con)
     finally:
@@ -333,6 +340,7 @@ def build_report_with_breakdown(
 ) -> ReportWithBreakdown:
     """The report and, when ``by`` is given, its breakdown (one ledger computation for both);
     with a ``weight`` other than GPU-seconds the breakdown is in its unit (report/weights.py)."""
+    from gpuyield.ledger.weights import several_classes
     from gpuyield.report.breakdown import breakdown
     from gpuyield.report.weights import unit_of, weighted_breakdown
 
@@ -342,7 +350,14 @@ def build_report_with_breakdown(
         backend = backend_for(con)
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
+        # A fleet of several GPU classes reads them once more, for the split by class.
+        ledger = compute_ledger(
+            backend,
+            since_s=since_s,
+            until_s=until_s,
+            allow_gaps=allow_gaps,
+            keep_segments=several_classes(backend),
+        )
         report = report_from_ledger(ledger, con)
         rows = None
         if by is not None and weighted:

@@ -15,6 +15,7 @@ from gpuyield import store
 from gpuyield.errors import GpuyieldError
 from gpuyield.ledger import backend_for, compute_ledger
 from gpuyield.ledger.now import DownNode, Waiting, down_at, waiting_at
+from gpuyield.ledger.weights import several_classes
 from gpuyield.report.breakdown import Breakdown, breakdown
 from gpuyield.report.document import report_json_text
 from gpuyield.report.idle_now import NOW_WINDOW_S, IdleNow, build_now, idle_now_json_text
@@ -83,7 +84,7 @@ def build_snapshot(db: str | Path, *, top_accounts: int, with_page: bool = True)
     con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
-        ledger = compute_ledger(backend)
+        ledger = compute_ledger(backend, keep_segments=several_classes(backend))
         report = report_from_ledger(ledger, con)
         accounts = breakdown(ledger, "account", top=top_accounts, backend=backend)
         weighted = weighted_accounts(ledger, report.fleet, top_accounts)

@@ -18,6 +18,7 @@ from gpuyield.ledger.weights.weighted import (
     GpuType,
     WeightedLedger,
     fleet_yield,
+    several_classes,
 )
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "WeightedLedger",
     "fleet_yield",
     "resolve_name",
+    "several_classes",
 ]
