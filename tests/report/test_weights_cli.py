@@ -22,7 +22,8 @@ def test_dollars_table_starts_with_the_cost_of_waste(typed_db: Path) -> None:  #
     code, out = _report(typed_db, "--weight", "dollars")
     assert code == 0, out
     first = out.splitlines()[0]
-    assert first.startswith("this window: 77% of $0.") and "went to idle, failed" in first
+    window = "2026-12-02T05:00:24 .. 2026-12-02T05:00:53Z"
+    assert first.startswith(f"{window}: 77% of $0.") and "went to idle, failed" in first
     assert "Yield 4.6% of GPU-seconds, 6.0% of FLOPs paid for" in out
     assert "weights: $ per GPU-hour from the manifest's [prices] (test: a rate card, list)" in out
     assert "GPU type a100-sxm: 2 node(s), 33% of installed" in out
@@ -48,3 +49,27 @@ def test_weight_errors_say_why(typed_db: Path, args: tuple[str, ...], message: s
     assert code == 1
     assert message in " ".join(out.split()), out
     assert "Traceback" not in out and "Yield" not in out
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "words"),
+    [
+        ("2026-11-01T00:00:00", "2026-12-01T00:00:00", "November 2026"),
+        ("2026-12-01T00:00:00", "2027-01-01T00:00:00", "December 2026"),
+        ("2026-11-01T00:00:00", "2026-11-04T00:00:00", "2026-11-01 .. 2026-11-04"),
+        (
+            "2026-11-30T10:40:47",
+            "2026-11-30T11:00:00",
+            "2026-11-30T10:40:47 .. 2026-11-30T11:00:00Z",
+        ),
+    ],
+)
+def test_the_cost_of_waste_names_its_period(start: str, end: str, words: str) -> None:
+    from datetime import UTC, datetime
+
+    from gpuyield.report.weights import period_words
+
+    def epoch(text: str) -> int:
+        return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
+    assert period_words(epoch(start), epoch(end)) == words

@@ -35,7 +35,7 @@ def print_waste_line(report: Any) -> None:
     """The cost of waste first, when the manifest prices GPU-hours."""
     from gpuyield.report.weights import waste_sentence
 
-    sentence = waste_sentence(report.fleet)
+    sentence = waste_sentence(report.fleet, report.window_start_s, report.window_end_s)
     if sentence is not None:
         console.print(f"[bold]{escape(sentence)}[/]")
 

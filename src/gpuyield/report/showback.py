@@ -23,7 +23,8 @@ def showback_blocks(figures: ReportFigures, data: dict[str, Any]) -> tuple[Block
     """The section's blocks; a Note alone for a report without GPU types (older stores)."""
     if "by_gpu_type" not in data:
         return (Note(text="No GPU types: this report was made without them."),)
-    sentence = waste_sentence(figures.report.fleet)
+    report = figures.report
+    sentence = waste_sentence(report.fleet, report.window_start_s, report.window_end_s)
     lead = Note(
         text=sentence
         or "No GPU-hour has a price: add [prices] to the manifest for dollars (docs/weights.md)."

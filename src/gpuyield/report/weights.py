@@ -9,6 +9,8 @@ total: down and idle time is one ``(not allocated)`` row, as in every breakdown.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import ibis
 import pyarrow as pa
 
@@ -70,25 +72,37 @@ def money(usd: float) -> str:
     return f"${usd:,.2f}" if abs(usd) < 100 else f"${usd:,.0f}"
 
 
-def waste_sentence(fleet: FleetYield | None) -> str | None:
-    """The cost of waste, the report's first line when prices are known: "this window: 41% of
-    $3.2M went to idle and failed GPUs"; None without ``[prices]``."""
+def waste_sentence(fleet: FleetYield | None, start_s: int, end_s: int) -> str | None:
+    """The cost of waste, the report's first line when prices are known: "November 2026: 41%
+    of $3.2M went to idle and failed GPUs (...)"; None without ``[prices]``."""
     dollars = None if fleet is None else fleet.weighted.get("dollars")
     if dollars is None or dollars.installed <= 0:
         return None
+    period = period_words(start_s, end_s)
     parts = sorted(
         ((dollars.categories[c.value], c.value) for c in WASTE if dollars.categories[c.value] > 0),
         reverse=True,
     )
     if not parts:
-        return f"this window: none of {money(dollars.installed)} went to down, idle or failed GPUs"
+        return f"{period}: none of {money(dollars.installed)} went to down, idle or failed GPUs"
     names = [name for _, name in parts]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     share = dollars.waste / dollars.installed
     detail = ", ".join(f"{name} {money(value)}" for value, name in parts)
-    return (
-        f"this window: {share:.0%} of {money(dollars.installed)} went to {listed} GPUs ({detail})"
-    )
+    return f"{period}: {share:.0%} of {money(dollars.installed)} went to {listed} GPUs ({detail})"
+
+
+def period_words(start_s: int, end_s: int) -> str:
+    """A window as a person names it: "November 2026" for a calendar month, "2026-11-01 ..
+    2026-11-04" for whole days, else its instants (UTC)."""
+    start, end = (datetime.fromtimestamp(t, UTC) for t in (start_s, end_s))
+    midnight = all((t.hour, t.minute, t.second) == (0, 0, 0) for t in (start, end))
+    next_month = (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+    if midnight and start.day == 1 and end == next_month:
+        return start.strftime("%B %Y")
+    if midnight:
+        return f"{start:%Y-%m-%d} .. {end:%Y-%m-%d}"
+    return f"{start:%Y-%m-%dT%H:%M:%S} .. {end:%Y-%m-%dT%H:%M:%S}Z"
 
 
 def yield_phrase(yield_: float | None, fleet: FleetYield | None) -> str:

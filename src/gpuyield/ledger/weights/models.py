@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import ibis
+from ibis.common.exceptions import TableNotFound
 
 from gpuyield.errors import DataConsistencyError, ManifestError, UnknownIdError
 from gpuyield.estimate.catalog import Accelerator, get_accelerator
@@ -60,16 +61,17 @@ def fleet_models(
     backend: ibis.BaseBackend, nodes: list[tuple[str, str]], manifest: Manifest
 ) -> FleetModels:
     """The model and price of each ``(cluster, node)`` (the nodes of the window's capacity)."""
-    inventory = {
-        (r["cluster"], r["node"]): r
-        for r in backend.table("nodes")
-        .select("cluster", "node", "gpu_type", "partitions", "features")
-        .to_pyarrow()
-        .to_pylist()
-    }
+    table = backend.table("nodes")
+    # Another engine's copy of the store (a Parquet lake) may predate features and gpu_names.
+    features = table.features if "features" in table.columns else ibis.null(str)
+    rows = table.select("cluster", "node", "gpu_type", "partitions", features=features)
+    inventory = {(r["cluster"], r["node"]): r for r in rows.to_pyarrow().to_pylist()}
     seen: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    names_seen = backend.table("gpu_names").select("cluster", "node", "name", "source").distinct()
-    for r in names_seen.to_pyarrow().to_pylist():
+    try:
+        names_seen = backend.table("gpu_names").select("cluster", "node", "name", "source")
+    except TableNotFound:
+        names_seen = None
+    for r in [] if names_seen is None else names_seen.distinct().to_pyarrow().to_pylist():
         seen.setdefault((r["cluster"], r["node"]), []).append((r["source"], r["name"]))
     # Names stored without a cluster (utilization ingested without --cluster) apply to the
     # node of that name in any cluster.
