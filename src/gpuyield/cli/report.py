@@ -75,29 +75,36 @@ def report_command(
         unit = check_weight(weight, html=html, as_json=as_json, by=by)
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
-        # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with err_console.status(f"computing the ledger of {db}"):
-            if html is not None:
-                from gpuyield.report.html import write_html_report
+        if html is not None:
+            from gpuyield.cli._progress import RichProgress
+            from gpuyield.report.html import write_html_report
 
+            # One bar per phase on stderr (nothing when it is not a terminal).
+            with RichProgress(counts=True) as progress:
                 written = write_html_report(
-                    db, html, since_s=since_s, until_s=until_s, png_dir=png, allow_gaps=allow_gaps
-                )
-            else:
-                from gpuyield.report.summary import build_report_with_breakdown
-
-                result = build_report_with_breakdown(
                     db,
+                    html,
                     since_s=since_s,
                     until_s=until_s,
-                    by=by,
-                    top=top,
+                    png_dir=png,
                     allow_gaps=allow_gaps,
-                    weight=weight,
+                    progress=progress,
                 )
-        if html is not None:
             console.print(f"HTML report written to {written}")
             return
+        # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
+        with err_console.status(f"computing the ledger of {db}"):
+            from gpuyield.report.summary import build_report_with_breakdown
+
+            result = build_report_with_breakdown(
+                db,
+                since_s=since_s,
+                until_s=until_s,
+                by=by,
+                top=top,
+                allow_gaps=allow_gaps,
+                weight=weight,
+            )
     if as_json:
         from gpuyield.report.document import report_json_text
 
