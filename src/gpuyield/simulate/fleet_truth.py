@@ -16,6 +16,7 @@ from typing import Any
 from gpuyield.categories import Category
 from gpuyield.estimate.catalog import get_accelerator
 from gpuyield.simulate.cluster import SimulationResult
+from gpuyield.simulate.fleet_types import is_typed, model_of
 from gpuyield.simulate.records import Tally
 from gpuyield.simulate.truth import book_down, book_research, lineage_allocated
 
@@ -79,7 +80,7 @@ def fleet_truth(result: SimulationResult) -> FleetTruth | None:
     """Truth per group of a typed fleet; None for an untyped one (truth.json keeps its shape)."""
     sc = result.scenario
     fleet = sc.fleet
-    if not fleet.typed:
+    if not is_typed(fleet):
         return None
     window = sc.end_s - sc.start_s
     split = sc.group_nodes_total()
@@ -101,7 +102,7 @@ def fleet_truth(result: SimulationResult) -> FleetTruth | None:
         is_research = name == "research"
         groups.append(
             GroupTruth(
-                model=fleet.model_of(is_research),
+                model=model_of(fleet, research=is_research),
                 usd_per_gpu_hour=(
                     fleet.research_price_per_gpu_hour if is_research else fleet.price_per_gpu_hour
                 ),

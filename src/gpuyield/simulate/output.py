@@ -15,6 +15,7 @@ from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.fleet_truth import fleet_truth
+from gpuyield.simulate.fleet_types import is_typed, model_of
 from gpuyield.simulate.records import JobRow
 from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
 from gpuyield.simulate.truth import Truth, compute_truth
@@ -72,7 +73,7 @@ def _lineage_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, i
 def gres_type(result: SimulationResult, *, research: bool) -> str:
     """The GRES type of the train or research nodes of a typed fleet (its catalog id), else ""."""
     fleet = result.scenario.fleet
-    return fleet.model_of(research) if fleet.typed else ""
+    return model_of(fleet, research=research) if is_typed(fleet) else ""
 
 
 def _lineage_line(
@@ -315,7 +316,9 @@ def _nodes_text(result: SimulationResult) -> str:
         text, reason = state.get(node, default)
         research = node >= train_nodes
         # A typed fleet's nodes are each in their own partition, as its prices are.
-        partitions = ("research" if research else "train") if sc.fleet.typed else "train,research"
+        partitions = (
+            ("research" if research else "train") if is_typed(sc.fleet) else "train,research"
+        )
         lines.append(
             st.scontrol_node(
                 st.node_name(node, prefix, width),
@@ -379,7 +382,7 @@ def _prices(result: SimulationResult) -> dict[str, Any]:
     fleet = result.scenario.fleet
     if not (fleet.price_per_gpu_hour or fleet.research_price_per_gpu_hour):
         return {}
-    train, research = fleet.model_of(research=False), fleet.model_of(research=True)
+    train, research = model_of(fleet, research=False), model_of(fleet, research=True)
     return {
         "source": "gpuyield simulate: the scenario's fleet prices",
         "basis": "list",

@@ -17,6 +17,7 @@ from typing import Any
 from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
+from gpuyield.simulate.fleet_types import check_price, is_typed
 from gpuyield.simulate.scenario_types import check_table
 
 # Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
@@ -70,9 +71,8 @@ class FleetConfig:
     node_prefix: str = "n"
     #: A mixed fleet: the research nodes' (partitions ``research``) accelerator; "" for the same.
     research_accelerator: str = ""
-    #: $ per GPU-hour of the train and the research nodes (0: not priced). With a research
-    #: accelerator or a price the fleet is typed: GRES types, typed TRES and [prices] in the files,
-    #: and truth by GPU type and weighted (fleet_truth.py).
+    #: $ per GPU-hour of the train and the research nodes (0: not priced); a typed fleet
+    #: (fleet_types.py) with either this or a research accelerator.
     price_per_gpu_hour: float = 0.0
     research_price_per_gpu_hour: float = 0.0
 
@@ -80,18 +80,7 @@ class FleetConfig:
         _positive(self.num_nodes, "fleet.num_nodes")
         _positive(self.gpus_per_node, "fleet.gpus_per_node")
         for name in ("price_per_gpu_hour", "research_price_per_gpu_hour"):
-            _non_negative(getattr(self, name), f"fleet.{name}")
-            _positive(1.0 / (1.0 + getattr(self, name)), f"fleet.{name} (finite)")
-
-    @property
-    def typed(self) -> bool:
-        """The files name GPU types and prices (a mixed or priced fleet)."""
-        prices = self.price_per_gpu_hour or self.research_price_per_gpu_hour
-        return bool(self.research_accelerator) or bool(prices)
-
-    def model_of(self, research: bool) -> str:
-        """The accelerator id of the train (lineage) or the research nodes."""
-        return (self.research_accelerator or self.accelerator) if research else self.accelerator
+            check_price(getattr(self, name), f"fleet.{name}")
 
     @property
     def num_gpus(self) -> int:
@@ -382,7 +371,7 @@ class Scenario:
                     hint="lineage groups take the first nodes; move maintenance.first_node up",
                 )
         _check_maintenance_overlap(self.maintenance)
-        if self.fleet.typed and self.research.backfill_lineage_gaps and self.lineage:
+        if is_typed(self.fleet) and self.research.backfill_lineage_gaps and self.lineage:
             raise InputError(
                 "a typed fleet (research_accelerator or prices) needs "
                 "research.backfill_lineage_gaps = false",
