@@ -5,11 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
-from gpuyield.cli._common import console
+from gpuyield.cli._common import console, shown
 from gpuyield.errors import InputError
-from gpuyield.safetext import visible
 
 
 def check_weight(weight: str, *, html: Path | None, as_json: bool, by: str | None) -> str:
@@ -37,7 +34,7 @@ def print_waste_line(report: Any) -> None:
 
     sentence = waste_sentence(report.fleet, report.window_start_s, report.window_end_s)
     if sentence is not None:
-        console.print(f"[bold]{escape(sentence)}[/]")
+        console.print(f"[bold]{shown(sentence)}[/]")
 
 
 def require_weight(report: Any, unit: str) -> None:
@@ -78,13 +75,12 @@ def print_weighted(report: Any, unit: str) -> None:
         share = "n/a" if not installed else f"{value / installed:.1%}"
         table.add_row(category, in_unit(value, unit), share)
     console.print(table)
-    console.print(f"[dim]weights: {escape(visible(weighted.basis))}[/]")
+    console.print(f"[dim]weights: {shown(weighted.basis)}[/]")
     if weighted.not_weighted_gpu_seconds:
         missing = ", ".join(
-            f"{visible(k)} {v / 3600:,.1f} GPU-hours"
-            for k, v in weighted.not_weighted_gpu_seconds.items()
+            f"{k} {v / 3600:,.1f} GPU-hours" for k, v in weighted.not_weighted_gpu_seconds.items()
         )
-        console.print(f"[yellow]not weighted (no weight known):[/] {escape(missing)}")
+        console.print(f"[yellow]not weighted (no weight known):[/] {shown(missing)}")
 
 
 def print_gpu_types(report: Any) -> None:
@@ -96,4 +92,4 @@ def print_gpu_types(report: Any) -> None:
     if fleet is None or (len(fleet.by_gpu_type) == 1 and "(untyped)" in fleet.by_gpu_type):
         return
     for line in type_lines(fleet, report.installed_gpu_seconds):
-        console.print(f"[dim]GPU type {escape(visible(line))}[/]")
+        console.print(f"[dim]GPU type {shown(line)}[/]")

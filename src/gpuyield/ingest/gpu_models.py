@@ -24,9 +24,9 @@ from gpuyield.errors import InputError, ManifestError, ParseError, UnknownIdErro
 from gpuyield.estimate.catalog import get_accelerator
 from gpuyield.hostlist import expand_hostlist
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest._sql import sql_quote
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.manifest import Manifest
+from gpuyield.sqltext import literal
 
 SOURCE = "slurm.gres_conf"
 DCGM = "dcgm"
@@ -149,8 +149,8 @@ def dcgm_names(
     DuckDB on a connection of its own (labels only: a 300 MB response stays out of Python).
     Nothing when the files carry no ``modelName`` label or are not responses DuckDB reads (the
     samples' own reader names that). ``node_name`` turns a host label into Slurm's name."""
-    files = "[" + ", ".join(sql_quote(str(p)) for p in paths) + "]"
-    hosts = ", ".join(f"nullif(s.metric[{sql_quote(k)}], '')" for k in node_labels)
+    files = "[" + ", ".join(literal(str(p)) for p in paths) + "]"
+    hosts = ", ".join(f"nullif(s.metric[{literal(k)}], '')" for k in node_labels)
     size = max((min(1 << 31, max(1 << 24, p.stat().st_size + 1)) for p in paths), default=1 << 24)
     sql = f"""SELECT DISTINCT coalesce({hosts}) AS host, s.metric['modelName'] AS model
               FROM (SELECT unnest(data.result) AS s FROM read_json({files},

@@ -14,6 +14,8 @@ from gpuyield.ledger.utilization import UtilizationSummary
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
+    import duckdb
+
     from gpuyield.ledger.ladder import SkippedRungWaste
     from gpuyield.ledger.weights import FleetYield
     from gpuyield.report.breakdown import Breakdown
@@ -336,16 +338,22 @@ def build_report_with_breakdown(
     by: str | None = None,
     top: int | None = None,
     allow_gaps: bool = False,
+    con: duckdb.DuckDBPyConnection | None = None,
     weight: str = "gpu-seconds",
 ) -> ReportWithBreakdown:
     """The report and, when ``by`` is given, its breakdown (one ledger computation for both);
-    with a ``weight`` other than GPU-seconds the breakdown is in its unit (report/weights.py)."""
+    with a ``weight`` other than GPU-seconds the breakdown is in its unit (report/weights.py).
+
+    ``con``: a read-only connection to ``db`` the caller opened (and closes), e.g. to interrupt
+    the computation from another thread."""
     from gpuyield.ledger.weights import several_classes
     from gpuyield.report.breakdown import breakdown
     from gpuyield.report.weights import unit_of, weighted_breakdown
 
     weighted = unit_of(weight) != "gpu_seconds"
-    con = store.connect(db, read_only=True)
+    own = con is None
+    if con is None:
+        con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
         # One breakdown reads the segments once more: computing them again costs less than
@@ -367,4 +375,5 @@ def build_report_with_breakdown(
             rows = breakdown(ledger, by, top=top, backend=backend)
         return ReportWithBreakdown(report=report, breakdown=rows)
     finally:
-        con.close()
+        if own:
+            con.close()

@@ -35,9 +35,23 @@ def model_of(fleet: FleetConfig, *, research: bool) -> str:
     return (fleet.research_accelerator or fleet.accelerator) if research else fleet.accelerator
 
 
-def check_price(value: float, name: str) -> None:
-    """A price is a finite number of dollars per GPU-hour, 0 (not priced) or more."""
-    if not 0 <= value < math.inf:
+def check_prices(fleet: FleetConfig) -> None:
+    """Prices are finite numbers of dollars per GPU-hour, 0 (not priced) or more."""
+    for name in ("price_per_gpu_hour", "research_price_per_gpu_hour"):
+        value = getattr(fleet, name)
+        if not 0 <= value < math.inf:
+            raise InputError(
+                f"fleet.{name} must be a finite number >= 0, got {value!r}",
+                hint="fix the scenario file",
+            )
+
+
+def check_typed(fleet: FleetConfig, *, backfill: bool) -> None:
+    """A typed fleet keeps research jobs off the lineage nodes: their truth is per group of
+    nodes, and a research job on a lineage node would hold that node's GPU type."""
+    if is_typed(fleet) and backfill:
         raise InputError(
-            f"{name} must be a finite number >= 0, got {value!r}", hint="fix the scenario file"
+            "a typed fleet (research_accelerator or prices) needs "
+            "research.backfill_lineage_gaps = false",
+            hint="research jobs on lineage nodes would hold the lineage nodes' GPU type",
         )

@@ -17,7 +17,7 @@ from typing import Any
 from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
-from gpuyield.simulate.fleet_types import check_price, is_typed
+from gpuyield.simulate.fleet_types import check_prices, check_typed
 from gpuyield.simulate.scenario_types import check_table
 
 # Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
@@ -44,6 +44,11 @@ class SparesFor(StrEnum):
     ALL = "all"
     # Only a restart: a dropped replica waits for its own node's repair (down_s + repair time).
     RESTART = "restart"
+
+
+# The largest scenario simulated: a century on ten million GPUs (the 100k-GPU year is the benchmark).
+MAX_DAYS = 36_500
+MAX_GPUS = 10_000_000
 
 
 def _positive(value: float, name: str) -> None:
@@ -79,8 +84,12 @@ class FleetConfig:
     def __post_init__(self) -> None:
         _positive(self.num_nodes, "fleet.num_nodes")
         _positive(self.gpus_per_node, "fleet.gpus_per_node")
-        for name in ("price_per_gpu_hour", "research_price_per_gpu_hour"):
-            check_price(getattr(self, name), f"fleet.{name}")
+        if self.num_nodes * self.gpus_per_node > MAX_GPUS:
+            raise InputError(
+                f"fleet.num_nodes x fleet.gpus_per_node must be at most {MAX_GPUS:,} GPUs",
+                hint="fix the scenario file",
+            )
+        check_prices(self)
 
     @property
     def num_gpus(self) -> int:
@@ -351,6 +360,11 @@ class Scenario:
 
     def __post_init__(self) -> None:
         _positive(self.days, "scenario.days")
+        if self.days > MAX_DAYS:  # a century of events is already more than any file holds
+            raise InputError(
+                f"scenario.days must be at most {MAX_DAYS:,}, got {self.days!r}",
+                hint="fix the scenario file",
+            )
         _non_negative(self.seed, "scenario.seed")
         names = [run.name for run in self.lineage]
         if len(set(names)) != len(names):
@@ -371,12 +385,7 @@ class Scenario:
                     hint="lineage groups take the first nodes; move maintenance.first_node up",
                 )
         _check_maintenance_overlap(self.maintenance)
-        if is_typed(self.fleet) and self.research.backfill_lineage_gaps and self.lineage:
-            raise InputError(
-                "a typed fleet (research_accelerator or prices) needs "
-                "research.backfill_lineage_gaps = false",
-                hint="research jobs on lineage nodes would hold the lineage nodes' GPU type",
-            )
+        check_typed(self.fleet, backfill=self.research.backfill_lineage_gaps and bool(self.lineage))
         for run in self.lineage:
             if run.num_gpus % self.fleet.gpus_per_node:
                 raise InputError(
