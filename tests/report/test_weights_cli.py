@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,23 @@ def test_dollars_table_starts_with_the_cost_of_waste(typed_db: Path) -> None:  #
     assert "Yield 4.6% of GPU-seconds, 6.0% of FLOPs paid for" in out
     assert "weights: $ per GPU-hour from the manifest's [prices] (test: a rate card, list)" in out
     assert "GPU type a100-sxm: 2 node(s), 33% of installed" in out
+
+
+def test_dollars_table_names_where_each_categorys_dollars_went(typed_db: Path) -> None:  # noqa: F811
+    """Each category's subcategories, as shares of the installed dollars (``weighted`` in JSON)."""
+    code, out = _report(typed_db, "--json")
+    assert code == 0, out
+    dollars = json.loads(out)["weighted"]["dollars"]
+    code, out = _report(typed_db, "--weight", "dollars")
+    assert code == 0, out
+    notes = [
+        f"{key.split('.', 1)[1]} {value / dollars['installed']:.1%}"
+        for key, value in sorted(dollars["subcategories"].items())
+        if key.startswith("failed.")
+    ]
+    assert notes, dollars["subcategories"]
+    row = next(line for line in out.splitlines() if line.startswith("│ failed"))
+    assert f"failed ({', '.join(notes)})" in row, row
 
 
 def test_breakdown_in_h100_equivalents(typed_db: Path) -> None:  # noqa: F811

@@ -73,7 +73,9 @@ def print_weighted(report: Any, unit: str) -> None:
     table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
     for category, value in weighted.categories.items():
         share = "n/a" if not installed else f"{value / installed:.1%}"
-        table.add_row(category, in_unit(value, unit), share)
+        table.add_row(
+            _label(category, weighted.subcategories, installed), in_unit(value, unit), share
+        )
     console.print(table)
     console.print(f"[dim]weights: {shown(weighted.basis)}[/]")
     if weighted.not_weighted_gpu_seconds:
@@ -81,6 +83,16 @@ def print_weighted(report: Any, unit: str) -> None:
             f"{k} {v / 3600:,.1f} GPU-hours" for k, v in weighted.not_weighted_gpu_seconds.items()
         )
         console.print(f"[yellow]not weighted (no weight known):[/] {shown(missing)}")
+
+
+def _label(category: str, subcategories: dict[str, float], installed: float) -> str:
+    """A category with its subcategories' shares of the installed total in this weight (the
+    GPU-second table's notes: where the failed or idle dollars went)."""
+    subs = sorted(
+        (k.split(".", 1)[1], v) for k, v in subcategories.items() if k.startswith(category + ".")
+    )
+    note = ", ".join(f"{s} {v / installed:.1%}" for s, v in subs) if installed else ""
+    return category + (f" [dim]({shown(note)})[/]" if note else "")
 
 
 def print_gpu_types(report: Any) -> None:
