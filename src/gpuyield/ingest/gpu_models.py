@@ -155,7 +155,7 @@ def dcgm_names(
     sql = f"""SELECT DISTINCT coalesce({hosts}) AS host, s.metric['modelName'] AS model
               FROM (SELECT unnest(data.result) AS s FROM read_json({files},
                     columns={{'data': 'STRUCT(result STRUCT(metric MAP(VARCHAR, VARCHAR))[])'}},
-                    maximum_object_size={size}))
+                    maximum_object_size={literal(size)}))
               WHERE nullif(s.metric['modelName'], '') IS NOT NULL"""
     con = duckdb.connect()
     try:
