@@ -113,6 +113,7 @@ COMMAND_API = {
     "ft-loss": ("ft_loss",),
     "ingest slurm": ("SlurmInputs", "ingest_slurm"),
     "ingest telemetry": ("ingest_telemetry_files",),
+    "ingest gres-conf": ("ingest_gres_conf",),
     "ingest utilization": ("ingest_utilization", "PrometheusSource", "MetricNames"),
     "estimate train": ("estimate_train",),
     "estimate validate": ("validate_catalog",),

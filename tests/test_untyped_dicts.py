@@ -14,7 +14,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gpuyield"
 SERIALIZERS = frozenset({"to_dict", "from_dict", "to_row"})
-CEILING = 66
+CEILING = 84  # 66 before main brought issue 28 (showback, fleet, weights: +18)
 TARGET = 20  # issue 27
 
 

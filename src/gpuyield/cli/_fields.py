@@ -39,6 +39,7 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "window.allow_gaps": "--allow-gaps",
         "report.by": "--by",
         "report.top": "--top",
+        "report.weight": "--weight",
         "report.html_path": "--html",
         "idle_now.window_s": "--window",
         "idle_now.top": "--top",

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from gpuyield.errors import InputError, ParseError
 
+#: A Slurm ingest given no file: the fields (the CLI says --sacct, --events, --nodes or --dir).
+NO_SLURM_INPUT_HINT = "give ingest.sacct, ingest.events, ingest.nodes or SlurmInputs.from_dir"
+
 
 def check_input_file(path: Path, *, field: str) -> None:
     """Raise an InputError naming what ``path`` is when it is not a regular, readable file.

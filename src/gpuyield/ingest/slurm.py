@@ -27,9 +27,10 @@ from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, named_sources, plain_copies, scan_file
-from gpuyield.ingest._paths import check_input_file, long_line_error
+from gpuyield.ingest._paths import NO_SLURM_INPUT_HINT, check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD, coverage_notes
+from gpuyield.ingest.gpu_models import check_catalog_models
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.times import check_window
@@ -150,10 +151,7 @@ def ingest_slurm(
     tz = check_timezone(tz)
     check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
     if not any(getattr(inputs, kind) for kind in _FILE_KINDS) and not inputs.telemetry:
-        raise InputError(
-            "nothing to ingest",
-            hint="give ingest.sacct, ingest.events, ingest.nodes or SlurmInputs.from_dir",
-        )
+        raise InputError("nothing to ingest", hint=NO_SLURM_INPUT_HINT)
     fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
@@ -467,6 +465,7 @@ def _ingest_manifest(attempt: _Attempt) -> None:
         return
     con = attempt.params.con
     manifest = manifest_mod.load_manifest(info.path, tz=attempt.params.tz)
+    check_catalog_models(manifest, info.path)
     if attempt.params.strict_manifest:
         manifest_mod.check_runs_exist(manifest, con, info.path)
     elif missing := manifest_mod.missing_runs(manifest, con):
@@ -580,7 +579,7 @@ def _load_nodes(
         "nodes",
         stage.nodes,
         key=("cluster", "node"),
-        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions"),
+        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions", "features"),
         ingest_id=ingest_id,
     )
 
