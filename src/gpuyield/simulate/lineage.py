@@ -384,14 +384,17 @@ class _RunSim:
         return best
 
     def _drop_replica(self, stop: _Stop) -> None:
-        """Policy drop: stall for detection, then lose one replica's throughput until repair."""
+        """Policy drop: stall (for detection, or ``drop_stall_s``), then lose one replica's
+        throughput until the node is repaired (or for ``drop_rejoin_s`` from the failure)."""
         assert stop.cause is not None and stop.failed_node is not None
         self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
         out = self.pool.out_at(stop.failed_node, stop.at_s)
         assert out is not None
         replicas = max(self.need // self.run.replica_nodes, 1)
-        reduced = min(out[1], self.end) - stop.end_s
-        self.debt += (stop.end_s - stop.at_s) + reduced // replicas
+        stall = stop.end_s - stop.at_s if self.run.drop_stall_s < 0 else self.run.drop_stall_s
+        back = out[1] if self.run.drop_rejoin_s < 0 else stop.at_s + self.run.drop_rejoin_s
+        reduced = max(min(back, self.end) - (stop.at_s + stall), 0)
+        self.debt += int(stall) + int(reduced // replicas)
 
     # -- booking ----------------------------------------------------------------------------------
     def _book(self, job_id: int, submit: int, start: int, stop: _Stop, reason: str) -> None:

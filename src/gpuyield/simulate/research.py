@@ -200,6 +200,42 @@ def _expected_jobs(
     return float(load * capacity / (mean_run * cls.num_gpus))
 
 
+def expected_jobs(
+    scenario: Scenario, layouts: list[_Layout], lent_node_s: int = 0
+) -> tuple[float, ...]:
+    """Mean number of research jobs each class draws in the window (what ``draw_jobs`` draws a
+    Poisson count around); 0 for a class without nodes."""
+    cfg = scenario.research
+    outcomes = list(cfg.end_states)
+    probs = np.array([cfg.end_states[o] for o in outcomes], dtype=float)
+    probs /= probs.sum()
+    span = float(scenario.end_s - scenario.start_s)
+    borrower = borrower_class(layouts)
+    return tuple(
+        0.0
+        if lay.num_units == 0
+        else _expected_jobs(
+            lay,
+            outcomes,
+            probs,
+            scenario.fleet.gpus_per_node,
+            span,
+            lent_node_s if index == borrower else 0,
+            cfg.load,
+        )
+        for index, lay in enumerate(layouts)
+    )
+
+
+def expected_research_jobs(scenario: Scenario, lent_node_s: int = 0) -> tuple[float, ...]:
+    """Mean research jobs per class (``research.classes`` order) the simulator draws for
+    ``scenario``, its research nodes laid out as ``simulate`` lays them out; ``lent_node_s`` is
+    the node-seconds lineage groups lend research (``backfill_lineage_gaps``)."""
+    first = scenario.group_nodes_total()
+    layouts = plan_layout(scenario, first, scenario.fleet.num_nodes - first)
+    return expected_jobs(scenario, layouts, lent_node_s)
+
+
 def draw_jobs(
     scenario: Scenario,
     layouts: list[_Layout],
@@ -209,20 +245,18 @@ def draw_jobs(
 ) -> ResearchJobs:
     """Draw every research job of the window (arrival, duration, outcome); ids in submit order."""
     cfg = scenario.research
-    gpn = scenario.fleet.gpus_per_node
     start, end = scenario.start_s, scenario.end_s
     outcomes = list(cfg.end_states)
     probs = np.array([cfg.end_states[o] for o in outcomes], dtype=float)
     probs /= probs.sum()
     codes = np.array([_OUTCOME_CODES[o] for o in outcomes])
     parts: list[tuple[np.ndarray, ...]] = []
+    means = expected_jobs(scenario, layouts, lent_node_s)
     for index, lay in enumerate(layouts):
         cls = lay.cls
         if lay.num_units == 0:
             continue
-        lent = lent_node_s if index == borrower_class(layouts) else 0
-        expected = _expected_jobs(lay, outcomes, probs, gpn, float(end - start), lent, cfg.load)
-        count = int(rng.poisson(expected))
+        count = int(rng.poisson(means[index]))
         submit = rng.integers(start, end, size=count, dtype=np.int64)
         full = np.exp(rng.normal(np.log(cls.median_duration_s), cls.duration_sigma, size=count))
         full = np.clip(np.rint(full), 60, cls.time_limit_s).astype(np.int64)

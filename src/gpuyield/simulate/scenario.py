@@ -165,6 +165,12 @@ class LineageConfig:
     policy: Policy = Policy.RESTART
     #: Nodes per data-parallel replica (policy ``drop`` loses one replica per failed node).
     replica_nodes: int = 16
+    #: Policy ``drop``: seconds the surviving replicas stall per failure (heartbeat lapse, new
+    #: quorum); -1 stalls until Slurm detects the fault (``failures.detection_s``).
+    drop_stall_s: float = -1.0
+    #: Policy ``drop``: seconds from the failure until the dropped replica is back (process
+    #: restart and state copy on a spare or replacement node); -1 waits for the node's repair.
+    drop_rejoin_s: float = -1.0
     #: Planned stops (firmware updates, changes to training) per day; each stops after a checkpoint.
     planned_stops_per_day: float = 0.0
     #: How long a planned stop keeps the run off the cluster.
@@ -204,6 +210,13 @@ class LineageConfig:
         _non_negative(self.spare_swap_s, f"{where}.spare_swap_s")
         _non_negative(self.spare_nodes, f"{where}.spare_nodes")
         _positive(self.replica_nodes, f"{where}.replica_nodes")
+        for name in ("drop_stall_s", "drop_rejoin_s"):
+            if not (getattr(self, name) >= 0 or getattr(self, name) == -1):
+                raise InputError(
+                    f"{where}.{name} must be >= 0 (or -1 for the default), got "
+                    f"{getattr(self, name)!r}",
+                    hint="seconds, e.g. 15",
+                )
         if self.policy is Policy.IN_MEMORY:
             raise InputError(
                 f"{where}.policy in-memory is modelled only by sweeps",
