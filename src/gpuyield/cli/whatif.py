@@ -43,7 +43,7 @@ Tolerance = Annotated[
     typer.Option(
         "--tolerance",
         help="Points of installed GPU-time a category's replay may miss the real one by "
-        "(plus the replays' own seed-to-seed range).",
+        "(plus the replay's own prediction interval over its seeds).",
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (docs/whatif.md).")]
@@ -90,7 +90,7 @@ def whatif_command(
     since: Since = None,
     until: Until = None,
     tz: Tz = "UTC",
-    replay_seeds: ReplaySeeds = 2,
+    replay_seeds: ReplaySeeds = 6,
     tolerance: Tolerance = 2.0,
     as_json: Json = False,
 ) -> None:
@@ -142,7 +142,7 @@ def fit_command(
     since: Since = None,
     until: Until = None,
     tz: Tz = "UTC",
-    replay_seeds: ReplaySeeds = 2,
+    replay_seeds: ReplaySeeds = 6,
     tolerance: Tolerance = 2.0,
     as_json: Json = False,
 ) -> None:
@@ -225,14 +225,14 @@ def _print_check(check: Any) -> None:
     from gpuyield.cli._common import console
 
     table = Table(title=f"replay check: {check.seeds} seeds, tolerance {check.tolerance:.0%}")
-    for column in ("category", "real", "replay", "range", "allowed", ""):
+    for column in ("category", "real", "replay", "seed sd", "allowed", ""):
         table.add_column(column, justify="left" if column in ("category", "") else "right")
     for c in check.categories:
         table.add_row(
             c.category,
             f"{c.real:.1%}",
             f"{c.replay_mean:.1%}",
-            f"{c.replay_low:.1%} .. {c.replay_high:.1%}",
+            f"{c.replay_sd:.1%}",
             f"+-{c.allowed:.1%}",
             "MISSED" if c.missed else "ok",
         )

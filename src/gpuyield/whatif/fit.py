@@ -262,7 +262,7 @@ def _research(
     params = list(arrivals)
     limits: dict[int, float] = {}
     for cls in classes:
-        limit = fit_research.limit_parameter(con, table, cls)
+        limit = fit_research.limit_parameter(con, table, cls, window[1] - window[0])
         limits[cls] = limit.value
         params.append(limit)
         params += fit_research.duration_parameters(con, table, cls, window[1], limit.value)

@@ -119,8 +119,15 @@ def arrival_parameters(
     ]
 
 
-def limit_parameter(con: duckdb.DuckDBPyConnection, table: str, cls: int) -> Parameter:
-    """A class's time limit: the median run of its TIMEOUT jobs (Slurm stops them at it)."""
+def limit_parameter(
+    con: duckdb.DuckDBPyConnection, table: str, cls: int, window_s: int
+) -> Parameter:
+    """A class's time limit: the median run of its TIMEOUT jobs (Slurm stops them at it).
+
+    Without a TIMEOUT job the limit did not show in the window: it is taken as the window's
+    length (or the longest run seen, if longer), so that no duration the window could show is
+    cut short; the longest run itself would cut the long tail of a class with few jobs.
+    """
     timeouts, longest = con.execute(
         f"""SELECT median(last_end_s - last_start_s) FILTER (WHERE last_state = 'TIMEOUT'),
                    max(last_end_s - last_start_s)
@@ -138,10 +145,10 @@ def limit_parameter(con: duckdb.DuckDBPyConnection, table: str, cls: int) -> Par
         )
     return stated(
         key,
-        float(max(longest or 3 * 86400, 60)),
+        float(max(longest or 0, window_s)),
         unit="s",
         status=Status.ASSUMED,
-        evidence="no TIMEOUT job: the longest run seen (a lower bound of the limit)",
+        evidence="no TIMEOUT job: the window's length (no run the window shows is cut short)",
     )
 
 

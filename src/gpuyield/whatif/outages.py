@@ -101,7 +101,9 @@ def _outage(chain: list[tuple[str, str, str, int, int, bool]], end_s: int, as_of
     down = first_end - start if first_state.upper().startswith("DOWN") else 0
     until = min(last_end, end_s)
     reasons = tuple(dict.fromkeys(row[2] for row in chain if row[2]))
-    planned = any(row[5] for row in chain)
+    # An outage is planned when it began so: a failure whose repair drain mentions maintenance
+    # is still a failure.
+    planned = bool(chain[0][5])
     return Outage(
         node=node,
         start_s=start,
@@ -118,7 +120,7 @@ def classify(reasons: tuple[str, ...]) -> str:
     """The cause id the reasons name, ``UNRESPONSIVE`` or ``UNRECOGNISED``."""
     lowered = [r.strip().lower() for r in reasons]
     for cause in _HARDWARE:  # a repair reason naming the component is the most specific
-        if f"repair: {cause.component.lower()}" in lowered:
+        if cause.repair_reason in lowered:
             return cause.id
     for cause in _HARDWARE:
         if cause.reason.lower() != _SHARED_REASON and cause.reason.lower() in lowered:

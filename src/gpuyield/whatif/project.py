@@ -169,12 +169,13 @@ def project(
     for draw in range(seeds):
         values = draw_values(fit, draw) if uncertainty else fit.values()
         data = scenario_file(fit, values, days=horizon_days, seed=draw).to_dict()
-        base, installed = _simulated(data)
-        base_runs.append(base)
+        base = simulated_categories(data)
+        installed = base.installed_gpu_seconds
+        base_runs.append(base.categories)
         for index, remedy in enumerate(remedies):
             changed = copy.deepcopy(data)
             apply_remedy(remedy, changed, fit)
-            remedy_runs[index].append(_simulated(changed)[0])
+            remedy_runs[index].append(simulated_categories(changed).categories)
     baseline = _outcome(base_runs, installed)
     projected = [
         _remedy(remedy, runs, base_runs, installed, price_per_gpu_hour)
@@ -202,8 +203,17 @@ def draw_values(fit: ClusterFit, draw: int) -> dict[str, float]:
     return {p.key: p.spread.draw(p.value, rng) for p in fit.parameters}
 
 
-def _simulated(data: dict[str, Any]) -> tuple[dict[str, float], float]:
-    """GPU-seconds per category of one simulation (drop-replica losses booked as failed)."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SimulatedCategories:
+    """GPU-seconds per category of one simulation, and its installed GPU-seconds."""
+
+    categories: dict[str, float]
+    installed_gpu_seconds: float
+
+
+def simulated_categories(data: dict[str, Any]) -> SimulatedCategories:
+    """GPU-seconds per category of one simulation of the scenario tables ``data`` (the time a
+    run that drops failed replicas did not progress booked as failed)."""
     scenario = scenario_from_dict(data, origin="<whatif>")
     result = simulate(scenario)
     truth = compute_truth(result)
@@ -215,7 +225,9 @@ def _simulated(data: dict[str, Any]) -> tuple[dict[str, float], float]:
         lost = max(float(run.tally.categories["released"]) - kept, 0.0)
         categories[Category.RELEASED.value] -= lost
         categories[Category.FAILED.value] += lost
-    return categories, float(truth.installed_gpu_seconds)
+    return SimulatedCategories(
+        categories=categories, installed_gpu_seconds=float(truth.installed_gpu_seconds)
+    )
 
 
 def _outcome(runs: list[dict[str, float]], installed: float) -> Outcome:

@@ -2,15 +2,19 @@
 store, compute its ledger, and compare it with the real one category by category.
 
 The replay goes the whole way a cluster's data goes (Slurm-format files, ``ingest slurm``, the
-ledger), so it compares like with like: the real ledger's estimates (lost progress without
-telemetry, hardware blame) are made the same way on the replay. A category misses when the real
-share of installed GPU-time lies further than the tolerance from the replays' mean, the
-tolerance widened by the replays' own seed-to-seed range (a small cluster varies that much by
-chance alone).
+ledger) for the first ``LEDGER_REPLAYS`` seeds, so the real ledger's estimates (lost progress
+without telemetry, hardware blame) are made the same way on the replay; every seed's simulation
+also gives its truth, which costs no ingest. The replay's share of a category is the truths' mean
+over all seeds plus the mean difference ledger - truth of the ledger replays.
+
+A category misses when the real share lies further from the replay's than the tolerance plus the
+replay's own prediction interval (Student's t over the seeds: a small cluster varies that much by
+chance alone, and one window is one draw).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import tempfile
 from dataclasses import dataclass
@@ -21,29 +25,33 @@ from gpuyield import store
 from gpuyield.categories import Category
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.ledger import backend_for, compute_ledger
-from gpuyield.simulate import simulate, write_outputs
+from gpuyield.simulate import SimulationResult, compute_truth, simulate, write_outputs
 from gpuyield.whatif.fit import shares_of
 from gpuyield.whatif.model import ClusterFit, LedgerShares
 from gpuyield.whatif.scenario_out import scenario_file
+from gpuyield.whatif.stats import t_quantile
 
 #: Default tolerance: a category's replay share may differ from the real one by 2 points of
-#: installed GPU-time (plus the replays' seed-to-seed range).
+#: installed GPU-time (plus the replay's prediction interval).
 TOLERANCE = 0.02
 #: Seeds of the default replay.
-REPLAY_SEEDS = 2
+REPLAY_SEEDS = 6
+#: Of them, how many go through files, ingest and ledger.
+LEDGER_REPLAYS = 2
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReplayCategory:
-    """One category: the real share of installed GPU-time against the replays'."""
+    """One category: the real share of installed GPU-time against the replay's."""
 
     category: str
     real: float
     replay_mean: float
-    replay_low: float
-    replay_high: float
+    """Mean over seeds (truth, corrected by the ledger replays' difference from truth)."""
+    replay_sd: float
+    """Standard deviation over seeds."""
     allowed: float
-    """The tolerance plus the replays' range."""
+    """The tolerance plus the replay's prediction interval."""
 
     @property
     def missed(self) -> bool:
@@ -56,7 +64,7 @@ class ReplayCategory:
             "category": self.category,
             "real": self.real,
             "replay_mean": self.replay_mean,
-            "replay_range": [self.replay_low, self.replay_high],
+            "replay_sd": self.replay_sd,
             "allowed": self.allowed,
             "missed": self.missed,
         }
@@ -108,32 +116,53 @@ class ReplayCheck:
 def replay_check(
     fit: ClusterFit, *, seeds: int = REPLAY_SEEDS, tolerance: float = TOLERANCE
 ) -> ReplayCheck:
-    """Replay ``fit`` with ``seeds`` seeds and compare its ledgers with the real one."""
+    """Replay ``fit`` with ``seeds`` seeds and compare the replay's ledger with the real one."""
+    truths: list[dict[str, float]] = []
+    offsets: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="gpuyield-replay-") as tmp:
-        replays = [_replay(fit, seed, Path(tmp) / f"seed-{seed}") for seed in range(seeds)]
-    categories = []
-    for category in Category:
-        name = category.value
-        values = [r.shares.get(name, 0.0) for r in replays]
-        categories.append(
-            ReplayCategory(
-                category=name,
-                real=fit.real.shares.get(name, 0.0),
-                replay_mean=statistics.fmean(values),
-                replay_low=min(values),
-                replay_high=max(values),
-                allowed=tolerance + (max(values) - min(values)),
-            )
-        )
+        for seed in range(seeds):
+            scenario = scenario_file(fit, seed=seed).scenario()
+            result = simulate(scenario)
+            truth = compute_truth(result)
+            shares = {k: v / truth.installed_gpu_seconds for k, v in truth.categories.items()}
+            truths.append(shares)
+            if seed < LEDGER_REPLAYS:
+                ledger = _ledger_replay(result, Path(tmp) / f"seed-{seed}")
+                offsets.append({k: ledger.shares.get(k, 0.0) - v for k, v in shares.items()})
+    categories = tuple(
+        _category(c.value, fit.real.shares.get(c.value, 0.0), truths, offsets, tolerance)
+        for c in Category
+    )
     return ReplayCheck(
-        seeds=seeds, tolerance=tolerance, categories=tuple(categories), refusals=fit.refusals
+        seeds=seeds, tolerance=tolerance, categories=categories, refusals=fit.refusals
     )
 
 
-def _replay(fit: ClusterFit, seed: int, out: Path) -> LedgerShares:
-    """One replay: simulate, write, ingest, ledger."""
-    scenario = scenario_file(fit, seed=seed).scenario()
-    write_outputs(simulate(scenario), out)
+def _category(
+    name: str,
+    real: float,
+    truths: list[dict[str, float]],
+    offsets: list[dict[str, float]],
+    tolerance: float,
+) -> ReplayCategory:
+    values = [t.get(name, 0.0) for t in truths]
+    offset = statistics.fmean(o.get(name, 0.0) for o in offsets) if offsets else 0.0
+    n = len(values)
+    sd = statistics.stdev(values) if n > 1 else 0.0
+    spread = t_quantile(n - 1) * sd * math.sqrt(1 + 1 / n) if n > 1 else 0.0
+    return ReplayCategory(
+        category=name,
+        real=real,
+        replay_mean=statistics.fmean(values) + offset,
+        replay_sd=sd,
+        allowed=tolerance + spread,
+    )
+
+
+def _ledger_replay(result: SimulationResult, out: Path) -> LedgerShares:
+    """One simulation the whole way: files, ingest into a new store, ledger."""
+    scenario = result.scenario
+    write_outputs(result, out)
     db = out.with_suffix(".duckdb")
     ingest_slurm(db, SlurmInputs.from_dir(out), since_s=scenario.start_s, until_s=scenario.end_s)
     con = store.connect(db, read_only=True)

@@ -114,9 +114,10 @@ def proportion(successes: float, trials: float) -> Estimate:
     centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
     half = _Z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
     spread = Spread(kind=SpreadKind.BETA, a=successes + 0.5, b=trials - successes + 0.5)
-    return Estimate(
-        value=p, low=max(centre - half, 0.0), high=min(centre + half, 1.0), spread=spread
-    )
+    # At 0 or all, the bounds are 0 or 1 exactly (rounding would leave them a hair inside).
+    low = 0.0 if successes <= 0 else max(centre - half, 0.0)
+    high = 1.0 if successes >= trials else min(centre + half, 1.0)
+    return Estimate(value=p, low=low, high=high, spread=spread)
 
 
 def log_normal_estimate(value: float, log_se: float) -> Estimate:
