@@ -39,12 +39,14 @@ class LogNormalFit:
         return math.exp(self.mu)
 
 
-def fit_lognormal(durations: np.ndarray, room: np.ndarray, limit_s: float) -> LogNormalFit | None:
+def fit_lognormal(
+    durations: np.ndarray, room: np.ndarray, limit_s: float, *, min_n: int = 3
+) -> LogNormalFit | None:
     """Fit ``durations`` (seconds) of jobs that could have run at most ``room`` seconds before
-    the window ended; ``limit_s`` is the time limit. None with fewer than 3 durations."""
+    the window ended; ``limit_s`` is the time limit. None with fewer than ``min_n`` durations."""
     d = np.asarray(durations, dtype=float)
     room = np.asarray(room, dtype=float)
-    if d.size < 3:
+    if d.size < min_n:
         return None
     logs = np.log(np.clip(d, 1.0, None))
     start = np.array([float(np.median(logs)), math.log(max(float(np.std(logs)), 0.05))])
@@ -53,6 +55,12 @@ def fit_lognormal(durations: np.ndarray, room: np.ndarray, limit_s: float) -> Lo
         return _negative_log_likelihood(theta, d, room, limit_s)
 
     best = _nelder_mead(nll, start)
+    best = np.array(
+        [
+            min(max(best[0], _MU_RANGE[0]), _MU_RANGE[1]),
+            min(max(best[1], _LOG_SIGMA_RANGE[0]), _LOG_SIGMA_RANGE[1]),
+        ]
+    )
     cov = _inverse_hessian(nll, best)
     return LogNormalFit(
         mu=float(best[0]),
@@ -63,10 +71,17 @@ def fit_lognormal(durations: np.ndarray, room: np.ndarray, limit_s: float) -> Lo
     )
 
 
+# Where the search may go: medians from 1 s to 3 years, sigmas from 0.01 to 10 (a likelihood
+# that keeps rising past them, as a handful of jobs all at the clip can make it, stops there).
+_MU_RANGE = (0.0, math.log(1e8))
+_LOG_SIGMA_RANGE = (math.log(0.01), math.log(10.0))
+
+
 def _negative_log_likelihood(
     theta: np.ndarray, d: np.ndarray, room: np.ndarray, limit_s: float
 ) -> float:
-    mu, sigma = float(theta[0]), math.exp(float(theta[1]))
+    mu = min(max(float(theta[0]), _MU_RANGE[0]), _MU_RANGE[1])
+    sigma = math.exp(min(max(float(theta[1]), _LOG_SIGMA_RANGE[0]), _LOG_SIGMA_RANGE[1]))
     top = d >= limit_s
     bottom = d <= MIN_DURATION_S
     inside = ~(top | bottom)

@@ -70,6 +70,12 @@ def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
         name = run.shape.name
         params += fit_lineage.checkpoint_parameters(name, ledger.manifest, telemetry_of(con, name))
         params += fit_lineage.restart_parameters(name, run)
+    notes += [
+        f"lineage run {f.shape.name} held {f.held_gpus} GPUs; the simulator runs lineage jobs on "
+        f"whole nodes: {f.shape.num_gpus}"
+        for f in facts
+        if f.held_gpus != f.shape.num_gpus
+    ]
     group_nodes = sum(f.shape.num_gpus // gpn + f.shape.spare_nodes for f in facts)
     if group_nodes > num_nodes:
         raise InputError(

@@ -11,6 +11,7 @@ for nodes, and a gap much longer than the usual delay was a person restarting it
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -57,6 +58,8 @@ class RunFacts:
     """What one run's jobs show, before it becomes parameters."""
 
     shape: LineageShape
+    #: GPUs its jobs held (the shape's are whole nodes).
+    held_gpus: int
     #: Every node its jobs ran on.
     nodes: tuple[str, ...]
     #: Seconds its jobs ran in the window, and the same times their nodes.
@@ -84,8 +87,10 @@ def run_facts(
 ) -> RunFacts:
     """The facts of one lineage run's rows in the window."""
     start_s, end_s = window
-    gpus = Counter(r.num_gpus for r in rows if r.num_gpus).most_common(1)[0][0]
-    need = max(gpus // gpus_per_node, 1)
+    held = Counter(r.num_gpus for r in rows if r.num_gpus).most_common(1)[0][0]
+    # The simulator runs lineage jobs on whole nodes.
+    need = max(-(-held // gpus_per_node), 1)
+    gpus = need * gpus_per_node
     nodes = {n for r in rows for n in r.nodes}
     started = [r for r in rows if r.start_s is not None]
     running = sum(
@@ -121,6 +126,7 @@ def run_facts(
     )
     return RunFacts(
         shape=shape,
+        held_gpus=held,
         nodes=tuple(sorted(nodes)),
         running_s=float(running),
         running_node_s=float(running * need),
@@ -203,7 +209,24 @@ def checkpoint_parameters(
             params.append(
                 stated(key, DEFAULTS[field], unit="s", status=Status.ASSUMED, evidence=evidence)
             )
-    return params
+    return _fitting_in_the_interval(params)
+
+
+def _fitting_in_the_interval(params: list[Parameter]) -> list[Parameter]:
+    """Assumed start-up and write stall shrunk to half the interval when the defaults would not
+    fit in it (the simulator saves checkpoints at start + k * interval, after start-up)."""
+    interval, write, startup = params
+    if startup.value + write.value < interval.value:
+        return params
+    share = interval.value / 2 / (startup.value + write.value)
+    fixed = [interval]
+    for p in (write, startup):
+        if p.status is Status.ASSUMED:
+            value = math.floor(p.value * share)
+            evidence = f"{p.evidence}, shrunk to fit the {interval.value:g} s interval"
+            p = stated(p.key, float(value), unit=p.unit, status=Status.ASSUMED, evidence=evidence)
+        fixed.append(p)
+    return fixed
 
 
 def _from_telemetry(

@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 
 from gpuyield.whatif.durations import fit_lognormal
-from gpuyield.whatif.params import Parameter, Status, fitted, stated
+from gpuyield.whatif.params import Parameter, Status, fitted, stated, too_few
 from gpuyield.whatif.stats import (
     log_normal_estimate,
     poisson_rate,
@@ -163,21 +163,22 @@ def duration_parameters(
         [end_s, cls, DURATION_SAMPLE],
     ).fetchall()
     array = np.array(rows, dtype=float).reshape(-1, 2)
-    fit = fit_lognormal(array[:, 0], array[:, 1], limit_s)
+    fit = fit_lognormal(array[:, 0], array[:, 1], limit_s, min_n=MIN_DURATIONS)
     key = f"research.classes.{cls}"
-    n = 0 if fit is None else fit.n
-    evidence = f"log-normal fit to {n:,} completed jobs (truncated by the window end, clipped at the limit)"
     if fit is None:
+        median = float(np.median(array[:, 0])) if len(array) else 3600.0
+        evidence = f"{len(array)} completed jobs: {MIN_DURATIONS} needed to fit their durations"
         return [
-            stated(
-                f"{key}.median_duration_s",
-                3600.0,
-                unit="s",
-                status=Status.TOO_FEW,
-                evidence=evidence,
+            too_few(
+                f"{key}.median_duration_s", median, unit="s", events=len(array), evidence=evidence
             ),
-            stated(f"{key}.duration_sigma", 1.0, unit="", status=Status.TOO_FEW, evidence=evidence),
+            too_few(f"{key}.duration_sigma", 1.0, unit="", events=len(array), evidence=evidence),
         ]
+    n = fit.n
+    evidence = (
+        f"log-normal fit to {n:,} completed jobs (truncated by the window end, clipped at the "
+        "limit)"
+    )
     sigma = log_normal_estimate(fit.sigma, fit.se_log_sigma)
     return [
         fitted(

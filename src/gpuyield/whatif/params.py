@@ -99,3 +99,20 @@ def stated(key: str, value: float, *, unit: str, status: Status, evidence: str) 
         evidence=evidence,
         spread=estimate.spread,
     )
+
+
+def too_few(key: str, value: float, *, unit: str, events: int, evidence: str) -> Parameter:
+    """A parameter the window holds too few events to fit: ``value`` is a stand-in (stated),
+    and projections are refused."""
+    estimate = fixed(value)
+    return Parameter(
+        key=key,
+        value=value,
+        low=estimate.low,
+        high=estimate.high,
+        unit=unit,
+        status=Status.TOO_FEW,
+        events=events,
+        evidence=evidence,
+        spread=estimate.spread,
+    )

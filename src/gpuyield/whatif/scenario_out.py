@@ -98,11 +98,10 @@ def _failures(v: Mapping[str, float]) -> dict[str, Any]:
 
 def _lineage(shape: LineageShape, v: Mapping[str, float], stretch: float) -> dict[str, Any]:
     key = f"lineage.{shape.name}"
-    interval = round(v[f"{key}.checkpoint_interval_s"])
-    write = round(v[f"{key}.checkpoint_write_s"])
-    startup = round(v[f"{key}.startup_s"])
+    interval = max(round(v[f"{key}.checkpoint_interval_s"]), 2)
     # The simulator needs start-up and the write to fit in an interval (a draw may not).
-    startup = min(startup, max(interval - write - 1, 0))
+    write = min(round(v[f"{key}.checkpoint_write_s"]), interval - 1)
+    startup = min(round(v[f"{key}.startup_s"]), interval - write - 1)
     return {
         "name": shape.name,
         "release": shape.release,
