@@ -104,6 +104,8 @@ def run_facts(
         if row.end_s is None or nxt.start_s is None:
             continue
         gap = nxt.start_s - row.end_s
+        if gap < 0:
+            continue  # the next job started before this one ended: not a restart of it
         if row.state in _FAILED_STATES and nxt.start_s in backs and gap > 0:
             waits += 1  # the run waited for a node to come back from repair
         elif row.state in _FAILED_STATES:

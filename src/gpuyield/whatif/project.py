@@ -173,6 +173,9 @@ def project(
         installed = base.installed_gpu_seconds
         base_runs.append(base.categories)
         for index, remedy in enumerate(remedies):
+            if len(remedy.not_applicable) == len(remedy.parts):
+                remedy_runs[index].append(base.categories)  # it changes nothing here
+                continue
             changed = copy.deepcopy(data)
             apply_remedy(remedy, changed, fit)
             remedy_runs[index].append(simulated_categories(changed).categories)
