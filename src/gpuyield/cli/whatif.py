@@ -243,7 +243,6 @@ def _print_check(check: Any) -> None:
 
 def _print_projection(result: Any) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
     from gpuyield.cli._common import console
     from gpuyield.safetext import visible
@@ -256,11 +255,24 @@ def _print_projection(result: Any) -> None:
     )
     if result.forced:
         console.print("[bold red]the fit's check FAILED; projected anyway (--force)[/]")
+    console.print(_remedy_table(result))
+    for r in result.remedies:
+        for line in r.remedy.assumptions:
+            console.print(f"assumes {escape(visible(line))}", soft_wrap=True)
+        for line in r.remedy.not_applicable:
+            console.print(f"not applicable: {escape(visible(line))}", soft_wrap=True)
+    if result.price_per_gpu_hour is not None:
+        console.print(f"price: ${result.price_per_gpu_hour:g} per GPU-hour ({result.price_source})")
+
+
+def _remedy_table(result: Any) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
     priced = result.price_per_gpu_hour is not None
-    table = Table(title="what each remedy buys on this cluster (95% intervals)")
-    columns = ["remedy", "yield", "gain (points)", "GPU-hours gained"] + (
-        ["dollars"] if priced else []
-    )
+    table = Table(title="what each remedy buys on this cluster (95% intervals over draws)")
+    columns = ["remedy", "yield", "gain, points", "interval", "GPU-hours gained", "interval"]
+    columns += ["idle GPU-hours filled"] + (["dollars gained"] if priced else [])
     for column in columns:
         table.add_column(column, justify="left" if column == "remedy" else "right")
     for r in result.remedies:
@@ -268,17 +280,14 @@ def _print_projection(result: Any) -> None:
         row = [
             escape(r.remedy.name),
             f"{r.outcome.yield_.mean:.1%}",
-            f"{g.mean * 100:+.2f} ({g.low * 100:+.2f} .. {g.high * 100:+.2f})",
-            f"{h.mean:+,.0f} ({h.low:+,.0f} .. {h.high:+,.0f})",
+            f"{g.mean * 100:+.2f}",
+            f"{g.low * 100:+.2f} .. {g.high * 100:+.2f}",
+            f"{h.mean:+,.0f}",
+            f"{h.low:+,.0f} .. {h.high:+,.0f}",
+            f"{-r.outcome.gpu_hours['idle'].mean:,.0f}",
         ]
         if priced and r.dollars_gained is not None:
-            row.append(f"${r.dollars_gained.mean:+,.0f}")
+            sign = "-" if r.dollars_gained.mean < 0 else "+"
+            row.append(f"{sign}${abs(r.dollars_gained.mean):,.0f}")
         table.add_row(*row)
-    console.print(table)
-    for r in result.remedies:
-        for line in r.remedy.assumptions:
-            console.print(f"assumes {escape(visible(line))}")
-        for line in r.remedy.not_applicable:
-            console.print(f"not applicable: {escape(visible(line))}")
-    if priced:
-        console.print(f"price: ${result.price_per_gpu_hour:g} per GPU-hour ({result.price_source})")
+    return table

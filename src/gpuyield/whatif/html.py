@@ -103,6 +103,7 @@ def _remedy_blocks(data: dict[str, Any]) -> tuple[Table | Note, ...]:
         "interval",
         "GPU-hours gained",
         "interval",
+        "idle GPU-hours filled",
     )
     rows = []
     for rank, name in enumerate(data["ranking"], start=1):
@@ -130,6 +131,11 @@ def _remedy_blocks(data: dict[str, Any]) -> tuple[Table | Note, ...]:
                 keyed=Keyed(key=f"{key}.gpu_hours_gained", value=r["gpu_hours_gained"]),
             ),
             Cell(text=f"{hours_low:+,.0f} .. {hours_high:+,.0f}", num=True),
+            Cell(
+                text=f"{-r['gpu_hours_moved']['idle']:,.0f}",
+                num=True,
+                keyed=Keyed(key=f"{key}.gpu_hours_moved.idle", value=r["gpu_hours_moved"]["idle"]),
+            ),
         ]
         if priced:
             cells.append(
