@@ -8,6 +8,7 @@ records cannot show is assumed and said so (``notes``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -66,6 +67,8 @@ def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
     params.append(fit_failures.down_parameter(outages, w.start_s))
     params.append(fit_failures.repair_parameter(outages, w.start_s))
     params += _global_lineage_parameters(facts, ledger)
+    facts, spare_notes = _with_enough_spares(facts, params)
+    notes += spare_notes
     for run in facts:
         name = run.shape.name
         params += fit_lineage.checkpoint_parameters(name, ledger.manifest, telemetry_of(con, name))
@@ -289,3 +292,25 @@ def _research(
 
 def _assumed_notes(params: list[Parameter]) -> list[str]:
     return [f"{p.key} assumed: {p.evidence}" for p in params if p.status is Status.ASSUMED]
+
+
+def _with_enough_spares(
+    facts: list[fit_lineage.RunFacts], params: list[Parameter]
+) -> tuple[list[fit_lineage.RunFacts], list[str]]:
+    """Runs that never waited for a repaired node get spares enough not to (see
+    ``fit_lineage.enough_spares``); the window shows only the spares a run happened to use."""
+    values = {p.key: p.value for p in params}
+    rate = values["failures.hardware_total"] / 1000
+    repair_days = values["failures.repair_mean_s"] / 86400
+    changed, notes = [], []
+    for f in facts:
+        spares = fit_lineage.enough_spares(f, rate, repair_days)
+        if spares != f.shape.spare_nodes:
+            notes.append(
+                f"lineage run {f.shape.name} used {f.shape.spare_nodes} spare nodes and never "
+                f"waited for a repaired one: the scenario gives it {spares}, enough that the "
+                f"simulator's run seldom waits ({fit_lineage.SPARE_QUANTILE:.1%} of the time)"
+            )
+            f = dataclasses.replace(f, shape=dataclasses.replace(f.shape, spare_nodes=spares))
+        changed.append(f)
+    return changed, notes

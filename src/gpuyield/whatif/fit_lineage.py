@@ -315,3 +315,33 @@ def _pause(key: str, pauses: list[int]) -> Parameter:
         events=len(pauses),
         evidence=f"median gap after {len(pauses)} planned stops",
     )
+
+
+#: A run that never waited for a repaired node gets spares enough that the simulator's run does
+#: not wait either, but for this rare a chance: the quantile of the nodes its group has out at
+#: once (Poisson: failures per node-day x nodes x mean repair days, Little's law).
+SPARE_QUANTILE = 0.999
+
+
+def enough_spares(facts: RunFacts, failures_per_node_day: float, repair_days: float) -> int:
+    """Spare nodes for the scenario: those the run used, or, when it never waited for a repaired
+    node, enough that it seldom would (its pool was never exhausted, but the window shows only
+    the spares it happened to need)."""
+    if facts.repair_waits:
+        return facts.shape.spare_nodes
+    need = facts.running_node_s / facts.running_s if facts.running_s else 0.0
+    mean_out = failures_per_node_day * need * repair_days
+    return max(facts.shape.spare_nodes, poisson_quantile(SPARE_QUANTILE, mean_out))
+
+
+def poisson_quantile(p: float, mean: float) -> int:
+    """The smallest k with P(X <= k) >= p for X ~ Poisson(mean)."""
+    if mean <= 0:
+        return 0
+    k, term = 0, math.exp(-mean)
+    total = term
+    while total < p and k < 10_000:
+        k += 1
+        term *= mean / k
+        total += term
+    return k

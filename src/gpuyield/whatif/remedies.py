@@ -155,7 +155,8 @@ def _checkpoint(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
 
 
 def _set_interval(run: dict[str, Any], interval: int) -> None:
-    floor = run["startup_s"] + run["checkpoint_write_s"] + 1
+    # The simulator's defaults where the tables leave a key out (startup_s 300, write 30 s).
+    floor = run.get("startup_s", 300) + run.get("checkpoint_write_s", 30) + 1
     run["checkpoint_interval_s"] = max(interval, floor)
 
 
@@ -170,7 +171,7 @@ def _optimal_checkpoint(data: dict[str, Any], fit: ClusterFit) -> str:
     for run, shape in zip(data["lineage"], fit.lineage, strict=True):
         nodes = shape.num_gpus // fit.gpus_per_node
         mtbf = 1 / (per_node_s * nodes) if per_node_s > 0 else math.inf
-        delta = max(run["checkpoint_write_s"], 1)
+        delta = max(run.get("checkpoint_write_s", 30), 1)
         interval = round(math.sqrt(2 * delta * mtbf)) if math.isfinite(mtbf) else 86400
         _set_interval(run, interval)
         said.append(f"{shape.name} every {run['checkpoint_interval_s']} s")
@@ -197,7 +198,7 @@ def _ladder(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
 def _repair(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
     del fit
     mean = round(parse_duration_s(value, "whatif.remedy.repair"))
-    data["failures"]["repair_mean_s"] = mean
+    data.setdefault("failures", {})["repair_mean_s"] = mean
     return f"failed nodes are back in {mean} s on average (exponential), faster parts or staff"
 
 
@@ -206,11 +207,11 @@ def _spares(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
     added = 0
     for run in data["lineage"]:
         run["policy"] = "spares"
-        added += max(count - run["spare_nodes"], 0)
-        run["spare_nodes"] = max(run["spare_nodes"], count)
+        added += max(count - run.get("spare_nodes", 0), 0)
+        run["spare_nodes"] = max(run.get("spare_nodes", 0), count)
     # The spares come from the research nodes: maintenance windows move up with them.
     kept = []
-    for window in data["maintenance"]:
+    for window in data.get("maintenance", []):
         window["first_node"] += added
         window["num_nodes"] = min(window["num_nodes"], fit.num_nodes - window["first_node"])
         if window["num_nodes"] > 0:
