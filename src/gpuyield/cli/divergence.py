@@ -59,7 +59,9 @@ def scan_command(
     if not result.events:
         console.print("no divergence events found")
         return
-    table = Table("step", "kind", "metric", "value", "threshold", "baseline", "roll back to")
+    table = Table(
+        "step", "kind", "metric", "value", "threshold", "baseline", "reported at", "roll back to"
+    )
     for e in result.events:
         table.add_row(
             str(e.step),
@@ -68,6 +70,7 @@ def scan_command(
             f"{e.value:.6g}",
             f"{e.threshold:.6g}",
             "" if e.baseline is None else f"{e.baseline:.6g}",
+            str(e.reported_step or e.step),
             "" if e.rollback_step is None else str(e.rollback_step),
         )
     console.print(table)
