@@ -26,7 +26,17 @@ def _run(*args: str) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def fitted(base_cluster: Simulated, tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("fit") / "fitted.toml"
-    code, text = _run("whatif", "fit", "--db", str(base_cluster.db), "--out", str(out), "--json")
+    code, text = _run(
+        "whatif",
+        "fit",
+        "--db",
+        str(base_cluster.db),
+        "--out",
+        str(out),
+        "--json",
+        "--replay-seeds",
+        "3",
+    )
     assert code == 0, text
     return {"json": json.loads(text), "path": out}
 

@@ -67,7 +67,7 @@ def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
     params.append(fit_failures.down_parameter(outages, w.start_s))
     params.append(fit_failures.repair_parameter(outages, w.start_s))
     params += _global_lineage_parameters(facts, ledger)
-    facts, spare_notes = _with_enough_spares(facts, params)
+    facts, spare_notes = _with_enough_spares(facts, params, num_nodes, gpn)
     notes += spare_notes
     for run in facts:
         name = run.shape.name
@@ -295,21 +295,27 @@ def _assumed_notes(params: list[Parameter]) -> list[str]:
 
 
 def _with_enough_spares(
-    facts: list[fit_lineage.RunFacts], params: list[Parameter]
+    facts: list[fit_lineage.RunFacts], params: list[Parameter], num_nodes: int, gpn: int
 ) -> tuple[list[fit_lineage.RunFacts], list[str]]:
     """Runs that never waited for a repaired node get spares enough not to (see
-    ``fit_lineage.enough_spares``); the window shows only the spares a run happened to use."""
+    ``fit_lineage.enough_spares``): the window shows only the spares a run happened to use. The
+    extra spares come out of the nodes no run used, shared out when they are too few."""
     values = {p.key: p.value for p in params}
     rate = values["failures.hardware_total"] / 1000
     repair_days = values["failures.repair_mean_s"] / 86400
+    wanted = [fit_lineage.enough_spares(f, rate, repair_days) - f.shape.spare_nodes for f in facts]
+    free = num_nodes - sum(f.shape.num_gpus // gpn + f.shape.spare_nodes for f in facts)
+    if sum(wanted) > max(free, 0):
+        wanted = [w * max(free, 0) // sum(wanted) for w in wanted]
     changed, notes = [], []
-    for f in facts:
-        spares = fit_lineage.enough_spares(f, rate, repair_days)
-        if spares != f.shape.spare_nodes:
+    for f, extra in zip(facts, wanted, strict=True):
+        if extra > 0:
+            spares = f.shape.spare_nodes + extra
             notes.append(
                 f"lineage run {f.shape.name} used {f.shape.spare_nodes} spare nodes and never "
-                f"waited for a repaired one: the scenario gives it {spares}, enough that the "
-                f"simulator's run seldom waits ({fit_lineage.SPARE_QUANTILE:.1%} of the time)"
+                f"waited for a repaired one: the scenario gives it {spares}, so that the "
+                f"simulator's run seldom waits either (at most {fit_lineage.SPARE_QUANTILE:.1%} "
+                "of the time, within the nodes no run used)"
             )
             f = dataclasses.replace(f, shape=dataclasses.replace(f.shape, spare_nodes=spares))
         changed.append(f)
