@@ -356,7 +356,10 @@ def main(argv: list[str]) -> int:
     if "scale" in parts:
         figures["scale"] = scale(QUICK_SCALE_JOBS if quick else SCALE_JOBS)
     OUT.mkdir(exist_ok=True)
-    (OUT / "whatif.json").write_text(json.dumps(figures, indent=2) + "\n")
+    path = OUT / "whatif.json"
+    # One part at a time keeps the other's figures.
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**kept, **figures}, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
     return 0
 
