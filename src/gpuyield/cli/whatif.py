@@ -202,7 +202,8 @@ def _print_fit(report: Any) -> None:
         f"{len(fit.lineage)} lineage runs, {len(fit.research_classes)} research classes"
     )
     table = Table(title="parameters (95% intervals)")
-    for column in ("parameter", "value", "interval", "unit", "from", "events"):
+    table.add_column("parameter", no_wrap=True)  # a key cut short names nothing
+    for column in ("value", "interval", "unit", "from", "events"):
         table.add_column(column, justify="right" if column in ("value", "events") else "left")
     for p in fit.parameters:
         interval = f"{p.low:.3g} .. {p.high:.3g}"
@@ -273,8 +274,9 @@ def _remedy_table(result: Any) -> Any:
     table = Table(title="what each remedy buys on this cluster (95% intervals over draws)")
     columns = ["remedy", "yield", "gain, points", "interval", "GPU-hours gained", "interval"]
     columns += ["idle GPU-hours filled"] + (["dollars gained"] if priced else [])
-    for column in columns:
-        table.add_column(column, justify="left" if column == "remedy" else "right")
+    table.add_column(columns[0], no_wrap=True)  # a remedy cut short names nothing
+    for column in columns[1:]:
+        table.add_column(column, justify="right")
     for r in result.remedies:
         g, h = r.yield_gain, r.gpu_hours_gained
         row = [
@@ -284,7 +286,7 @@ def _remedy_table(result: Any) -> Any:
             f"{g.low * 100:+.2f} .. {g.high * 100:+.2f}",
             f"{h.mean:+,.0f}",
             f"{h.low:+,.0f} .. {h.high:+,.0f}",
-            f"{-r.outcome.gpu_hours['idle'].mean:,.0f}",
+            f"{-r.outcome.gpu_hours['idle'].mean:+,.0f}",
         ]
         if priced and r.dollars_gained is not None:
             sign = "-" if r.dollars_gained.mean < 0 else "+"

@@ -314,7 +314,7 @@ def _with_enough_spares(
             notes.append(
                 f"lineage run {f.shape.name} used {f.shape.spare_nodes} spare nodes and never "
                 f"waited for a repaired one: the scenario gives it {spares}, so that the "
-                f"simulator's run seldom waits either (at most {fit_lineage.SPARE_QUANTILE:.1%} "
+                f"simulator's run seldom waits either (at most {1 - fit_lineage.SPARE_QUANTILE:.1%} "
                 "of the time, within the nodes no run used)"
             )
             f = dataclasses.replace(f, shape=dataclasses.replace(f.shape, spare_nodes=spares))
