@@ -120,8 +120,8 @@ def test_maintenance_windows_land_on_free_research_nodes() -> None:
     outages = [_planned(f"a{i}", 1000, 10) for i in range(6)]
     outages += [_planned(f"b{i}", 5000, 2) for i in range(4)]  # overlaps the first in time
     outages += [_planned(f"c{i}", 200_000, 1) for i in range(50)]  # wider than the research nodes
-    windows, notes = maintenance_windows(outages, 0, first_research=10, num_nodes=30)
-    first, second, third = windows
+    plan = maintenance_windows(outages, 0, first_research=10, num_nodes=30)
+    first, second, third = plan.windows
     assert (first.first_node, first.num_nodes) == (10, 6)
     assert (second.first_node, second.num_nodes) == (16, 4)  # after the first: no node in both
-    assert third.num_nodes == 20 and any("narrowed to 20" in n for n in notes)
+    assert third.num_nodes == 20 and any("narrowed to 20" in n for n in plan.notes)

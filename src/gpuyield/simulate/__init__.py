@@ -15,7 +15,7 @@ from gpuyield.simulate.calibration import Cause
 from gpuyield.simulate.cluster import SimulationResult, simulate
 from gpuyield.simulate.ettr import JobModel, ModelResult, run_model
 from gpuyield.simulate.output import write_outputs
-from gpuyield.simulate.research import expected_research_jobs
+from gpuyield.simulate.research_layout import expected_research_jobs
 from gpuyield.simulate.scenario import (
     Policy,
     Scenario,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -17,12 +18,12 @@ import duckdb
 from gpuyield import store
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
-from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.ledger import Ledger, Window, backend_for, compute_ledger
 from gpuyield.whatif import evidence, fit_failures, fit_lineage, fit_research
 from gpuyield.whatif.jobs import jobs_table, lineage_rows, telemetry_of
 from gpuyield.whatif.maintenance import maintenance_windows
 from gpuyield.whatif.model import ClusterFit, Evidence, LedgerShares
-from gpuyield.whatif.outages import read_outages
+from gpuyield.whatif.outages import Outage, read_outages
 from gpuyield.whatif.params import Parameter, Status, fitted, stated
 from gpuyield.whatif.stats import median_estimate, poisson_rate, proportion
 
@@ -44,11 +45,71 @@ def fit_cluster(
 
 def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
     w = ledger.window
-    window = (w.start_s, w.end_s)
-    cluster, num_nodes, gpn, notes = _fleet(con)
+    fleet = _fleet(con)
     outages = read_outages(con, w.start_s, w.end_s, w.as_of_s)
-    exposure = fit_failures.exposure(outages, num_nodes, gpn, w.start_s, w.end_s)
+    exposure = fit_failures.exposure(outages, fleet.num_nodes, fleet.gpn, w.start_s, w.end_s)
+    params = fit_failures.rate_parameters(outages, exposure, w.start_s)
+    params.append(fit_failures.down_parameter(outages, w.start_s))
+    params.append(fit_failures.repair_parameter(outages, w.start_s))
     jobs = jobs_table(con, ledger.manifest)
+    lineage = _lineage(con, ledger, jobs, outages, fleet, params)
+    group_nodes = sum(f.shape.num_gpus // fleet.gpn + f.shape.spare_nodes for f in lineage.facts)
+    research = _research(con, jobs, lineage.facts, w, fleet.gpn)
+    plan = maintenance_windows(outages, w.start_s, group_nodes, fleet.num_nodes)
+    params += lineage.params + research.params
+    return ClusterFit(
+        db=db,
+        cluster=fleet.cluster,
+        start_s=w.start_s,
+        end_s=w.end_s,
+        num_nodes=fleet.num_nodes,
+        gpus_per_node=fleet.gpn,
+        parameters=tuple(params),
+        lineage=tuple(f.shape for f in lineage.facts),
+        research_classes=research.classes,
+        backfill=research.backfill,
+        maintenance=tuple(plan.windows),
+        real=shares_of(ledger),
+        evidence=Evidence(
+            down_by_reason=evidence.down_by_reason(con, ledger),
+            job_mix=evidence.job_mix(ledger),
+            idle=evidence.idle_stretches(ledger, fleet.gpn),
+        ),
+        notes=tuple(
+            fleet.notes + lineage.notes + research.notes + plan.notes + _assumed_notes(params)
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Fleet:
+    cluster: str
+    num_nodes: int
+    gpn: int
+    notes: list[str]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Part:
+    """What one part of the fit (lineage, research) adds."""
+
+    params: list[Parameter]
+    notes: list[str]
+    facts: list[fit_lineage.RunFacts] = field(default_factory=list)
+    classes: tuple[int, ...] = ()
+    backfill: bool = False
+
+
+def _lineage(
+    con: duckdb.DuckDBPyConnection,
+    ledger: Ledger,
+    jobs: str,
+    outages: list[Outage],
+    fleet: _Fleet,
+    failure_params: list[Parameter],
+) -> _Part:
+    """The lineage runs: their facts, parameters and notes."""
+    w = ledger.window
     released = _released_by_run(ledger)
     facts = [
         fit_lineage.run_facts(
@@ -56,19 +117,21 @@ def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
             rows,
             manifest=ledger.manifest,
             outages=outages,
-            gpus_per_node=gpn,
-            window=window,
+            gpus_per_node=fleet.gpn,
+            window=w,
             released_gpu_s=released.get(run, 0.0),
             telemetry=bool(telemetry_of(con, run)),
         )
         for run, rows in lineage_rows(con, jobs, w.start_s, w.end_s).items()
     ]
-    params = fit_failures.rate_parameters(outages, exposure, w.start_s)
-    params.append(fit_failures.down_parameter(outages, w.start_s))
-    params.append(fit_failures.repair_parameter(outages, w.start_s))
-    params += _global_lineage_parameters(facts, ledger)
-    facts, spare_notes = _with_enough_spares(facts, params, num_nodes, gpn)
-    notes += spare_notes
+    used = sum(f.shape.num_gpus // fleet.gpn + f.shape.spare_nodes for f in facts)
+    if used > fleet.num_nodes:
+        raise InputError(
+            f"the lineage runs used {used} nodes but the inventory has {fleet.num_nodes}",
+            hint="ingest the node inventory (--nodes) that covers every node the jobs ran on",
+        )
+    params = _global_lineage_parameters(facts, ledger)
+    facts, notes = _with_enough_spares(facts, failure_params, fleet.num_nodes, fleet.gpn)
     for run in facts:
         name = run.shape.name
         params += fit_lineage.checkpoint_parameters(name, ledger.manifest, telemetry_of(con, name))
@@ -79,34 +142,7 @@ def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
         for f in facts
         if f.held_gpus != f.shape.num_gpus
     ]
-    group_nodes = sum(f.shape.num_gpus // gpn + f.shape.spare_nodes for f in facts)
-    if group_nodes > num_nodes:
-        raise InputError(
-            f"the lineage runs used {group_nodes} nodes but the inventory has {num_nodes}",
-            hint="ingest the node inventory (--nodes) that covers every node the jobs ran on",
-        )
-    classes, research_params, backfill, research_notes = _research(con, jobs, facts, window, gpn)
-    windows, maint_notes = maintenance_windows(outages, w.start_s, group_nodes, num_nodes)
-    return ClusterFit(
-        db=db,
-        cluster=cluster,
-        start_s=w.start_s,
-        end_s=w.end_s,
-        num_nodes=num_nodes,
-        gpus_per_node=gpn,
-        parameters=tuple(params + research_params),
-        lineage=tuple(f.shape for f in facts),
-        research_classes=classes,
-        backfill=backfill,
-        maintenance=tuple(windows),
-        real=shares_of(ledger),
-        evidence=Evidence(
-            down_by_reason=evidence.down_by_reason(con, ledger),
-            job_mix=evidence.job_mix(ledger),
-            idle=evidence.idle_stretches(ledger, gpn),
-        ),
-        notes=tuple(notes + research_notes + maint_notes + _assumed_notes(params)),
-    )
+    return _Part(params=params, notes=notes, facts=facts)
 
 
 def shares_of(ledger: Ledger) -> LedgerShares:
@@ -120,7 +156,7 @@ def shares_of(ledger: Ledger) -> LedgerShares:
     )
 
 
-def _fleet(con: duckdb.DuckDBPyConnection) -> tuple[str, int, int, list[str]]:
+def _fleet(con: duckdb.DuckDBPyConnection) -> _Fleet:
     rows = con.execute("SELECT cluster, num_gpus FROM nodes").fetchall()
     if not rows:
         raise InputError(
@@ -141,7 +177,7 @@ def _fleet(con: duckdb.DuckDBPyConnection) -> tuple[str, int, int, list[str]]:
             f"nodes hold {', '.join(str(s) for s in sorted(sizes))} GPUs; the simulator's nodes "
             f"are alike: every node has {gpn} (the most common)"
         )
-    return clusters[0], len(rows), gpn, notes
+    return _Fleet(cluster=clusters[0], num_nodes=len(rows), gpn=gpn, notes=notes)
 
 
 def _released_by_run(ledger: Ledger) -> dict[str, float]:
@@ -259,35 +295,38 @@ def _research(
     con: duckdb.DuckDBPyConnection,
     jobs: str,
     facts: list[fit_lineage.RunFacts],
-    window: tuple[int, int],
+    window: Window,
     gpn: int,
-) -> tuple[tuple[int, ...], list[Parameter], bool, list[str]]:
+) -> _Part:
     """Classes, parameters, backfill and notes of the research workload."""
     table = fit_research.research_table(con, jobs, gpn)
     arrivals = [p for p in fit_research.arrival_parameters(con, table, window) if p.value > 0]
     classes = tuple(int(p.key.rsplit(".", 1)[1]) for p in arrivals)
     if not classes:
-        return (), [], False, ["no research jobs in the window: the scenario has none"]
+        return _Part(params=[], notes=["no research jobs in the window: the scenario has none"])
     params = list(arrivals)
     limits: dict[int, float] = {}
     for cls in classes:
-        limit = fit_research.limit_parameter(con, table, cls, window[1] - window[0])
+        limit = fit_research.limit_parameter(con, table, cls, window.duration_s)
         limits[cls] = limit.value
         params.append(limit)
-        params += fit_research.duration_parameters(con, table, cls, window[1], limit.value)
-    states, unsettled = fit_research.end_state_parameters(con, table, window, limits)
-    params += states
+        params += fit_research.duration_parameters(con, table, cls, window.end_s, limit.value)
+    states = fit_research.end_state_parameters(con, table, window, limits)
     notes = (
         [
-            f"{unsettled:,} research jobs started too late (or never ended) to show their end state:"
-            " the end-state shares leave them out"
+            f"{states.unsettled:,} research jobs started too late (or never ended) to show their "
+            "end state: the end-state shares leave them out"
         ]
-        if unsettled
+        if states.unsettled
         else []
     )
     lineage_nodes = sorted({n for f in facts for n in f.nodes})
-    backfill = fit_research.ran_on(con, jobs, lineage_nodes)
-    return classes, params, backfill, notes
+    return _Part(
+        params=params + states.params,
+        notes=notes,
+        classes=classes,
+        backfill=fit_research.ran_on(con, jobs, lineage_nodes),
+    )
 
 
 def _assumed_notes(params: list[Parameter]) -> list[str]:

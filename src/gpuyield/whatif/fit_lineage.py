@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from gpuyield.ledger import Window
 from gpuyield.manifest import Manifest
 from gpuyield.whatif.jobs import JobRow
 from gpuyield.whatif.outages import Outage
@@ -81,12 +82,12 @@ def run_facts(
     manifest: Manifest,
     outages: list[Outage],
     gpus_per_node: int,
-    window: tuple[int, int],
+    window: Window,
     released_gpu_s: float,
     telemetry: bool,
 ) -> RunFacts:
     """The facts of one lineage run's rows in the window."""
-    start_s, end_s = window
+    start_s, end_s = window.start_s, window.end_s
     held = Counter(r.num_gpus for r in rows if r.num_gpus).most_common(1)[0][0]
     # The simulator runs lineage jobs on whole nodes.
     need = max(-(-held // gpus_per_node), 1)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from gpuyield.ledger import Window
 from gpuyield.whatif.durations import fit_lognormal
 from gpuyield.whatif.params import Parameter, Status, fitted, stated, too_few
 from gpuyield.whatif.stats import (
@@ -40,20 +41,6 @@ END_STATES = {
 DURATION_SAMPLE = 20_000
 #: A class needs this many completed jobs to fit its durations.
 MIN_DURATIONS = 10
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ResearchFacts:
-    """The research jobs of the window, per class, as the fit needs them."""
-
-    classes: tuple[int, ...]
-    """GPUs per job of each class, ascending."""
-    params: tuple[Parameter, ...]
-    lineage_nodes_used: bool
-    """Research jobs ran on nodes of the lineage runs (the simulator's backfill of lineage gaps)."""
-    jobs: int
-    unsettled: int
-    """Jobs too recent (or unfinished) to count in the end-state shares."""
 
 
 def size_class(gpus: int, gpus_per_node: int) -> int:
@@ -96,10 +83,10 @@ def research_table(con: duckdb.DuckDBPyConnection, jobs: str, gpus_per_node: int
 
 
 def arrival_parameters(
-    con: duckdb.DuckDBPyConnection, table: str, window: tuple[int, int]
+    con: duckdb.DuckDBPyConnection, table: str, window: Window
 ) -> list[Parameter]:
     """Jobs arriving per day in each class (a Poisson count over the window)."""
-    start_s, end_s = window
+    start_s, end_s = window.start_s, window.end_s
     days = (end_s - start_s) / 86400
     rows = con.execute(
         f"""SELECT cls, count(*) FROM {table}
@@ -200,9 +187,18 @@ def duration_parameters(
     ]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EndStates:
+    """The end-state and divergence shares, and the jobs left out of them."""
+
+    params: list[Parameter]
+    unsettled: int
+    """Jobs too recent (or unfinished) to show their end state."""
+
+
 def end_state_parameters(
-    con: duckdb.DuckDBPyConnection, table: str, window: tuple[int, int], limits: dict[int, float]
-) -> tuple[list[Parameter], int]:
+    con: duckdb.DuckDBPyConnection, table: str, window: Window, limits: dict[int, float]
+) -> EndStates:
     """Shares of each end state and of diverged runs over the settled jobs (first submitted in
     the window, first started two time limits before its end); also how many jobs were left out."""
     counts = _outcome_counts(con, table, window, limits)
@@ -229,13 +225,13 @@ def end_state_parameters(
             evidence=f"{diverged:,} jobs of runs the manifest lists as diverged, of {settled:,}",
         )
     )
-    return params, counts.get("unsettled", 0)
+    return EndStates(params=params, unsettled=counts.get("unsettled", 0))
 
 
 def _outcome_counts(
-    con: duckdb.DuckDBPyConnection, table: str, window: tuple[int, int], limits: dict[int, float]
+    con: duckdb.DuckDBPyConnection, table: str, window: Window, limits: dict[int, float]
 ) -> dict[str, int]:
-    start_s, end_s = window
+    start_s, end_s = window.start_s, window.end_s
     cutoffs = f"{table}_cutoffs"
     con.execute(f"CREATE OR REPLACE TEMP TABLE {cutoffs} (cls BIGINT, cutoff_s BIGINT)")
     con.executemany(

@@ -37,9 +37,17 @@ class MaintenanceShape:
         }
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MaintenancePlan:
+    """The scenario's maintenance windows and what was changed to place them."""
+
+    windows: list[MaintenanceShape]
+    notes: list[str]
+
+
 def maintenance_windows(
     outages: list[Outage], start_s: int, first_research: int, num_nodes: int
-) -> tuple[list[MaintenanceShape], list[str]]:
+) -> MaintenancePlan:
     """Windows of the planned outages that start in the window, and notes on what was changed."""
     groups = Counter(
         (o.start_s, o.start_s + o.down_s + o.repair_s, _reason(o))
@@ -74,7 +82,7 @@ def maintenance_windows(
                 reason=reason,
             )
         )
-    return shapes, notes
+    return MaintenancePlan(windows=shapes, notes=notes)
 
 
 def _reason(outage: Outage) -> str:
