@@ -68,3 +68,31 @@ def test_remedies_move_time_between_categories_and_conserve_it(base_cluster: Sim
     ckpt = by_name["checkpoint=5m"].outcome.gpu_hours
     assert ckpt["overhead"].mean > 0 and by_name["checkpoint=5m"].yield_gain.mean < 0
     assert projection.ranking[-1] == "checkpoint=5m"
+
+
+def test_the_html_section_shows_the_json_figures(base_cluster: Simulated) -> None:
+    import json
+    from html.parser import HTMLParser
+
+    from gpuyield.whatif.html import SECTION_TITLE, render_whatif
+
+    fit = fit_cluster(base_cluster.db)
+    remedies = [parse_remedy(n, fit, scenario_file(fit).to_dict()) for n in ("repair=2h", "ladder")]
+    projection = project(fit, remedies, NO_CHECK, horizon_days=3, seeds=2, price_per_gpu_hour=3.0)
+    page = render_whatif(projection)
+    data = projection.to_dict()
+    keyed: dict[str, object] = {}
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found = dict(attrs)
+            if found.get("data-key"):
+                keyed[str(found["data-key"])] = json.loads(str(found["data-value"]))
+
+    Collect().feed(page)
+    assert SECTION_TITLE in page and "ladder does not apply" in page
+    assert keyed["baseline.yield"] == data["baseline"]["yield"]
+    for name, remedy in data["remedies"].items():
+        for field in ("yield", "yield_gain", "gpu_hours_gained", "dollars_gained"):
+            assert keyed[f"remedies.{name}.{field}"] == remedy[field], (name, field)
+    assert len(keyed) > 20
