@@ -140,7 +140,7 @@ def _remedy_blocks(data: dict[str, Any]) -> tuple[Table | Note, ...]:
         if priced:
             cells.append(
                 Cell(
-                    text=f"${r['dollars_gained']:+,.0f}",
+                    text=_dollars(r["dollars_gained"]),
                     num=True,
                     keyed=Keyed(key=f"{key}.dollars_gained", value=r["dollars_gained"]),
                 )
@@ -236,6 +236,11 @@ def _check_table(data: dict[str, Any]) -> Table:
         + ("passed" if check["passed"] else "failed")
     )
     return Table(caption=caption, headers=("category", "real", "replay", "allowed", ""), rows=rows)
+
+
+def _dollars(value: float) -> str:
+    """``+$131,084`` / ``-$2,000``."""
+    return f"{'-' if value < 0 else '+'}${abs(value):,.0f}"
 
 
 def _version() -> str:
