@@ -25,8 +25,10 @@ from gpuyield.cli import (
     whatif,
 )
 from gpuyield.cli import ladder as ladder_cli
+from gpuyield.cli._common import PlainUsageErrors
 
 app = typer.Typer(
+    cls=PlainUsageErrors,
     name="gpuyield",
     help=(
         "Yield of AI training clusters: of every GPU-second you paid for, how much ended up in a "

@@ -352,7 +352,9 @@ def _emit(sheet: Worksheet, data: dict[str, Any], json_out: bool, markdown: bool
     else:
         console.print(_sheet_table(sheet))
         for note in sheet.notes:
-            console.print(f"note: {note}", markup=False, highlight=False)
+            # A warning (an implied figure bounded by physics, and why) is labelled as one.
+            shown = note if note.startswith("warning: ") else f"note: {note}"
+            console.print(shown, markup=False, highlight=False)
 
 
 def _sheet_table(sheet: Worksheet) -> Any:

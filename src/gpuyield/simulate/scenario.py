@@ -36,6 +36,15 @@ class Policy(StrEnum):
     IN_MEMORY = "in-memory"
 
 
+class SparesFor(StrEnum):
+    """Which remedies take a failed node's replacement from a run's spare nodes."""
+
+    # Every remedy: a restarted job starts on a spare, a dropped replica rejoins on one.
+    ALL = "all"
+    # Only a restart: a dropped replica waits for its own node's repair (down_s + repair time).
+    RESTART = "restart"
+
+
 def _positive(value: float, name: str) -> None:
     if not value > 0:
         raise InputError(f"{name} must be > 0, got {value!r}", hint="fix the scenario file")
@@ -162,14 +171,17 @@ class LineageConfig:
     spare_swap_s: int = 30
     #: Hot spare / replacement nodes kept for this run (idle while unused).
     spare_nodes: int = 0
+    #: Which remedies may use the spares: the same for drop and restart unless this says so.
+    spares_for: SparesFor = SparesFor.ALL
     policy: Policy = Policy.RESTART
     #: Nodes per data-parallel replica (policy ``drop`` loses one replica per failed node).
     replica_nodes: int = 16
     #: Policy ``drop``: seconds the surviving replicas stall per failure (heartbeat lapse, new
     #: quorum); -1 stalls until Slurm detects the fault (``failures.detection_s``).
     drop_stall_s: float = -1.0
-    #: Policy ``drop``: seconds from the failure until the dropped replica is back (process
-    #: restart and state copy on a spare or replacement node); -1 waits for the node's repair.
+    #: Policy ``drop``: seconds from the failure until a dropped replica is back on a free spare
+    #: (process restart and state copy); -1 takes ``spare_swap_s`` + ``startup_s`` from
+    #: detection. Without a free spare (or with ``spares_for`` restart) it waits for the repair.
     drop_rejoin_s: float = -1.0
     #: Planned stops (firmware updates, changes to training) per day; each stops after a checkpoint.
     planned_stops_per_day: float = 0.0
@@ -532,6 +544,13 @@ def _parse_start(value: Any) -> datetime:
 
 def _lineage(data: dict[str, Any]) -> LineageConfig:
     data = dict(data)
+    if "spares_for" in data:
+        try:
+            data["spares_for"] = SparesFor(data["spares_for"])
+        except ValueError as error:
+            raise UnknownIdError(
+                "spares_for", str(data["spares_for"]), [s.value for s in SparesFor]
+            ) from error
     if "policy" in data:
         try:
             data["policy"] = Policy(data["policy"])
