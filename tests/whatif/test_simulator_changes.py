@@ -19,22 +19,27 @@ from gpuyield.simulate import (
     simulate,
     write_outputs,
 )
+from gpuyield.simulate.scenario import SparesFor
 
 
-def test_drop_costs_per_run_replace_detection_and_repair() -> None:
+def test_drop_costs_per_run_replace_detection_and_the_spare_swap() -> None:
     base = load_scenario("ledger-check")
-    run = dataclasses.replace(base.lineage[0], policy=Policy.DROP, replica_nodes=2)
+    # Spares enough that a dropped replica always finds one free.
+    run = dataclasses.replace(base.lineage[0], policy=Policy.DROP, replica_nodes=2, spare_nodes=12)
 
-    def lost(**costs: float) -> int:
-        sc = base.with_overrides(lineage=(dataclasses.replace(run, **costs),))
+    def lost(**changes: object) -> int:
+        sc = base.with_overrides(lineage=(dataclasses.replace(run, **changes),))
         result = simulate(sc).lineage[0]
         return result.tally.categories["released"] - result.productive_s * run.num_gpus
 
-    waits_for_repair = lost()
+    swap_and_startup = lost()  # detection 120 s, then swap 30 s + start-up 120 s on a spare
     measured = lost(drop_stall_s=2.0, drop_rejoin_s=15.0)
     free = lost(drop_stall_s=0.0, drop_rejoin_s=0.0)
-    assert waits_for_repair > 100 * measured > 0  # hours of repair against seconds of healing
-    assert free <= 128 * 60  # nothing but the run's last partial second-level rounding
+    for_restart_only = lost(drop_stall_s=2.0, drop_rejoin_s=15.0, spares_for=SparesFor.RESTART)
+    assert swap_and_startup > 5 * measured > 0
+    assert free <= 128 * 60  # nothing left but rounding
+    # Without a spare the measured rejoin cannot apply: the replica waits for its node's repair.
+    assert for_restart_only > 100 * measured
     with pytest.raises(Exception, match="drop_stall_s must be >= 0"):
         dataclasses.replace(run, drop_stall_s=-5.0)
 

@@ -136,7 +136,9 @@ def _drop(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
         run["drop_rejoin_s"] = round(costs.rejoin_s, 3)
         said.append(
             f"{run['name']} drops a failed {cal.gpus_per_group}-GPU replica: survivors stall "
-            f"{costs.detection_s:.1f} s, it rejoins after {costs.rejoin_s:.1f} s"
+            f"{costs.detection_s:.1f} s, it rejoins after {costs.rejoin_s:.1f} s on a free spare "
+            f"(the run keeps {run.get('spare_nodes', 0)}; with none free it waits for its node's "
+            "repair)"
         )
     return (
         "; ".join(said)
