@@ -189,7 +189,6 @@ def _refused(refused: Any, as_json: bool) -> None:
 
 def _print_fit(report: Any) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
     from gpuyield.cli._common import console
     from gpuyield.safetext import visible
@@ -199,20 +198,17 @@ def _print_fit(report: Any) -> None:
     console.print(
         f"[bold]fit of {escape(visible(fit.cluster))}[/] {iso_utc(fit.start_s)} .. "
         f"{iso_utc(fit.end_s)}: {fit.num_nodes:,} nodes x {fit.gpus_per_node} GPUs, "
-        f"{len(fit.lineage)} lineage runs, {len(fit.research_classes)} research classes"
+        f"{len(fit.lineage)} lineage runs, {len(fit.research_classes)} research classes",
+        soft_wrap=True,
     )
-    table = Table(title="parameters (95% intervals)")
-    table.add_column("parameter", no_wrap=True)  # a key cut short names nothing
-    for column in ("value", "interval", "unit", "from", "events"):
-        table.add_column(column, justify="right" if column in ("value", "events") else "left")
+    # One line per parameter (no table: a key or an interval cut to fit a column says nothing).
+    console.print("[bold]parameters[/] (value [95% interval] unit; from, events: evidence)")
     for p in fit.parameters:
-        interval = f"{p.low:.3g} .. {p.high:.3g}"
-        row = (p.key, f"{p.value:.4g}", interval, p.unit, p.status.value, f"{p.events:,}")
-        table.add_row(*row)
-    console.print(table)
-    console.print("[bold]evidence[/]")
-    for p in fit.parameters:
-        console.print(f"  {p.key}: {escape(visible(p.evidence))}", soft_wrap=True)
+        line = (
+            f"  {p.key} = {p.value:.4g} [{p.low:.3g}, {p.high:.3g}] {p.unit}; "
+            f"{p.status.value}, {p.events:,} events: {visible(p.evidence)}"
+        )
+        console.print(escape(line), soft_wrap=True, highlight=False)
     for note in fit.notes:
         console.print(f"note: {escape(visible(note))}", soft_wrap=True)
     _print_check(report.check)
@@ -257,11 +253,13 @@ def _print_projection(result: Any) -> None:
     if result.forced:
         console.print("[bold red]the fit's check FAILED; projected anyway (--force)[/]")
     console.print(_remedy_table(result))
-    for r in result.remedies:
-        for line in r.remedy.assumptions:
-            console.print(f"assumes {escape(visible(line))}", soft_wrap=True)
-        for line in r.remedy.not_applicable:
-            console.print(f"not applicable: {escape(visible(line))}", soft_wrap=True)
+    # Each part once, though several combinations hold it.
+    said = dict.fromkeys(line for r in result.remedies for line in r.remedy.assumptions)
+    missing = dict.fromkeys(line for r in result.remedies for line in r.remedy.not_applicable)
+    for line in said:
+        console.print(f"assumes {escape(visible(line))}", soft_wrap=True)
+    for line in missing:
+        console.print(f"not applicable: {escape(visible(line))}", soft_wrap=True)
     if result.price_per_gpu_hour is not None:
         console.print(f"price: ${result.price_per_gpu_hour:g} per GPU-hour ({result.price_source})")
 
@@ -272,24 +270,36 @@ def _remedy_table(result: Any) -> Any:
 
     priced = result.price_per_gpu_hour is not None
     table = Table(title="what each remedy buys on this cluster (95% intervals over draws)")
-    columns = ["remedy", "yield", "gain, points", "interval", "GPU-hours gained", "interval"]
-    columns += ["idle GPU-hours filled"] + (["dollars gained"] if priced else [])
-    table.add_column(columns[0], no_wrap=True)  # a remedy cut short names nothing
-    for column in columns[1:]:
+    table.add_column("remedy", no_wrap=True)  # a remedy cut short names nothing
+    columns = ["yield", "gain, points", "GPU-hours gained", "idle GPU-hours filled"]
+    for column in columns + (["dollars gained"] if priced else []):
         table.add_column(column, justify="right")
     for r in result.remedies:
         g, h = r.yield_gain, r.gpu_hours_gained
         row = [
             escape(r.remedy.name),
             f"{r.outcome.yield_.mean:.1%}",
-            f"{g.mean * 100:+.2f}",
-            f"{g.low * 100:+.2f} .. {g.high * 100:+.2f}",
-            f"{h.mean:+,.0f}",
-            f"{h.low:+,.0f} .. {h.high:+,.0f}",
-            f"{-r.outcome.gpu_hours['idle'].mean:+,.0f}",
+            f"{g.mean * 100:+.2f}\n{g.low * 100:+.2f} .. {g.high * 100:+.2f}",
+            f"{_hours(h.mean)}\n{_hours(h.low)} .. {_hours(h.high)}",
+            _hours(-r.outcome.gpu_hours["idle"].mean),
         ]
         if priced and r.dollars_gained is not None:
-            sign = "-" if r.dollars_gained.mean < 0 else "+"
-            row.append(f"{sign}${abs(r.dollars_gained.mean):,.0f}")
+            d = r.dollars_gained
+            row.append(f"{_dollars(d.mean)}\n{_dollars(d.low)} .. {_dollars(d.high)}")
         table.add_row(*row)
     return table
+
+
+def _hours(value: float) -> str:
+    """``+65.5k``: GPU-hours, signed, to three figures."""
+    if abs(value) < 0.5:
+        return "0"
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:+.3g}{suffix}"
+    return f"{value:+.0f}"
+
+
+def _dollars(value: float) -> str:
+    """``+$131k``."""
+    return ("-" if value < 0 else "+") + "$" + _hours(abs(value)).lstrip("+")

@@ -142,8 +142,8 @@ def _drop(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
         )
     return (
         "; ".join(said)
-        + f" (measured in {cal.path} by python -m bench ft, scaled to each run's replica groups;"
-        f" rejoining on a hot spare: replacement_s = {cal.replacement_s:g})"
+        + f" (measured in {cal.path} by python -m bench ft and scaled to each run's replica "
+        f"groups; the spare is hot: replacement_s = {cal.replacement_s:g})"
     )
 
 
