@@ -405,14 +405,15 @@ class _RunSim:
         assert out is not None
         replicas = max(self.need // self.run.replica_nodes, 1)
         stall = stop.end_s - stop.at_s if self.run.drop_stall_s < 0 else self.run.drop_stall_s
-        back = min(out[1], self.end)
-        if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, back):
+        repaired = min(out[1], self.end)
+        back: float = repaired  # a measured rejoin may end between whole seconds
+        if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, repaired):
             # The replica restarts on a spare (as a restart would) instead of waiting for repair.
             if self.run.drop_rejoin_s < 0:
-                rejoin = stop.end_s + self.run.spare_swap_s + self.run.startup_s
+                rejoin: float = stop.end_s + self.run.spare_swap_s + self.run.startup_s
             else:
                 rejoin = stop.at_s + self.run.drop_rejoin_s  # measured: heal and state copy
-            back = min(back, rejoin)
+            back = min(repaired, rejoin)
         reduced = max(back - (stop.at_s + stall), 0)
         self.debt += int(stall) + int(reduced // replicas)
 
