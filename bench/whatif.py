@@ -34,67 +34,70 @@ QUICK_SCALE_JOBS = 100_000
 REMEDIES = ("drop-replicas", "checkpoint=optimal", "fill-idle", "repair=6h", "spares=8")
 
 
+# The cluster every variant starts from (cluster() copies it and applies the changes).
+_BASE: dict[str, Any] = {
+    "scenario": {
+        "name": "recovery",
+        "start": "2026-03-01T00:00:00",
+        "days": 30.0,
+        "seed": 0,
+        "cluster": "rec",
+    },
+    "fleet": {"num_nodes": 512, "gpus_per_node": 8},
+    "failures": {
+        "rate_scale": 1.0,
+        "repair_mean_s": 86400,
+        "detection_s": 120,
+        "software_detection_s": 120,
+    },
+    "lineage": [
+        {
+            "name": "pt",
+            "release": "m1",
+            "num_gpus": 2048,
+            "start_day": 2.0,
+            "checkpoint_interval_s": 1800,
+            "checkpoint_write_s": 30,
+            "startup_s": 300,
+            "requeue_wait_s": 300,
+            "spare_nodes": 8,
+            "planned_stops_per_day": 0.2,
+            "telemetry": False,
+        }
+    ],
+    "research": {
+        "enabled": True,
+        "load": 0.8,
+        "diverged_share": 0.02,
+        "classes": [
+            {
+                "num_gpus": 1,
+                "gpu_time_share": 0.1,
+                "median_duration_s": 3600,
+                "time_limit_s": 43200,
+            },
+            {
+                "num_gpus": 8,
+                "gpu_time_share": 0.5,
+                "median_duration_s": 14400,
+                "time_limit_s": 172800,
+            },
+            {
+                "num_gpus": 64,
+                "gpu_time_share": 0.4,
+                "median_duration_s": 43200,
+                "time_limit_s": 259200,
+            },
+        ],
+    },
+    "maintenance": [{"start_day": 10.0, "duration_h": 12.0, "first_node": 300, "num_nodes": 64}],
+}
+
+
 def cluster(rate_scale: float, **changes: Any) -> dict[str, Any]:
     """A 512-node cluster for 30 days: a 2,048-GPU lineage run and research in three classes."""
-    data: dict[str, Any] = {
-        "scenario": {
-            "name": "recovery",
-            "start": "2026-03-01T00:00:00",
-            "days": 30.0,
-            "seed": 0,
-            "cluster": "rec",
-        },
-        "fleet": {"num_nodes": 512, "gpus_per_node": 8},
-        "failures": {
-            "rate_scale": rate_scale,
-            "repair_mean_s": 86400,
-            "detection_s": 120,
-            "software_detection_s": 120,
-        },
-        "lineage": [
-            {
-                "name": "pt",
-                "release": "m1",
-                "num_gpus": 2048,
-                "start_day": 2.0,
-                "checkpoint_interval_s": 1800,
-                "checkpoint_write_s": 30,
-                "startup_s": 300,
-                "requeue_wait_s": 300,
-                "spare_nodes": 8,
-                "planned_stops_per_day": 0.2,
-                "telemetry": False,
-            }
-        ],
-        "research": {
-            "enabled": True,
-            "load": 0.8,
-            "diverged_share": 0.02,
-            "classes": [
-                {
-                    "num_gpus": 1,
-                    "gpu_time_share": 0.1,
-                    "median_duration_s": 3600,
-                    "time_limit_s": 43200,
-                },
-                {
-                    "num_gpus": 8,
-                    "gpu_time_share": 0.5,
-                    "median_duration_s": 14400,
-                    "time_limit_s": 172800,
-                },
-                {
-                    "num_gpus": 64,
-                    "gpu_time_share": 0.4,
-                    "median_duration_s": 43200,
-                    "time_limit_s": 259200,
-                },
-            ],
-        },
-        "maintenance": [
-            {"start_day": 10.0, "duration_h": 12.0, "first_node": 300, "num_nodes": 64}
-        ],
-    }
+    data = copy.deepcopy(_BASE)
+    data["failures"]["rate_scale"] = rate_scale
     for table, value in changes.items():
         if isinstance(value, dict) and isinstance(data.get(table), dict):
             data[table] = {**data[table], **value}

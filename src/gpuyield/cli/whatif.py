@@ -49,44 +49,51 @@ Tolerance = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (docs/whatif.md).")]
 
 
+Remedy = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--remedy",
+        help="drop-replicas, checkpoint=20m|optimal, fill-idle, ladder, repair=12h, "
+        "spares=N; join with + to combine (repeat the option for several). Default: "
+        "drop-replicas, checkpoint=optimal, fill-idle, ladder.",
+    ),
+]
+Horizon = Annotated[
+    str | None, typer.Option(help="How far to project, e.g. 90d. Default: the window's length.")
+]
+Seeds = Annotated[
+    int, typer.Option("--seeds", help="Draws (a seed and parameters from their intervals).")
+]
+Price = Annotated[
+    float | None,
+    typer.Option(
+        "--price-per-gpu-hour",
+        help="Dollars per GPU-hour, to price the GPU-hours each remedy gains (stated).",
+    ),
+]
+Fixed = Annotated[
+    bool,
+    typer.Option("--fixed-parameters", help="Keep the fitted values in every draw (seeds only)."),
+]
+Force = Annotated[
+    bool, typer.Option("--force", help="Project even when the fit's check fails (stated).")
+]
+Html = Annotated[
+    Path | None, typer.Option("--html", help="Also write the HTML section to this file.")
+]
+
+
 @app.callback()
 def whatif_command(
     ctx: typer.Context,
     db: Db = Path("gpuyield.duckdb"),
-    remedy: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--remedy",
-            help="drop-replicas, checkpoint=20m|optimal, fill-idle, ladder, repair=12h, "
-            "spares=N; join with + to combine (repeat the option for several). Default: "
-            "drop-replicas, checkpoint=optimal, fill-idle, ladder.",
-        ),
-    ] = None,
-    horizon: Annotated[
-        str | None, typer.Option(help="How far to project, e.g. 90d. Default: the window's length.")
-    ] = None,
-    seeds: Annotated[
-        int, typer.Option("--seeds", help="Draws (a seed and parameters from their intervals).")
-    ] = 5,
-    price: Annotated[
-        float | None,
-        typer.Option(
-            "--price-per-gpu-hour",
-            help="Dollars per GPU-hour, to price the GPU-hours each remedy gains (stated).",
-        ),
-    ] = None,
-    fixed: Annotated[
-        bool,
-        typer.Option(
-            "--fixed-parameters", help="Keep the fitted values in every draw (seeds only)."
-        ),
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Project even when the fit's check fails (stated).")
-    ] = False,
-    html: Annotated[
-        Path | None, typer.Option("--html", help="Also write the HTML section to this file.")
-    ] = None,
+    remedy: Remedy = None,
+    horizon: Horizon = None,
+    seeds: Seeds = 5,
+    price: Price = None,
+    fixed: Fixed = False,
+    force: Force = False,
+    html: Html = None,
     since: Since = None,
     until: Until = None,
     tz: Tz = "UTC",

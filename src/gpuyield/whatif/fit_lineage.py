@@ -99,24 +99,8 @@ def run_facts(
     )
     failed = [r for r in started if r.state in _FAILED_STATES]
     software = sum(1 for r in failed if r.state == "FAILED" and not _hardware_blamed(r, outages))
-    backs = {o.start_s + o.down_s + o.repair_s for o in outages if o.node in nodes}
-    restart, planned, waits = [], [], 0
-    for row, nxt in itertools.pairwise(started):
-        if row.end_s is None or nxt.start_s is None:
-            continue
-        gap = nxt.start_s - row.end_s
-        if gap < 0:
-            continue  # the next job started before this one ended: not a restart of it
-        if row.state in _FAILED_STATES and nxt.start_s in backs and gap > 0:
-            waits += 1  # the run waited for a node to come back from repair
-        elif row.state in _FAILED_STATES:
-            restart.append(gap)
-        elif row.state == "CANCELLED" and _by_admin(row):
-            planned.append(gap)
-    planned_stops = sum(1 for r in started if r.state == "CANCELLED" and _by_admin(r))
-    rollbacks = sum(1 for r in started if r.state == "CANCELLED" and not _by_admin(r))
-    last = rows[-1]
-    done = last.state == "COMPLETED"
+    gaps = _gaps(started, {o.start_s + o.down_s + o.repair_s for o in outages if o.node in nodes})
+    done = rows[-1].state == "COMPLETED"
     shape = LineageShape(
         name=name,
         release=_release_of(manifest, name),
@@ -135,11 +119,49 @@ def run_facts(
         running_node_s=float(running * need),
         software_failures=software,
         hardware_failures=len(failed) - software,
-        restart_gaps=tuple(restart),
+        restart_gaps=gaps.restart,
+        repair_waits=gaps.repair_waits,
+        planned_stops=gaps.planned_stops,
+        planned_gaps=gaps.planned,
+        rollbacks=gaps.rollbacks,
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Gaps:
+    """How a run's jobs ended, and the gaps from one job's end to the run's next start."""
+
+    restart: tuple[int, ...]
+    planned: tuple[int, ...]
+    repair_waits: int
+    planned_stops: int
+    rollbacks: int
+
+
+def _gaps(started: list[JobRow], backs: set[int]) -> _Gaps:
+    """Restart gaps after failures, pauses after planned stops, and the failures after which
+    the run waited for a node back from repair (``backs``: when the run's nodes came back)."""
+    restart, planned, waits = [], [], 0
+    for row, nxt in itertools.pairwise(started):
+        if row.end_s is None or nxt.start_s is None:
+            continue
+        gap = nxt.start_s - row.end_s
+        if gap < 0:
+            continue  # the next job started before this one ended: not a restart of it
+        if row.state in _FAILED_STATES and nxt.start_s in backs and gap > 0:
+            waits += 1  # the run waited for a node to come back from repair
+        elif row.state in _FAILED_STATES:
+            restart.append(gap)
+        elif row.state == "CANCELLED" and _by_admin(row):
+            planned.append(gap)
+    cancelled = [r for r in started if r.state == "CANCELLED"]
+    admin = sum(1 for r in cancelled if _by_admin(r))
+    return _Gaps(
+        restart=tuple(restart),
+        planned=tuple(planned),
         repair_waits=waits,
-        planned_stops=planned_stops,
-        planned_gaps=tuple(planned),
-        rollbacks=rollbacks,
+        planned_stops=admin,
+        rollbacks=len(cancelled) - admin,
     )
 
 

@@ -105,97 +105,67 @@ def _remedy_blocks(data: dict[str, Any]) -> tuple[Table | Note, ...]:
         "interval",
         "idle GPU-hours filled",
     )
-    rows = []
-    for rank, name in enumerate(data["ranking"], start=1):
-        r = data["remedies"][name]
-        key = f"remedies.{name}"
-        gain_low, gain_high = r["yield_gain_interval"]
-        hours_low, hours_high = r["gpu_hours_gained_interval"]
-        cells = [
-            Cell(text=str(rank), num=True),
-            Cell(text=name),
-            Cell(
-                text=f"{r['yield']:.1%}",
-                num=True,
-                keyed=Keyed(key=f"{key}.yield", value=r["yield"]),
-            ),
-            Cell(
-                text=f"{r['yield_gain'] * 100:+.2f}",
-                num=True,
-                keyed=Keyed(key=f"{key}.yield_gain", value=r["yield_gain"]),
-            ),
-            Cell(text=f"{gain_low * 100:+.2f} .. {gain_high * 100:+.2f}", num=True),
-            Cell(
-                text=f"{r['gpu_hours_gained']:+,.0f}",
-                num=True,
-                keyed=Keyed(key=f"{key}.gpu_hours_gained", value=r["gpu_hours_gained"]),
-            ),
-            Cell(text=f"{hours_low:+,.0f} .. {hours_high:+,.0f}", num=True),
-            Cell(
-                text=f"{-r['gpu_hours_moved']['idle']:,.0f}",
-                num=True,
-                keyed=Keyed(key=f"{key}.gpu_hours_moved.idle", value=r["gpu_hours_moved"]["idle"]),
-            ),
-        ]
-        if priced:
-            cells.append(
-                Cell(
-                    text=_dollars(r["dollars_gained"]),
-                    num=True,
-                    keyed=Keyed(key=f"{key}.dollars_gained", value=r["dollars_gained"]),
-                )
-            )
-        rows.append(Row(cells=tuple(cells)))
+    rows = tuple(
+        _remedy_row(rank, name, data["remedies"][name], priced=priced)
+        for rank, name in enumerate(data["ranking"], start=1)
+    )
     ranking = Table(
-        caption=f"Remedies ranked by the yield they add over {data['horizon_days']:g} days (95% intervals over draws)",
+        caption=f"Remedies ranked by the yield they add over {data['horizon_days']:g} days "
+        "(95% intervals over draws)",
         headers=headers + (("dollars gained",) if priced else ()),
-        rows=tuple(rows),
+        rows=rows,
     )
     return (ranking, _moved_table(data), *_assumption_notes(data))
 
 
+def _remedy_row(rank: int, name: str, r: dict[str, Any], *, priced: bool) -> Row:
+    key = f"remedies.{name}"
+    gain_low, gain_high = r["yield_gain_interval"]
+    hours_low, hours_high = r["gpu_hours_gained_interval"]
+    idle = r["gpu_hours_moved"]["idle"]
+    cells = [
+        Cell(text=str(rank), num=True),
+        Cell(text=name),
+        _keyed(f"{r['yield']:.1%}", f"{key}.yield", r["yield"]),
+        _keyed(f"{r['yield_gain'] * 100:+.2f}", f"{key}.yield_gain", r["yield_gain"]),
+        Cell(text=f"{gain_low * 100:+.2f} .. {gain_high * 100:+.2f}", num=True),
+        _keyed(f"{r['gpu_hours_gained']:+,.0f}", f"{key}.gpu_hours_gained", r["gpu_hours_gained"]),
+        Cell(text=f"{hours_low:+,.0f} .. {hours_high:+,.0f}", num=True),
+        # Idle filled is idle moved with the sign turned: the key holds the moved figure.
+        _keyed(f"{-idle:,.0f}", f"{key}.gpu_hours_moved.idle", idle),
+    ]
+    if priced:
+        dollars = r["dollars_gained"]
+        cells.append(_keyed(_dollars(dollars), f"{key}.dollars_gained", dollars))
+    return Row(cells=tuple(cells))
+
+
 def _moved_table(data: dict[str, Any]) -> Table:
     categories = list(data["baseline"]["gpu_hours"])
-    rows = [
-        Row(
-            cells=(
-                Cell(text="baseline (GPU-hours)"),
-                *(
-                    Cell(
-                        text=f"{data['baseline']['gpu_hours'][c]:,.0f}",
-                        num=True,
-                        keyed=Keyed(
-                            key=f"baseline.gpu_hours.{c}", value=data["baseline"]["gpu_hours"][c]
-                        ),
-                    )
-                    for c in categories
-                ),
-            ),
-            css_class="total",
-        )
-    ]
+    base = data["baseline"]["gpu_hours"]
+    baseline = Row(
+        cells=(
+            Cell(text="baseline (GPU-hours)"),
+            *(_keyed(f"{base[c]:,.0f}", f"baseline.gpu_hours.{c}", base[c]) for c in categories),
+        ),
+        css_class="total",
+    )
+    rows = [baseline]
     for name in data["ranking"]:
         moved = data["remedies"][name]["gpu_hours_moved"]
-        rows.append(
-            Row(
-                cells=(
-                    Cell(text=name),
-                    *(
-                        Cell(
-                            text=f"{moved[c]:+,.0f}",
-                            num=True,
-                            keyed=Keyed(key=f"remedies.{name}.gpu_hours_moved.{c}", value=moved[c]),
-                        )
-                        for c in categories
-                    ),
-                )
-            )
-        )
+        key = f"remedies.{name}.gpu_hours_moved"
+        cells = (_keyed(f"{moved[c]:+,.0f}", f"{key}.{c}", moved[c]) for c in categories)
+        rows.append(Row(cells=(Cell(text=name), *cells)))
     return Table(
         caption="GPU-hours each remedy moves between categories",
         headers=("", *categories),
         rows=tuple(rows),
     )
+
+
+def _keyed(text: str, key: str, value: Any) -> Cell:
+    """A number cell carrying the JSON key and value it shows."""
+    return Cell(text=text, num=True, keyed=Keyed(key=key, value=value))
 
 
 def _assumption_notes(data: dict[str, Any]) -> list[Note]:
@@ -214,15 +184,11 @@ def _check_table(data: dict[str, Any]) -> Table:
         Row(
             cells=(
                 Cell(text=c["category"]),
-                Cell(
-                    text=f"{c['real']:.1%}",
-                    num=True,
-                    keyed=Keyed(key=f"check.{c['category']}.real", value=c["real"]),
-                ),
-                Cell(
-                    text=f"{c['replay_mean']:.1%}",
-                    num=True,
-                    keyed=Keyed(key=f"check.{c['category']}.replay_mean", value=c["replay_mean"]),
+                _keyed(f"{c['real']:.1%}", f"check.{c['category']}.real", c["real"]),
+                _keyed(
+                    f"{c['replay_mean']:.1%}",
+                    f"check.{c['category']}.replay_mean",
+                    c["replay_mean"],
                 ),
                 Cell(text=f"+-{c['allowed']:.1%}", num=True),
                 Cell(text="missed" if c["missed"] else "ok"),
