@@ -279,7 +279,11 @@ def _timed(argv: list[str]) -> tuple[Any, dict[str, Any]]:
     measured = measure(argv)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return measured, {**measured.to_dict(), "cpu_s": round(cpu_s, 1)}
+    figures = {**measured.figures(), "cpu_s": round(cpu_s, 1)}
+    # Each phase as it ends: a long run cut short still says what it measured.
+    shown = {k: v for k, v in figures.items() if k != "stderr_tail"}
+    print(f"{' '.join(argv[-8:])}: {json.dumps(shown)}", file=sys.stderr, flush=True)
+    return measured, figures
 
 
 def scale(num_jobs: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ledger import Ledger, Window, backend_for, compute_ledger
 from gpuyield.whatif import evidence, fit_failures, fit_lineage, fit_research
-from gpuyield.whatif.jobs import jobs_table, lineage_rows, telemetry_of
+from gpuyield.whatif.jobs import jobs_table, lineage_rows, telemetry_of, unused_nodes
 from gpuyield.whatif.maintenance import maintenance_windows
 from gpuyield.whatif.model import ClusterFit, Evidence, LedgerShares
 from gpuyield.whatif.outages import Outage, read_outages
@@ -131,7 +131,8 @@ def _lineage(
             hint="ingest the node inventory (--nodes) that covers every node the jobs ran on",
         )
     params = _global_lineage_parameters(facts, ledger)
-    facts, notes = _with_enough_spares(facts, failure_params, fleet.num_nodes, fleet.gpn)
+    unused = unused_nodes(con, jobs, w.start_s, w.end_s)
+    facts, notes = _with_enough_spares(facts, failure_params, unused)
     for run in facts:
         name = run.shape.name
         params += fit_lineage.checkpoint_parameters(name, ledger.manifest, telemetry_of(con, name))
@@ -334,27 +335,35 @@ def _assumed_notes(params: list[Parameter]) -> list[str]:
 
 
 def _with_enough_spares(
-    facts: list[fit_lineage.RunFacts], params: list[Parameter], num_nodes: int, gpn: int
+    facts: list[fit_lineage.RunFacts], params: list[Parameter], unused: int
 ) -> tuple[list[fit_lineage.RunFacts], list[str]]:
     """Runs that never waited for a repaired node get spares enough not to (see
     ``fit_lineage.enough_spares``): the window shows only the spares a run happened to use. The
-    extra spares come out of the nodes no run used, shared out when they are too few."""
+    extra spares come out of the ``unused`` nodes (no job ran on them in the window), shared out
+    when they are too few: a hot spare sits idle, so a node that ran research is not one (taking
+    it would add idle time the window did not have)."""
     values = {p.key: p.value for p in params}
     rate = values["failures.hardware_total"] / 1000
     repair_days = values["failures.repair_mean_s"] / 86400
     wanted = [fit_lineage.enough_spares(f, rate, repair_days) - f.shape.spare_nodes for f in facts]
-    free = num_nodes - sum(f.shape.num_gpus // gpn + f.shape.spare_nodes for f in facts)
-    if sum(wanted) > max(free, 0):
-        wanted = [w * max(free, 0) // sum(wanted) for w in wanted]
+    given = wanted
+    if sum(wanted) > unused:
+        given = [w * unused // sum(wanted) for w in wanted]
     changed, notes = [], []
-    for f, extra in zip(facts, wanted, strict=True):
+    for f, want, extra in zip(facts, wanted, given, strict=True):
+        if extra < want:
+            notes.append(
+                f"lineage run {f.shape.name} never waited for a repaired node, but only {extra} "
+                f"of the {want} more spares that would keep the simulator's run from waiting sat "
+                "unused in the window: the replay's run may wait where this one did not"
+            )
         if extra > 0:
             spares = f.shape.spare_nodes + extra
             notes.append(
                 f"lineage run {f.shape.name} used {f.shape.spare_nodes} spare nodes and never "
                 f"waited for a repaired one: the scenario gives it {spares}, so that the "
                 f"simulator's run seldom waits either (at most {1 - fit_lineage.SPARE_QUANTILE:.1%} "
-                "of the time, within the nodes no run used)"
+                "of the time, within the nodes no job used)"
             )
             f = dataclasses.replace(f, shape=dataclasses.replace(f.shape, spare_nodes=spares))
         changed.append(f)

@@ -84,6 +84,18 @@ def lineage_rows(
     return runs
 
 
+def unused_nodes(con: duckdb.DuckDBPyConnection, view: str, start_s: int, end_s: int) -> int:
+    """Inventory nodes on which no job ran in the window: in the ledger they sat idle (or down)
+    throughout, as a run's unused hot spares do."""
+    row = con.execute(
+        f"""SELECT count(*) FROM nodes WHERE node NOT IN (
+                SELECT n.node FROM {view} v JOIN job_nodes n USING (job_key)
+                WHERE v.start_s IS NOT NULL AND v.start_s < ? AND coalesce(v.end_s, ?) > ?)""",
+        [end_s, end_s, start_s],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def telemetry_of(con: duckdb.DuckDBPyConnection, run: str) -> list[tuple[str, float, float | None]]:
     """(event, t_s, duration_s) of a run's telemetry, in time order."""
     return [

@@ -30,6 +30,11 @@ from gpuyield.whatif.model import ClusterFit
 # Rounds of the share/load solve: the node layout rounds shares to whole nodes, so a few
 # fixed-point steps settle it.
 _SOLVE_ROUNDS = 4
+# The largest research load the solve writes. When the scenario leaves research (almost) no nodes
+# (the lineage runs' whole nodes fill a small fleet) no load draws the window's arrivals and the
+# solve would run off to 1e40; any load above 1 already grows the queue without bound, so a
+# hundred times saturation is as much as a load can say. The replay check names what it misses.
+MAX_RESEARCH_LOAD = 100.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -169,7 +174,8 @@ def _research(
         expected = expected_research_jobs(trial, lent)
         for cls, want, got in zip(classes, wanted, expected, strict=True):
             cls["gpu_time_share"] = max(cls["gpu_time_share"] * (want / got if got else 1.0), 1e-6)
-        research["load"] = research["load"] * sum(wanted) / max(sum(expected), 1e-9)
+        load = research["load"] * sum(wanted) / max(sum(expected), 1e-9)
+        research["load"] = min(load, MAX_RESEARCH_LOAD)
     total = sum(c["gpu_time_share"] for c in classes)
     for cls in classes:
         cls["gpu_time_share"] /= total
