@@ -165,11 +165,18 @@ def test_terminal_table_and_html_section(base_cluster: Simulated, tmp_path: Path
     assert "baseline.yield" in keys and "remedies.repair=2h.yield_gain" in keys
 
 
-def test_bad_remedies_say_what_to_write(base_cluster: Simulated) -> None:
-    code, out = _run("whatif", "--db", str(base_cluster.db), "--remedy", "pray")
+def test_bad_remedies_say_what_to_write(tmp_path: Path) -> None:
+    # Refused before any fit: the store named does not even exist.
+    db = str(tmp_path / "never-written.duckdb")
+    code, out = _run("whatif", "--db", db, "--remedy", "pray")
     assert code == 1 and "unknown remedy 'pray'" in out and "drop-replicas" in out
-    code, out = _run("whatif", "--db", str(base_cluster.db), "--remedy", "checkpoint=soon")
+    code, out = _run("whatif", "--db", db, "--remedy", "drop-replicas+checkpoint=soon")
     assert code == 1 and "--remedy checkpoint= must be a duration" in out
+    code, out = _run("whatif", "--db", db, "--remedy", "spares=many")
+    assert code == 1 and "--remedy spares= must be a count" in out
+    code, out = _run("whatif", "--db", db, "--horizon", "a while")
+    assert code == 1 and "--horizon" in out
+    assert not Path(db).exists()
 
 
 def _data_keys(html: str) -> set[str]:

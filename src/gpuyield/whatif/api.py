@@ -11,7 +11,12 @@ from gpuyield.times import iso_utc
 from gpuyield.whatif.fit import fit_cluster
 from gpuyield.whatif.model import ClusterFit
 from gpuyield.whatif.project import SEEDS, Projection, project
-from gpuyield.whatif.remedies import DEFAULT_REMEDIES, parse_duration_s, parse_remedy
+from gpuyield.whatif.remedies import (
+    DEFAULT_REMEDIES,
+    check_remedy,
+    parse_duration_s,
+    parse_remedy,
+)
 from gpuyield.whatif.replay import REPLAY_SEEDS, TOLERANCE, ReplayCheck, replay_check
 from gpuyield.whatif.scenario_out import scenario_file
 
@@ -91,10 +96,14 @@ def run_whatif(
     _check_counts(replay_seeds=replay_seeds, tolerance=tolerance)
     if seeds < 1:
         raise FieldError("whatif.seeds", "must be at least 1", example="5")
+    texts = remedies or list(DEFAULT_REMEDIES)
+    for text in texts:
+        check_remedy(text)  # before the fit: a typo is refused at once
+    horizon_days = None if horizon is None else parse_duration_s(horizon, "whatif.horizon") / 86400
     fit = fit_cluster(db, since_s=since_s, until_s=until_s)
-    days = fit.days if horizon is None else parse_duration_s(horizon, "whatif.horizon") / 86400
+    days = fit.days if horizon_days is None else horizon_days
     base = scenario_file(fit).to_dict()
-    parsed = [parse_remedy(text, fit, base) for text in (remedies or list(DEFAULT_REMEDIES))]
+    parsed = [parse_remedy(text, fit, base) for text in texts]
     check = replay_check(fit, seeds=replay_seeds, tolerance=tolerance)
     if not check.passed and not force:
         raise ProjectionRefused(check, fit)

@@ -73,6 +73,30 @@ def parse_count(text: str, field: str) -> int:
     return round(float(found.group(1)) * _COUNT_UNITS[found.group(2).lower()])
 
 
+# What each remedy's value must be, checked before any fit (a typo costs no minutes of fitting).
+_VALUE_CHECKS = {
+    "checkpoint": lambda v: v == "optimal" or parse_duration_s(v, "whatif.remedy.checkpoint"),
+    "repair": lambda v: parse_duration_s(v, "whatif.remedy.repair"),
+    "spares": lambda v: parse_count(v, "whatif.remedy.spares"),
+}
+
+
+def check_remedy(text: str) -> None:
+    """Refuse a remedy that is not written as one (unknown name, bad value) without a fit."""
+    parts = [p.strip() for p in text.split("+") if p.strip()]
+    if not parts:
+        raise FieldError("whatif.remedy", "must name a remedy", example="drop-replicas")
+    for part in parts:
+        name, _, value = part.partition("=")
+        if name not in EDITORS:
+            raise InputError(
+                f"unknown remedy {name!r}",
+                hint=f"remedies: {', '.join(sorted(EDITORS))} (docs/whatif.md)",
+            )
+        if name in _VALUE_CHECKS:
+            _VALUE_CHECKS[name](value)
+
+
 def parse_remedy(text: str, fit: ClusterFit, base: dict[str, Any]) -> Remedy:
     """A remedy as written, checked against what the fit can change; ``base`` is the fitted
     scenario's tables (a copy is changed to say what the remedy assumes)."""
