@@ -20,7 +20,8 @@ import duckdb
 
 from gpuyield.errors import InputError
 
-SCHEMA_VERSION = 2
+# 3: utilization samples carry the interval they cover (start_s) and are attributed at ingest.
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -78,10 +79,35 @@ CREATE TABLE IF NOT EXISTS ft_events (
     replicas BIGINT, gpus BIGINT, quorum_id BIGINT, participants BIGINT, attempt BIGINT,
     ingest_id BIGINT NOT NULL
 );
+-- One row per GPU and sample time: the sample covers [start_s, t_s), at most step_s long, and
+-- never overlaps another sample of its GPU (ingest/utilization/load.py).
 CREATE TABLE IF NOT EXISTS gpu_samples (
     cluster VARCHAR, node VARCHAR NOT NULL, gpu BIGINT NOT NULL, job_id VARCHAR,
-    t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE, tensor_active DOUBLE,
-    sm_active DOUBLE, ingest_id BIGINT NOT NULL
+    start_s BIGINT NOT NULL, t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE,
+    tensor_active DOUBLE, sm_active DOUBLE, ingest_id BIGINT NOT NULL
+);
+-- The samples attributed to jobs, grouped per node, attribution, job and interval (kept up to
+-- date by every ingest: gpuyield/attribution). Activity sums in billionths, exact as integers.
+CREATE TABLE IF NOT EXISTS sample_groups (
+    node VARCHAR NOT NULL, how VARCHAR NOT NULL, job_ref BIGINT, start_s BIGINT NOT NULL,
+    end_s BIGINT NOT NULL, samples BIGINT NOT NULL, idle_samples BIGINT NOT NULL, active_sum BIGINT NOT NULL, tensor_sum BIGINT NOT NULL,
+    tensor_samples BIGINT NOT NULL, gpu_mask HUGEINT NOT NULL
+);
+-- The allocations (job run x node) and inventory the attribution used, to find what an ingest
+-- changes; job_ref names a job run (cluster, job_id_raw, submit_s) across re-ingests.
+CREATE SEQUENCE IF NOT EXISTS job_refs START 1;
+CREATE TABLE IF NOT EXISTS sample_jobs (
+    job_ref BIGINT NOT NULL, cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL,
+    submit_s BIGINT NOT NULL, node VARCHAR NOT NULL, start_s BIGINT NOT NULL,
+    end_s BIGINT NOT NULL, gpus DOUBLE NOT NULL, gpu_mask HUGEINT
+);
+CREATE TABLE IF NOT EXISTS sample_nodes (
+    cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, num_gpus BIGINT NOT NULL
+);
+-- GPUs measured per job run and node (distinct indices): more than the run held means the
+-- samples contradict the allocation, and none of them is charged to it.
+CREATE TABLE IF NOT EXISTS sample_job_gpus (
+    job_ref BIGINT NOT NULL, node VARCHAR NOT NULL, gpus_measured BIGINT NOT NULL
 );
 -- The GPU indices a job run held on a node (scontrol -d show job, captured while it ran).
 CREATE TABLE IF NOT EXISTS job_gpus (

@@ -87,35 +87,33 @@ def test_host_labels_become_slurm_node_names() -> None:
     assert node_name("10.140.1.10:9400") == "10.140.1.10"
 
 
+def use_python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make DuckDB's reader refuse every file, as it does a file with a fault: the ingest then
+    reads the files again in Python (the reader that names faults)."""
+    from gpuyield.ingest.utilization import duckjson, stage
+
+    columns = ", ".join(
+        f"error('test: read in Python')::{column.split()[1]} AS {column.split()[0]}"
+        if i == 0
+        else f"NULL::{column.split()[1]} AS {column.split()[0]}"
+        for i, column in enumerate(c.strip() for c in stage.STAGE_COLUMNS.split(","))
+    )
+    monkeypatch.setattr(duckjson, "stage_sql", lambda paths, names: f"SELECT {columns}")
+
+
 def test_duckdb_reader_stores_what_the_python_reader_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuyield.ingest.utilization import MetricNames, duckjson
-    from gpuyield.store import connect
-
-    surveyed = duckjson.survey([FIXTURE], MetricNames())
-    assert surveyed == {
-        str(FIXTURE): duckjson.FileSurvey(
-            nodes=frozenset({"n1", "n2"}),
-            roles=frozenset({"active", "tensor"}),
-            # n2's labelled and unlabelled series take turns within one span
-            overlapping_series=True,
-        )
-    }
-    assert not surveyed[str(FIXTURE)].loads_without_pivot()  # two metrics: pivoted
+    """Two metrics in one file, labelled and unlabelled series of one GPU taking turns: the
+    pivoted path; both readers stage the same series, so the stores are equal row for row."""
     fast = tmp_path / "fast.duckdb"
     ingest_utilization(fast, prom_json=[FIXTURE])
-    monkeypatch.setattr(duckjson, "survey", lambda paths, names: None)
+    use_python_reader(monkeypatch)
     slow = tmp_path / "slow.duckdb"
     ingest_utilization(slow, prom_json=[FIXTURE])
-    query = "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
-    rows = []
-    for db in (fast, slow):
-        con = connect(db, read_only=True)
-        rows.append(con.execute(query).fetchall())
-        con.close()
-    assert len(rows[0]) == 16 * 120 - 10
-    assert rows[0] == rows[1]
+    assert len(_stored(fast)) == 16 * 120 - 10
+    assert _stored(fast) == _stored(slow)
+    assert _groups(fast) == _groups(slow)
 
 
 def _stored(db: Path) -> list[tuple[object, ...]]:
@@ -126,6 +124,16 @@ def _stored(db: Path) -> list[tuple[object, ...]]:
         return con.execute(
             "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
         ).fetchall()
+    finally:
+        con.close()
+
+
+def _groups(db: Path) -> list[tuple[object, ...]]:
+    from gpuyield.store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return con.execute("SELECT * FROM sample_groups ORDER BY ALL").fetchall()
     finally:
         con.close()
 
@@ -149,14 +157,10 @@ def _one_metric_of_n1(tmp_path: Path, *, repeat_a_point: bool = False) -> Path:
 def test_one_metric_loads_without_the_pivot_and_stores_what_python_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuyield.ingest.utilization import MetricNames, duckjson
-
     path = _one_metric_of_n1(tmp_path)
-    surveyed = duckjson.survey([path], MetricNames())
-    assert surveyed is not None and surveyed[str(path)].loads_without_pivot()
     fast = tmp_path / "fast.duckdb"
     ingest_utilization(fast, prom_json=[path])
-    monkeypatch.setattr(duckjson, "survey", lambda paths, names: None)
+    use_python_reader(monkeypatch)
     slow = tmp_path / "slow.duckdb"
     ingest_utilization(slow, prom_json=[path])
     assert len(_stored(fast)) == 8 * 120 - 10  # GPU 3 misses ten samples

@@ -8,7 +8,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gpuyield.cli import app
+from gpuyield.hostlist import expand_hostlist
 from gpuyield.report.summary import build_report
+from gpuyield.simulate.utilization import _epoch
+
+STEP_S = 60
 
 
 def test_idle_allocated_within_half_a_percent_of_the_simulators_truth(tmp_path: Path) -> None:
@@ -29,10 +33,40 @@ def test_idle_allocated_within_half_a_percent_of_the_simulators_truth(tmp_path: 
     report = build_report(db)
     measured = report.subcategories["idle.allocated"]
     assert report.activity is not None
-    assert report.activity.samples.unattributed == 0
+    # Only samples of a job requeued on the same node that overlap two of its runs there are
+    # not charged (the label cannot say which run's GPU they measured): counted from the files.
+    assert report.activity.samples.unattributed == ambiguous_samples(out)
+    assert report.activity.samples.unattributed < 100
     assert report.activity.samples.total > 100_000
     # At one sample a minute the ledger cannot see the part of a sample a stall ends in, nor a
     # GPU's first part-step after it changed hands: it may only undercount, and by little.
     expected = truth["idle_allocated_gpu_seconds"]
     assert 0.995 * expected <= measured <= expected
     assert abs(sum(report.categories.values()) - report.installed_gpu_seconds) < 1e-3
+
+
+def ambiguous_samples(out: Path) -> int:
+    """Samples (each covering the minute before it) whose job has two runs on the sample's node
+    that both overlap the sample: from sacct.psv and utilization.json alone."""
+    lines = (out / "sacct.psv").read_text().splitlines()
+    col = {name: i for i, name in enumerate(lines[0].split("|"))}
+    runs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for line in lines[1:]:
+        f = line.split("|")
+        if f[col["Start"]] in ("None", "Unknown") or "gres/gpu=" not in f[col["AllocTRES"]]:
+            continue
+        start = _epoch(f[col["Start"]])
+        end = 10**12 if f[col["End"]] == "Unknown" else _epoch(f[col["End"]])
+        for node in expand_hostlist(f[col["NodeList"]]):
+            runs.setdefault((f[col["JobIDRaw"]], node), []).append((start, end))
+    count = 0
+    document = json.loads((out / "utilization.json").read_text())
+    for series in document["data"]["result"]:
+        labels = series["metric"]
+        spans = runs.get((labels["hpc_job"], labels["Hostname"]), [])
+        if len(spans) < 2:
+            continue
+        for t, _ in series["values"]:
+            overlapping = [1 for s, e in spans if s < t and e > t - STEP_S]
+            count += len(overlapping) > 1
+    return count

@@ -16,8 +16,8 @@ from typing import Any
 
 import duckdb
 
+from gpuyield import attribution, rungs, store
 from gpuyield import manifest as manifest_mod
-from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
 from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
@@ -352,6 +352,9 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         inventory_changed=nodes is not None,
     )
     _ingest_telemetry(attempt)
+    # Utilization samples already stored are attributed to the runs this ingest stored or
+    # changed (samples that arrived before their job find it now).
+    attribution.sync(params.con)
     return attempt
 
 

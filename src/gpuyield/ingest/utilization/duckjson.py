@@ -1,29 +1,25 @@
 """Saved ``query_range`` responses read by DuckDB's JSON reader: the fast path for large captures.
 
 A cluster-day of a 100k-GPU cluster at one sample a minute is 144M points; Python's ``json`` reads
-them at about 70k a second, DuckDB's reader across files in parallel at millions. Two passes:
-
-1. ``survey`` reads the labels only (not the points): which nodes and metrics each file holds, so
-   files of disjoint nodes load apart and a file of one metric skips the pivot (the pivot, a hash
-   aggregate over every point, costs several times the read);
-2. ``points_sql`` reads the points and checks everything ``promjson`` checks (a successful matrix,
-   series with node and GPU labels and values, whole-second times, finite non-negative values) in
-   the same pass: a point that fails raises (DuckDB's ``error()``) and the caller reads the files
-   again in Python, which names the series and field at fault.
-
-Labels are read once per series, not once per point.
+them at about 70k a second, DuckDB's reader across files in parallel at millions. One pass reads
+every file into the staged series (``promjson.SERIES_SCHEMA``, the temp table ``gy_series``): a
+row per series with its labels read once, its times and values as two lists. Everything the
+Python reader checks is checked in the same pass (a successful matrix; series with a metric, a
+node, a GPU index of digits and values; whole-second times in range; finite non-negative values
+or NaN; whole job ids): a point that fails raises (DuckDB's ``error()``), and the caller reads
+the files again in Python (``promjson``), which names the file, series and field at fault. Both
+readers stage the same rows, and everything after the staging is shared (stage.py).
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from gpuyield.ingest.utilization.promjson import MetricNames, Role
+from gpuyield.attribution import MAX_GPU_INDEX
+from gpuyield.ingest.utilization.promjson import MAX_JOB_ID, MAX_TIME_S, MetricNames, Role
 
 # The reader's largest object: a 32-bit count of bytes (a larger response takes the slow path).
 _MAX_OBJECT_BYTES = (1 << 32) - 1
@@ -31,78 +27,12 @@ _MAX_OBJECT_BYTES = (1 << 32) - 1
 # its text.
 _SERIES = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" VARCHAR[][])'
 _COLUMNS = f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_SERIES}[])'}}"
-# The survey keeps each series' points as JSON text: the reader copies it but builds no lists,
-# and the first and last times are read off its two ends.
-_LABELS = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" JSON)'
-_LABEL_COLUMNS = (
-    f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_LABELS}[])'}}"
-)
-_FIRST_TIME = r"""'^\s*\[\s*\[\s*"?(-?[0-9.eE+]+)'"""
-_LAST_TIME = r"""'\[\s*"?(-?[0-9.eE+]+)"?\s*,\s*"[^"]*"\s*\]\s*\]\s*$'"""
-# A series holds at most one point per step between its ends (Prometheus writes one per step
-# and leaves out the steps with no data): more points than that means a time repeats. Checked
-# from the two ends, not point by point (a count of distinct times costs as much as the read);
-# a repeat inside a series that also has gaps is not caught this way, and no Prometheus writes
-# either.
-_DENSE_ENOUGH = (
-    "len(vs) - 1 <= (TRY_CAST(vs[-1][1] AS DOUBLE) - TRY_CAST(vs[1][1] AS DOUBLE)) / {step_s}"
-)
 # Starts the message of every error the checks raise (seen only if the Python reader, which
 # then reads the files to name the fault, were to accept what DuckDB refused).
 REFUSED = "gpuyield: refused"
 # What the checks raise (``error()``) or a cast of a malformed point raises: read the files in
 # Python, which names what is wrong. Any other error (memory, disk) is the error to report.
 CHECK_ERRORS = (duckdb.InvalidInputException, duckdb.ConversionException)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FileSurvey:
-    """What the labels of one file say, before its points are read."""
-
-    nodes: frozenset[str]
-    """Nodes of the series gpuyield reads (known metrics)."""
-    roles: frozenset[str]
-    """Roles (``Role`` values) of those series."""
-    overlapping_series: bool
-    """Two series of one node, GPU and role cover some time in common (two exporters scraping
-    one GPU). Series that follow each other (the job label changed) do not."""
-
-    def loads_without_pivot(self) -> bool:
-        """One metric, no overlapping series: every point is already one GPU sample. (The
-        job-id metric alone measures nothing: it goes through the pivot with the rest.)"""
-        return (
-            len(self.roles) == 1
-            and Role.JOB.value not in self.roles
-            and not self.overlapping_series
-        )
-
-
-def survey(paths: list[Path], names: MetricNames) -> dict[str, FileSurvey] | None:
-    """Per file (by ``source_name``), what its labels say; None when DuckDB cannot read every
-    file as a Prometheus response (the Python reader then says why).
-
-    On a connection of its own: a reader error must not abort the store's transaction.
-    """
-    con = duckdb.connect()
-    try:
-        con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
-        con.execute("SET enable_progress_bar = false")  # the CLI shows its own progress
-        register_roles(con, names)
-        rows = con.execute(_survey_sql(paths, names)).fetchall()
-    except duckdb.Error:
-        return None
-    finally:
-        con.close()
-    if len(rows) != len(paths):
-        return None
-    return {
-        str(source): FileSurvey(
-            nodes=frozenset(n for n in nodes or () if n is not None),
-            roles=frozenset(r for r in roles or () if r is not None),
-            overlapping_series=bool(overlapping),
-        )
-        for source, nodes, roles, overlapping in rows
-    }
 
 
 def register_roles(con: duckdb.DuckDBPyConnection, names: MetricNames) -> None:
@@ -117,107 +47,71 @@ def register_roles(con: duckdb.DuckDBPyConnection, names: MetricNames) -> None:
     con.register("gy_metric_roles", roles)
 
 
-def register_ingest_ids(con: duckdb.DuckDBPyConnection, ingest_ids: dict[str, int]) -> None:
-    """The file -> ingest id table ``points_sql`` joins (``gy_ingest_ids``), once per file."""
-    ids = pa.table({"source": list(ingest_ids), "ingest_id": list(ingest_ids.values())})
-    con.register("gy_ingest_ids", ids)
-
-
-def _survey_sql(paths: list[Path], names: MetricNames) -> str:
-    """Per file: its nodes, its roles, and whether two series of one GPU and role overlap in
-    time (Prometheus returns each series' points in time order: its ends give its span; an end
-    that cannot be read counts as overlapping). A file with no series still gives a (null) row,
-    so every file is accounted for."""
-    node, gpu, _ = _labels(names)
-    return f"""
-        WITH doc AS (
-            SELECT filename AS source,
-                   unnest(CASE WHEN len(data.result) > 0 THEN data.result
-                               ELSE [NULL::{_LABELS}] END) AS s
-            FROM {_reader(paths, _LABEL_COLUMNS)}
-        ), series AS (
-            SELECT source, r.role, {node} AS node, {gpu} AS gpu,
-                   TRY_CAST(regexp_extract(left(s."values"::VARCHAR, 64), {_FIRST_TIME}, 1)
-                            AS DOUBLE) AS first_t,
-                   TRY_CAST(regexp_extract(right(s."values"::VARCHAR, 256), {_LAST_TIME}, 1)
-                            AS DOUBLE) AS last_t
-            FROM doc LEFT JOIN gy_metric_roles r ON r.name = s.metric['__name__']
-        ), spans AS (
-            SELECT *, max(last_t) OVER (
-                PARTITION BY source, node, gpu, role ORDER BY first_t
-                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_t
-            FROM series
-        )
-        SELECT source,
-               list(DISTINCT node) FILTER (WHERE role IS NOT NULL),
-               list(DISTINCT role) FILTER (WHERE role IS NOT NULL),
-               coalesce(bool_or(first_t IS NULL OR last_t IS NULL OR before_t >= first_t)
-                        FILTER (WHERE role IS NOT NULL), false)
-        FROM spans GROUP BY source
-    """
-
-
-def points_sql(
-    paths: list[Path], names: MetricNames, *, pivot: bool = True, step_s: int = 60
-) -> str:
-    """Every point of the files as ``promjson.RAW_SCHEMA`` rows plus ``ingest_id`` (from
-    ``gy_ingest_ids``), checked as they are read: anything ``promjson`` would refuse raises.
-    Without the ``pivot`` (which keeps one sample per GPU and time) a series with more points
-    than ``step_s`` steps between its ends raises too (a time repeats: the Python reader then
-    merges the repeats)."""
-    dense = "true" if pivot else f"(len(vs) <= 1 OR {_DENSE_ENOUGH.format(step_s=int(step_s))})"
-    node, gpu, job = _labels(names)
-    job_role = _quote(Role.JOB.value)
-    ok_point = (
-        "len(v) = 2 AND t IS NOT NULL AND isfinite(t) AND t = floor(t) "
-        "AND raw IS NOT NULL AND (isnan(raw) OR (raw >= 0 AND isfinite(raw)))"
+def stage_sql(paths: list[Path], names: MetricNames) -> str:
+    """The staged series of the files (``SERIES_SCHEMA`` and ``ingest_id``), checked as they
+    are read: anything ``promjson`` would refuse raises. ``gy_sources`` (``source, ingest_id,
+    metric``) gives each file's ingest id, and the metric of its series that name none (a
+    server's ``last_over_time`` answers)."""
+    node, gpu_text, job = _labels(names)
+    t = "TRY_CAST(p[1] AS DOUBLE)"
+    raw = "TRY_CAST(p[2] AS DOUBLE)"
+    ok_time = (
+        f"len(p) = 2 AND isfinite({t}) AND {t} = floor({t}) AND {t} BETWEEN 0 AND {MAX_TIME_S}"
     )
+    ok_value = f"{raw} IS NOT NULL AND (isnan({raw}) OR ({raw} >= 0 AND isfinite({raw})))"
+    ok_job = f"(isnan({raw}) OR ({raw} = floor({raw}) AND {raw} < {MAX_JOB_ID}))"
+    job_role = _quote(Role.JOB.value)
     return f"""
         WITH doc AS (
-            SELECT i.ingest_id,
+            SELECT filename, f.ingest_id, f.metric AS default_metric,
                    CASE WHEN coalesce(status = 'success' AND data.resultType = 'matrix'
                                       AND data.result IS NOT NULL, false)
                         THEN data.result
                         ELSE error({_quote(REFUSED + ": not a successful matrix")}) END AS result
-            FROM {_reader(paths, _COLUMNS)} JOIN gy_ingest_ids i ON i.source = filename
+            FROM {_reader(paths)} JOIN gy_sources f ON f.source = filename
         ), series AS (
-            SELECT ingest_id, unnest(result) AS s FROM doc
+            SELECT filename, ingest_id, default_metric, unnest(result) AS s,
+                   'data.result[' || (generate_subscripts(result, 1) - 1) || ']' AS field
+            FROM doc
         ), known AS (
-            SELECT ingest_id, r.role, r.scale, {node} AS node, {gpu} AS gpu, {job} AS label_job,
-                   s."values" AS vs
-            FROM series JOIN gy_metric_roles r ON r.name = s.metric['__name__']
-        ), checked AS (
-            SELECT ingest_id, role, scale, label_job,
-                   CASE WHEN node IS NOT NULL AND gpu IS NOT NULL AND vs IS NOT NULL
-                             AND {dense} THEN node
-                        ELSE error({_quote(REFUSED + ": a series without labels or values")})
-                   END AS node, gpu, vs
-            FROM known
-        ), pts AS (
-            SELECT ingest_id, role, scale, node, gpu, label_job, unnest(vs) AS v FROM checked
-        ), typed AS (
-            SELECT *, TRY_CAST(v[1] AS DOUBLE) AS t, TRY_CAST(v[2] AS DOUBLE) AS raw FROM pts
+            SELECT filename, ingest_id, field, r.role, r.scale, {node} AS node,
+                   {gpu_text} AS gpu_text, {job} AS label,
+                   CASE WHEN s.metric IS NOT NULL THEN s."values"
+                        ELSE error({_quote(REFUSED + ": a series without a metric")}) END AS vs
+            FROM series LEFT JOIN gy_metric_roles r
+              ON r.name = coalesce(s.metric['__name__'], default_metric)
         )
-        SELECT role, node, gpu,
-               CASE WHEN role = {job_role}
-                    THEN CASE WHEN raw > 0 THEN CAST(CAST(raw AS BIGINT) AS VARCHAR) END
-                    ELSE label_job END AS job_id,
-               CASE WHEN {ok_point} THEN CAST(t AS BIGINT)
-                    ELSE error({_quote(REFUSED + ": a malformed point")}) END AS t_s,
-               CASE WHEN role = {job_role} THEN CAST('NaN' AS DOUBLE) ELSE raw * scale END AS value,
-               ingest_id
-        FROM typed
-        -- A NaN is no measurement (the interval stays unmeasured); a null (unreadable) point
-        -- must reach the check above, not be filtered out before it.
-        WHERE NOT coalesce(isnan(raw), false) OR role = {job_role}
+        SELECT filename AS source, field, role,
+               CASE WHEN node IS NOT NULL AND vs IS NOT NULL
+                         AND coalesce(regexp_full_match(gpu_text, '[0-9]{{1,3}}'), false)
+                         AND TRY_CAST(gpu_text AS BIGINT) <= {MAX_GPU_INDEX}
+                    THEN node
+                    ELSE error({_quote(REFUSED + ": a series without node, GPU or values")})
+               END AS node,
+               TRY_CAST(gpu_text AS BIGINT) AS gpu,
+               CASE WHEN role = {job_role} THEN NULL ELSE label END AS job_label,
+               list_transform(vs, lambda p: CASE WHEN {ok_time} THEN CAST({t} AS BIGINT)
+                   ELSE error({_quote(REFUSED + ": a malformed time")}) END) AS ts,
+               list_transform(vs, lambda p: CASE
+                   WHEN NOT ({ok_value}) THEN error({_quote(REFUSED + ": a malformed value")})
+                   WHEN role = {job_role} AND NOT {ok_job}
+                       THEN error({_quote(REFUSED + ": a malformed job id")})
+                   WHEN role = {job_role} THEN {raw}
+                   ELSE {raw} * scale END) AS vs,
+               NULL::BIGINT AS step_s, ingest_id
+        FROM known WHERE role IS NOT NULL
     """
 
 
 def _labels(names: MetricNames) -> tuple[str, str, str]:
-    """SQL for a series' node (Slurm's short name), GPU index and job label, from ``s.metric``."""
+    """SQL for a series' node (Slurm's short name), GPU index text and job label."""
 
     def first(labels: tuple[str, ...]) -> str:
         return "coalesce(" + ", ".join(f"nullif(s.metric[{_quote(k)}], '')" for k in labels) + ")"
+
+    def present(labels: tuple[str, ...]) -> str:
+        # The Python reader takes the first GPU label present, even empty (then refuses it).
+        return "coalesce(" + ", ".join(f"s.metric[{_quote(k)}]" for k in labels) + ")"
 
     host = first(names.node_labels)
     no_port = f"regexp_replace({host}, '^([^:]*):[0-9]+$', '\\1')"
@@ -225,19 +119,17 @@ def _labels(names: MetricNames) -> tuple[str, str, str]:
         f"CASE WHEN regexp_matches({no_port}, '^[0-9.]+$') THEN {no_port} "
         f"ELSE split_part({no_port}, '.', 1) END"
     )
-    gpu = f"TRY_CAST({first(names.gpu_labels)} AS BIGINT)"
-    return node, gpu, first(names.job_labels)
+    return node, present(names.gpu_labels), first(names.job_labels)
 
 
-def _reader(paths: list[Path], columns: str) -> str:
+def _reader(paths: list[Path]) -> str:
     files = "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
     size = max(_object_size(p) for p in paths)
-    return f"read_json({files}, columns={columns}, maximum_object_size={size}, filename=true)"
-
-
-def source_name(path: Path) -> str:
-    """The file name as the reader's ``filename`` column gives it (the path as passed)."""
-    return str(path)
+    # ``unstructured``: one JSON value after another, as the Python reader reads them.
+    return (
+        f"read_json({files}, columns={_COLUMNS}, maximum_object_size={size}, filename=true, "
+        "format='unstructured', compression='none')"
+    )
 
 
 def _object_size(path: Path) -> int:
@@ -247,3 +139,8 @@ def _object_size(path: Path) -> int:
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def source_name(path: Path) -> str:
+    """The file name as the reader's ``filename`` column gives it (the path as passed)."""
+    return str(path)

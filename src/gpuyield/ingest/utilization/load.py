@@ -1,16 +1,18 @@
-"""Loading utilization samples: one row per GPU and sample time, metrics side by side.
+"""Loading staged samples into the store beside the ones already there.
 
-A sample at ``t_s`` covers ``[t_s - step_s, t_s)``: exporters average their counters over the
-interval that ends when they are scraped. Loading replaces rows of the same ``node, gpu, t_s``
-(a second capture of the same hours), so re-reading overlapping files never counts a GPU twice.
+A later capture of the same GPU and time replaces the earlier (re-reading overlapping files
+never counts a GPU twice). Where the new samples of a GPU come within a step of older ones (the
+next hour's capture, or the same hours at another step), the intervals of both are computed
+again in time order, so a GPU's samples still never overlap. What changed is then attributed
+again (``gpuyield.attribution.sync``), as regions of node and time.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from gpuyield.errors import InputError
-from gpuyield.ingest.utilization.promjson import Role
+from gpuyield import attribution
+from gpuyield.ingest.utilization import stage
 
 
 def has_rows(con: duckdb.DuckDBPyConnection) -> bool:
@@ -20,96 +22,77 @@ def has_rows(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def load(
-    con: duckdb.DuckDBPyConnection,
-    points_sql: str,
-    *,
-    step_s: int,
-    cluster: str | None,
-    step_column: bool = False,
-    pivot: bool = True,
-) -> None:
-    """Put the points (``RAW_SCHEMA`` + ``ingest_id``) into ``gpu_samples``: one row per GPU and
-    time, its metrics side by side.
-
-    ``pivot``: group the points by GPU and time (several metrics, or several series of one GPU);
-    a GPU sample whose metrics came from several sources keeps the first ingest's id. Without it
-    every point is a sample (the caller knows the points hold one metric, one series per GPU):
-    the pivot, a hash aggregate over every point, costs several times the read. Straight into the
-    store, not through a staging table: at 144M samples a second copy costs more than the pivot.
-    Callers load sources that share no node separately (the pivot's memory grows with what it
-    groups), then call ``finish``. ``step_column``: the points carry their own ``step_s`` (a
-    job's average covers its run).
-    """
-    # Row order means nothing here; keeping it makes DuckDB buffer more of the insert.
-    con.execute("SET preserve_insertion_order = false")
-    con.execute(
-        _pivot_sql(points_sql, step_s, cluster, step_column)
-        if pivot
-        else _direct_sql(points_sql, step_s, cluster)
-    )
-
-
-def _pivot_sql(points_sql: str, step_s: int, cluster: str | None, step_column: bool) -> str:
-    step = "max(p.step_s)" if step_column else f"{int(step_s)}::BIGINT"
-    return f"""INSERT INTO gpu_samples
-        SELECT {_sql_text(cluster)} AS cluster, node, gpu, max(job_id) AS job_id, t_s,
-               {step} AS step_s,
-               max(value) FILTER (WHERE role = '{Role.ACTIVE.value}') AS active,
-               max(value) FILTER (WHERE role = '{Role.TENSOR.value}') AS tensor_active,
-               max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active,
-               min(ingest_id) AS ingest_id
-        FROM ({points_sql}) p
-        GROUP BY node, gpu, t_s"""
-
-
-def _direct_sql(points_sql: str, step_s: int, cluster: str | None) -> str:
-    def of(role: Role) -> str:
-        return f"CASE WHEN role = '{role.value}' THEN value END"
-
-    return f"""INSERT INTO gpu_samples
-        SELECT {_sql_text(cluster)}, node, gpu, job_id, t_s, {int(step_s)}::BIGINT,
-               {of(Role.ACTIVE)}, {of(Role.TENSOR)}, {of(Role.SM)}, ingest_id
-        FROM ({points_sql}) p"""
-
-
-def finish(
-    con: duckdb.DuckDBPyConnection, ingest_ids: list[int], *, replace: bool
+    con: duckdb.DuckDBPyConnection, declared: dict[int, int | None], *, cluster: str | None
 ) -> dict[int, int]:
-    """Check the new rows, drop older rows of the same GPU and time (``replace``), and return
-    the samples stored per ingest."""
-    new = ", ".join(str(int(i)) for i in ingest_ids)
-    _check_activity(con, new)
+    """Check and store the staged series (``gy_series``) of the ingests ``declared`` names
+    (with the step each was declared at, or None), attribute what changed, and return the
+    samples stored per ingest."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE gy_new_ids AS
+           SELECT unnest($ids) AS ingest_id, unnest($steps)::BIGINT AS declared_step_s""",
+        {"ids": list(declared), "steps": list(declared.values())},
+    )
+    stage.describe(con)
+    stage.check(con, cluster=cluster)
+    replace = has_rows(con)
+    stage.insert_rows(con, cluster=cluster)
+    margin_s = 0
     if replace:
-        con.execute(
-            f"""DELETE FROM gpu_samples o WHERE o.ingest_id NOT IN ({new}) AND EXISTS (
-                SELECT 1 FROM gpu_samples n WHERE n.ingest_id IN ({new})
-                AND n.node = o.node AND n.gpu = o.gpu AND n.t_s = o.t_s)"""
-        )
+        margin_s = _longest_step_s(con)
+        _replace_older(con)
+        _respan_neighbours(con, margin_s)
+    attribution.sync(
+        con,
+        regions_sql=f"""SELECT node, min(lo) - {int(margin_s)}, max(hi) + {int(margin_s)}
+                        FROM gy_gpu GROUP BY node""",
+    )
     rows = con.execute(
-        f"SELECT ingest_id, count(*) FROM gpu_samples WHERE ingest_id IN ({new}) GROUP BY 1"
+        """SELECT ingest_id, count(*) FROM gpu_samples
+           WHERE ingest_id IN (SELECT ingest_id FROM gy_new_ids) GROUP BY 1"""
     ).fetchall()
     return {int(i): int(n) for i, n in rows}
 
 
-def _check_activity(con: duckdb.DuckDBPyConnection, new: str) -> None:
-    """Fractions must be fractions: a percentage read as a ratio would make every GPU busy."""
-    bad = con.execute(
-        f"""SELECT node, gpu, t_s,
-                   CASE WHEN active > 1.0 + 1e-9 THEN 'graphics-engine activity'
-                        ELSE 'tensor-pipe activity' END,
-                   CASE WHEN active > 1.0 + 1e-9 THEN active ELSE tensor_active END
-            FROM gpu_samples WHERE ingest_id IN ({new})
-              AND (active > 1.0 + 1e-9 OR tensor_active > 1.0 + 1e-9) LIMIT 1"""
-    ).fetchall()
-    if bad:
-        node, gpu, t_s, what, value = bad[0]
-        raise InputError(
-            f"node {node} GPU {gpu} at {t_s}: {what} {value:g} is above 1 (100%)",
-            hint="a ratio metric given as a percentage? set its scale (0.01 for percentages)",
-        )
+def _longest_step_s(con: duckdb.DuckDBPyConnection) -> int:
+    rows = con.execute("SELECT coalesce(max(step_s), 0) FROM gpu_samples").fetchall()
+    return int(rows[0][0])
 
 
-def _sql_text(value: str | None) -> str:
-    if value is None:
-        return "NULL::VARCHAR"
-    return "'" + value.replace("'", "''") + "'"
+_OLD = "o.ingest_id NOT IN (SELECT ingest_id FROM gy_new_ids)"
+_NEW = "n.ingest_id IN (SELECT ingest_id FROM gy_new_ids)"
+
+
+def _replace_older(con: duckdb.DuckDBPyConnection) -> None:
+    """Older rows of a GPU and time the new samples hold go (bounded to the new times first:
+    the store may hold months)."""
+    con.execute(
+        f"""DELETE FROM gpu_samples o
+            WHERE {_OLD}
+              AND o.t_s BETWEEN (SELECT min(lo) FROM gy_gpu) AND (SELECT max(hi) FROM gy_gpu)
+              AND EXISTS (SELECT 1 FROM gpu_samples n WHERE {_NEW}
+                          AND n.node = o.node AND n.gpu = o.gpu AND n.t_s = o.t_s)"""
+    )
+
+
+def _respan_neighbours(con: duckdb.DuckDBPyConnection, margin_s: int) -> None:
+    """Where older samples of a GPU lie within a step of the new ones, every sample of that GPU
+    there gets its interval again: from the sample before it, at most its step."""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE gy_near AS
+            SELECT g.node, g.gpu, g.lo, g.hi FROM gy_gpu g
+            WHERE EXISTS (SELECT 1 FROM gpu_samples o WHERE {_OLD}
+                          AND o.node = g.node AND o.gpu = g.gpu
+                          AND o.t_s BETWEEN g.lo - $m AND g.hi + $m)""",
+        {"m": margin_s},
+    )
+    con.execute(
+        """UPDATE gpu_samples SET start_s = f.start_s
+           FROM (SELECT s.rowid AS rid, s.t_s, n.lo,
+                        greatest(s.t_s - s.step_s, lag(s.t_s) OVER (
+                            PARTITION BY s.node, s.gpu ORDER BY s.t_s)) AS start_s
+                 FROM gpu_samples s JOIN gy_near n ON n.node = s.node AND n.gpu = s.gpu
+                 WHERE s.t_s BETWEEN n.lo - 2 * $m AND n.hi + $m) f
+           WHERE gpu_samples.rowid = f.rid AND f.t_s >= f.lo - $m
+             AND gpu_samples.start_s <> f.start_s""",
+        {"m": margin_s},
+    )

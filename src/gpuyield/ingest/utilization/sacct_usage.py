@@ -9,13 +9,18 @@ over its whole run was idle for all of it; anything above tells the ledger nothi
 
 Input: ``sacct -a -P -D --format=JobID,JobIDRaw,Start,End,NodeList,AllocTRES,TRESUsageInAve,
 AdminComment`` (steps included: usage is per step; the jobstats summary is on the job's line).
+
+Bounded work: a step's GPUs per node are at most the largest node of the inventory (or
+``MAX_GPU_INDEX + 1`` without one), its nodes at most the inventory's, a jobstats summary
+decompresses to at most ``MAX_SUMMARY_BYTES``, and a file gives at most ``MAX_SAMPLES``.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
+import binascii
 import json
+import math
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -23,20 +28,34 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 
-from gpuyield.errors import ParseError
-from gpuyield.hostlist import expand_hostlist
-from gpuyield.ingest.utilization.promjson import RAW_SCHEMA, Role
+from gpuyield.attribution import MAX_GPU_INDEX
+from gpuyield.errors import GpuyieldError, ParseError
+from gpuyield.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
+from gpuyield.ingest._budget import DecompressionBomb, decompress_bounded
+from gpuyield.ingest.utilization.promjson import SERIES_SCHEMA, Role
 
 _NEEDED = ("JobID", "Start", "End", "NodeList", "AllocTRES")
 _USAGE = ("TRESUsageInAve", "TRESUsageInTot")
+#: A jobstats summary is a few kB per job: one larger than this is not one.
+MAX_SUMMARY_BYTES = 4 << 20
+#: Samples one file may give (each a GPU of a step or job): about 2M steps of 8 GPUs a month
+#: at a large site is a file of its own; more is split by time.
+MAX_SAMPLES = 20_000_000
+_HINT = (
+    "sacct -a -P -D --format=JobID,JobIDRaw,Start,End,NodeList,AllocTRES,TRESUsageInAve,"
+    "AdminComment"
+)
 
-# The raw samples' columns, plus each sample's own length (a run average covers the whole run).
-SCHEMA = RAW_SCHEMA.append(pa.field("step_s", pa.int64()))
 
-
-def read(path: Path, *, tz: str = "UTC") -> pa.Table:
-    """One sample per GPU of every step with ``gres/gpuutil`` and every job with a jobstats
-    summary (``SCHEMA``)."""
+def read(
+    path: Path,
+    *,
+    tz: str = "UTC",
+    max_gpus_per_node: int = MAX_GPU_INDEX + 1,
+    max_nodes: int = MAX_HOSTLIST_NAMES,
+) -> pa.Table:
+    """One single-point series (``SERIES_SCHEMA``) per GPU of every step with ``gres/gpuutil``
+    and every job with a jobstats summary; each covers its run (``step_s``)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     if not lines:
         raise ParseError("empty file", path=path, hint="pass `sacct -P` output with a header")
@@ -47,56 +66,120 @@ def read(path: Path, *, tz: str = "UTC") -> pa.Table:
             f"the header lacks {', '.join(missing) or 'TRESUsageInAve or AdminComment'}",
             path=path,
             line=1,
-            hint="sacct -a -P -D --format=JobID,JobIDRaw,Start,End,NodeList,AllocTRES,"
-            "TRESUsageInAve,AdminComment",
+            hint=_HINT,
         )
-    col = {name: i for i, name in enumerate(header)}
-    rows: dict[str, list[object]] = {name: [] for name in SCHEMA.names}
-    zone = ZoneInfo(tz)
+    reader = _Reader(path, header, ZoneInfo(tz), max_gpus_per_node, max_nodes)
     for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        f = line.split("|")
-        if len(f) != len(header):
+        if line.strip():
+            reader.line(line, number)
+    return pa.table(reader.rows, schema=SERIES_SCHEMA)
+
+
+class _Reader:
+    """The rows read so far, and what bounds them."""
+
+    def __init__(
+        self, path: Path, header: list[str], zone: ZoneInfo, max_gpus: int, max_nodes: int
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.col = {name: i for i, name in enumerate(header)}
+        self.zone = zone
+        self.max_gpus = max_gpus
+        self.max_nodes = max_nodes
+        self.rows: dict[str, list[object]] = {name: [] for name in SERIES_SCHEMA.names}
+        self.count = 0
+
+    def line(self, text: str, number: int) -> None:
+        f = text.split("|")
+        if len(f) != len(self.header):
             raise ParseError(
-                f"{len(f)} fields, the header has {len(header)}", path=path, line=number
+                f"{len(f)} fields, the header has {len(self.header)}", path=self.path, line=number
             )
-        for sample in _samples(f, col, path, number, zone):
-            for name, value in zip(SCHEMA.names, sample, strict=True):
-                rows[name].append(value)
-    return pa.table(rows, schema=SCHEMA)
+        run = self._run(f, number)
+        if run is None:
+            return
+        job, start, end = run
+        for node, gpu, percent in self._samples(f, number):
+            self.count += 1
+            if self.count > MAX_SAMPLES:
+                raise ParseError(
+                    f"more than {MAX_SAMPLES:,} GPU samples in one file",
+                    path=self.path,
+                    line=number,
+                    hint="split the capture by time (sacct -S/-E) and ingest the files",
+                )
+            row = {
+                "source": str(self.path),
+                "field": f"line {number}",
+                "role": Role.ACTIVE.value,
+                "node": node,
+                "gpu": gpu,
+                "job_label": job,
+                "ts": [end],
+                "vs": [percent / 100],
+                "step_s": end - start,
+            }
+            for name, value in row.items():
+                self.rows[name].append(value)
+
+    def _run(self, f: list[str], number: int) -> tuple[str, int, int] | None:
+        """The job (JobIDRaw) and the run's start and end; None when it has not ended."""
+        start_text, end_text = f[self.col["Start"]], f[self.col["End"]]
+        if start_text in ("Unknown", "None", "") or end_text in ("Unknown", "None", ""):
+            return None  # not started or still running: no average over a finished run yet
+        start = _epoch(start_text, self.zone, self.path, number, "Start")
+        end = _epoch(end_text, self.zone, self.path, number, "End")
+        if end <= start:
+            return None
+        job = f[self.col["JobIDRaw"]] if "JobIDRaw" in self.col else f[self.col["JobID"]]
+        return job.split(".", 1)[0], start, end
+
+    def _samples(self, f: list[str], number: int) -> list[tuple[str, int, float]]:
+        """(node, GPU index, mean percent) per GPU of the line."""
+        summary = f[self.col["AdminComment"]] if "AdminComment" in self.col else ""
+        if summary.startswith("JS1:"):
+            return _jobstats(summary, self.path, number, self.max_gpus)
+        usage = next((f[self.col[u]] for u in _USAGE if u in self.col and f[self.col[u]]), "")
+        percent = _tres(usage, "gres/gpuutil", self.path, number)
+        gpus = _tres(f[self.col["AllocTRES"]], "gres/gpu", self.path, number)
+        nodes = self._nodes(f[self.col["NodeList"]], number)
+        if percent is None or not gpus or not nodes:
+            return []
+        _check_count(gpus, self.path, number)
+        # sacct has no GPU indices: the step's GPUs are numbered from 0 on each of its nodes
+        # (an uneven spread over the nodes is not in sacct: each node gets the even share).
+        per_node = max(1, int(gpus) // len(nodes))
+        if per_node > self.max_gpus:
+            raise ParseError(
+                f"gres/gpu={gpus:g} over {len(nodes)} node(s) is {per_node} GPUs a node; "
+                f"no node of the cluster has more than {self.max_gpus}",
+                path=self.path,
+                line=number,
+                field="AllocTRES",
+                hint="check AllocTRES, and that the inventory (--nodes) is this cluster's",
+            )
+        return [(node, gpu, percent) for node in nodes for gpu in range(per_node)]
+
+    def _nodes(self, text: str, number: int) -> list[str]:
+        if text in ("", "None"):
+            return []
+        try:
+            return expand_hostlist(text, max_names=self.max_nodes)
+        except GpuyieldError as error:
+            raise ParseError(
+                error.message, path=self.path, line=number, field="NodeList", hint=error.hint
+            ) from None
 
 
-def _samples(
-    f: list[str], col: dict[str, int], path: Path, line: int, zone: ZoneInfo
-) -> list[tuple[object, ...]]:
-    start_text, end_text = f[col["Start"]], f[col["End"]]
-    if start_text in ("Unknown", "None", "") or end_text in ("Unknown", "None", ""):
-        return []  # not started or still running: no average over a finished run yet
-    start = _epoch(start_text, zone, path, line, "Start")
-    end = _epoch(end_text, zone, path, line, "End")
-    if end <= start:
-        return []
-    job = f[col["JobIDRaw"]] if "JobIDRaw" in col else f[col["JobID"]]
-    job = job.split(".", 1)[0]
-    nodes = expand_hostlist(f[col["NodeList"]]) if f[col["NodeList"]] not in ("", "None") else []
-    out: list[tuple[object, ...]] = []
-    summary = f[col["AdminComment"]] if "AdminComment" in col else ""
-    if summary.startswith("JS1:"):
-        for node, gpu, mean in _jobstats(summary, path, line):
-            out.append((Role.ACTIVE.value, node, gpu, job, end, mean / 100, end - start))
-        return out
-    usage = next((f[col[u]] for u in _USAGE if u in col and f[col[u]]), "")
-    percent = _tres(usage, "gres/gpuutil", path, line)
-    gpus = _tres(f[col["AllocTRES"]], "gres/gpu", path, line)
-    if percent is None or not gpus or not nodes:
-        return out
-    # sacct has no GPU indices: the step's GPUs are numbered from 0 on each of its nodes.
-    per_node = max(1, int(gpus) // len(nodes))
-    for node in nodes:
-        for gpu in range(per_node):
-            out.append((Role.ACTIVE.value, node, gpu, job, end, percent / 100, end - start))
-    return out
+def _check_count(gpus: float, path: Path, line: int) -> None:
+    if gpus != int(gpus):
+        raise ParseError(
+            f"gres/gpu={gpus:g} is not a whole number of GPUs",
+            path=path,
+            line=line,
+            field="AllocTRES",
+        )
 
 
 def _tres(text: str, key: str, path: Path, line: int) -> float | None:
@@ -109,26 +192,31 @@ def _tres(text: str, key: str, path: Path, line: int) -> float | None:
                 raise ParseError(
                     f"{key}={value!r} is not a number", path=path, line=line, field=key
                 ) from None
-            if number < 0:
-                raise ParseError(f"{key}={value} is negative", path=path, line=line, field=key)
+            if number < 0 or not math.isfinite(number):
+                raise ParseError(f"{key}={value} is not a count", path=path, line=line, field=key)
             return number
     return None
 
 
-def _jobstats(text: str, path: Path, line: int) -> list[tuple[str, int, float]]:
+def _jobstats(text: str, path: Path, line: int, max_gpus: int) -> list[tuple[str, int, float]]:
     try:
-        raw = base64.b64decode(text[4:])
-        try:
-            document = json.loads(gzip.decompress(raw))
-        except OSError:
-            document = json.loads(zlib.decompress(raw))
+        raw = base64.b64decode(text[4:], validate=True)
+        document = json.loads(decompress_bounded(raw, max_bytes=MAX_SUMMARY_BYTES))
         nodes = document["nodes"]
-        return [
-            (node, int(gpu), float(percent))
+        samples = [
+            (str(node), _gpu_index(gpu, max_gpus), float(percent))
             for node, stats in nodes.items()
             for gpu, percent in stats.get("gpu_utilization", {}).items()
         ]
-    except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as error:
+    except DecompressionBomb as error:
+        raise ParseError(
+            f"the jobstats summary {error}",
+            path=path,
+            line=line,
+            field="AdminComment",
+            hint="a jobstats summary is a few kB; this one is not a summary",
+        ) from None
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error, zlib.error) as error:
         raise ParseError(
             f"not a jobstats summary: {error}",
             path=path,
@@ -136,6 +224,24 @@ def _jobstats(text: str, path: Path, line: int) -> list[tuple[str, int, float]]:
             field="AdminComment",
             hint="jobstats writes JS1: and base64 of a gzip'd JSON document",
         ) from None
+    bad = next((p for _, _, p in samples if not (math.isfinite(p) and p >= 0)), None)
+    if bad is not None:
+        raise ParseError(
+            f"GPU utilization {bad!r} is not a percentage",
+            path=path,
+            line=line,
+            field="AdminComment",
+        )
+    return samples
+
+
+def _gpu_index(text: object, max_gpus: int) -> int:
+    """A GPU index key of the summary: digits, below the largest node's GPU count."""
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()):
+        raise ValueError(f"GPU index {text!r} is not a number")
+    if int(text) >= max_gpus:
+        raise ValueError(f"GPU index {text} is beyond the {max_gpus} GPUs of any node")
+    return int(text)
 
 
 def _epoch(text: str, zone: ZoneInfo, path: Path, line: int, field: str) -> int:

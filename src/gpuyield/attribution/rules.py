@@ -1,0 +1,187 @@
+"""The attribution rule as one SQL query: samples in, ``sample_groups`` rows out.
+
+Samples are grouped first, per node, label and interval (and GPU, on nodes where some run's GPU
+indices are known): a run's GPUs on a node are read at the same instants, so the joins to the
+allocations that follow see a GPU count fewer rows. Everything after the grouping weighs a
+sample by its interval only, so the sums over a group are exact.
+"""
+
+from __future__ import annotations
+
+#: Below this graphics-engine activity a sample interval counts as idle (1%: DCGM reports a GPU
+#: with a context open and no kernels at 0%, and a running job rarely averages under 1% a minute).
+IDLE_THRESHOLD = 0.01
+#: Attributions that charge a run (the others are counted and shown, never charged).
+CHARGED = ("label", "gpu", "node")
+#: The highest GPU index a node may have: a run's measured GPUs are kept as a 127-bit mask (no
+#: Slurm node has that many GPUs; a sample of a higher index is unattributed).
+MAX_GPU_INDEX = 126
+#: Activity sums are integers in billionths: exact, whatever order threads add them in.
+ACTIVITY_UNITS = 1_000_000_000
+
+
+def groups_sql(sample_filter: str, *, with_indices: bool) -> str:
+    """A query giving ``sample_groups`` rows for the samples ``g`` of ``gpu_samples`` that
+    ``sample_filter`` (SQL over ``g``) selects. Parameter ``$threshold``: the idle threshold.
+
+    ``with_indices``: some run's GPU indices are known (``sample_jobs.gpu_mask``); without, the
+    index rule is left out (it would match nothing).
+    """
+    return f"""
+        WITH {_grouped(sample_filter, with_indices)},
+        {_by_label()},
+        {_by_index() if with_indices else _no_index()},
+        {_by_node()}
+        SELECT node, how, job_ref, start_s, t_s AS end_s, samples, idle_samples,
+               active_sum, tensor_sum, tensor_samples,
+               CASE WHEN how IN {_charged()} THEN gpu_mask ELSE 0::HUGEINT END AS gpu_mask
+        FROM (
+            SELECT {_OUT}, how, job_ref FROM labelled
+            UNION ALL SELECT {_OUT}, 'gpu', job_ref FROM index_one
+            UNION ALL SELECT {_OUT}, 'unattributed', NULL FROM index_many
+            UNION ALL SELECT {_OUT}, 'node', job_ref FROM whole WHERE job_ref IS NOT NULL
+            UNION ALL SELECT {_OUT}, CASE WHEN shared THEN 'unattributed' ELSE 'unallocated' END,
+                   NULL FROM free
+            UNION ALL SELECT {_OUT}, 'unattributed', NULL FROM q WHERE NOT known
+        )
+    """
+
+
+# The columns every branch carries through from the grouped samples.
+_OUT = "node, start_s, t_s, samples, idle_samples, active_sum, tensor_sum, tensor_samples, gpu_mask"
+
+
+def _charged() -> str:
+    return "(" + ", ".join(f"'{how}'" for how in CHARGED) + ")"
+
+
+def _grouped(sample_filter: str, with_indices: bool) -> str:
+    """``p``: samples grouped; ``q``: with the node's inventory and the interval's midpoint.
+
+    A group holding a GPU index the inventory lacks is not ``known``: never attributed (the
+    ingest refuses such samples when the inventory is there; it may arrive, or shrink, later).
+    """
+    gpu_key = (
+        "CASE WHEN g.node IN (SELECT node FROM sample_jobs WHERE gpu_mask IS NOT NULL) "
+        "THEN g.gpu END"
+        if with_indices
+        else "NULL::BIGINT"
+    )
+    return f"""p AS (
+            SELECT g.cluster, g.node, g.job_id, g.start_s, g.t_s, {gpu_key} AS gpu_key,
+                   count(*) AS samples,
+                   count(*) FILTER (WHERE g.active < $threshold) AS idle_samples,
+                   coalesce(sum(round(g.active * {ACTIVITY_UNITS})::BIGINT), 0) AS active_sum,
+                   coalesce(sum(round(g.tensor_active * {ACTIVITY_UNITS})::BIGINT), 0)
+                       AS tensor_sum,
+                   count(g.tensor_active) AS tensor_samples,
+                   bit_or(CASE WHEN g.gpu BETWEEN 0 AND {MAX_GPU_INDEX}
+                               THEN 1::HUGEINT << g.gpu::HUGEINT ELSE 0::HUGEINT END)
+                       AS gpu_mask,
+                   max(g.gpu) AS max_gpu, min(g.gpu) AS min_gpu
+            FROM gpu_samples g WHERE {sample_filter}
+            GROUP BY g.cluster, g.node, g.job_id, g.start_s, g.t_s, gpu_key
+        ), inventory AS (
+            SELECT node, min(num_gpus) AS num_gpus FROM sample_nodes GROUP BY node
+        ), q AS (
+            SELECT p.*, (p.start_s + p.t_s) / 2.0 AS mid, n.num_gpus AS node_gpus,
+                   coalesce(p.min_gpu >= 0 AND p.max_gpu < n.num_gpus
+                            AND p.max_gpu <= {MAX_GPU_INDEX}, false) AS known
+            FROM p LEFT JOIN inventory n ON n.node = p.node
+        )"""
+
+
+def _by_label() -> str:
+    """``labelled``: the label names a run that held GPUs on the node during the interval.
+
+    A job requeued on the same node has several runs there: a sample overlapping two of them
+    (its GPU handed from one run to the next within the interval, or the labels of one run's
+    GPUs reaching into the other's) cannot say which run's GPU it measured, so it is charged to
+    neither (``unattributed``). Only jobs with several runs on a node are ranked for that.
+    """
+    return """requeued AS (
+            SELECT job_id_raw, node FROM sample_jobs GROUP BY job_id_raw, node
+            HAVING count(*) > 1
+        ), matched AS (
+            SELECT q.*, a.job_ref,
+                   EXISTS (SELECT 1 FROM requeued r
+                           WHERE r.job_id_raw = q.job_id AND r.node = q.node) AS requeued
+            FROM q LEFT JOIN sample_jobs a
+              ON a.job_id_raw = q.job_id AND a.node = q.node
+             AND (q.cluster IS NULL OR a.cluster = q.cluster)
+             AND a.start_s < q.t_s AND a.end_s > q.start_s
+            WHERE q.job_id IS NOT NULL AND q.known
+        ), runs AS (
+            SELECT *, count(job_ref) OVER (
+                       PARTITION BY cluster, node, job_id, start_s, t_s, gpu_key) AS runs
+            FROM matched WHERE requeued
+        ), labelled AS (
+            SELECT * EXCLUDE (requeued),
+                   CASE WHEN job_ref IS NULL THEN 'label_unmatched' ELSE 'label' END AS how
+            FROM matched WHERE NOT requeued
+            UNION ALL
+            SELECT * EXCLUDE (requeued, runs),
+                   CASE WHEN job_ref IS NULL THEN 'label_unmatched' ELSE 'label' END
+            FROM runs WHERE runs <= 1
+            UNION ALL
+            SELECT * EXCLUDE (requeued, runs, job_ref), NULL::BIGINT, 'unattributed' FROM (
+                SELECT DISTINCT ON (cluster, node, job_id, start_s, t_s, gpu_key) *
+                FROM runs WHERE runs > 1)
+        )"""
+
+
+def _by_index() -> str:
+    """``index_one``: the one run that held that GPU at the midpoint; ``index_many``: a GPU two
+    runs claim at once (contradictory inputs: charged to neither); ``rest``: the others."""
+    return """unlabelled AS (
+            SELECT * FROM q WHERE job_id IS NULL AND known
+        ), claims AS (
+            SELECT u.*, a.job_ref,
+                   count(a.job_ref) OVER (
+                       PARTITION BY u.cluster, u.node, u.gpu_key, u.start_s, u.t_s) AS claims
+            FROM unlabelled u LEFT JOIN sample_jobs a
+              ON a.node = u.node AND (u.cluster IS NULL OR a.cluster = u.cluster)
+             AND a.gpu_mask IS NOT NULL
+             AND ((a.gpu_mask >> u.gpu_key::HUGEINT) & 1::HUGEINT) = 1
+             AND a.start_s <= u.mid AND a.end_s > u.mid
+            WHERE u.gpu_key IS NOT NULL
+        ), index_one AS (
+            SELECT * FROM claims WHERE claims = 1
+        ), index_many AS (
+            SELECT DISTINCT ON (cluster, node, gpu_key, start_s, t_s) * FROM claims
+            WHERE claims > 1
+        ), rest AS (
+            SELECT * FROM unlabelled WHERE gpu_key IS NULL
+            UNION ALL
+            SELECT * EXCLUDE (job_ref, claims) FROM claims WHERE claims = 0
+        )"""
+
+
+def _no_index() -> str:
+    """The same names when no run's GPU indices are known: every unlabelled sample is ``rest``."""
+    return """index_one AS (
+            SELECT *, NULL::BIGINT AS job_ref FROM q WHERE false
+        ), index_many AS (
+            SELECT * FROM q WHERE false
+        ), rest AS (
+            SELECT * FROM q WHERE job_id IS NULL AND known
+        )"""
+
+
+def _by_node() -> str:
+    """``whole``: the run holding every GPU of the node at the midpoint (a run that holds the
+    whole node is the only one there: the ledger refuses a node held beyond its GPUs). ``free``:
+    no such run; ``shared`` when a run whose GPU indices are unknown held GPUs there then (the
+    GPU may have been its), else the GPU was unallocated (a run of known indices held others)."""
+    return """whole AS (
+            SELECT r.*, a.job_ref FROM rest r LEFT JOIN sample_jobs a
+              ON a.node = r.node AND (r.cluster IS NULL OR a.cluster = r.cluster)
+             AND a.gpus >= r.node_gpus - 1e-9 AND a.start_s <= r.mid AND a.end_s > r.mid
+        ), free AS (
+            SELECT w.*, EXISTS (
+                       SELECT 1 FROM sample_jobs a
+                       WHERE a.node = w.node AND (w.cluster IS NULL OR a.cluster = w.cluster)
+                         AND a.gpu_mask IS NULL AND a.start_s <= w.mid AND a.end_s > w.mid
+                   ) AS shared
+            FROM whole w WHERE w.job_ref IS NULL
+        )"""

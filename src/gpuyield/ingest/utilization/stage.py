@@ -1,0 +1,227 @@
+"""From staged series to samples: the interval each sample covers, and the checks on the whole.
+
+Both readers stage the same rows (``gy_series``, ``promjson.SERIES_SCHEMA`` plus ``ingest_id``);
+from there on there is one code path, so a file means the same on either reader.
+
+**The interval a sample covers.** A sample at ``t`` covers ``[start, t)``: exporters average their
+counters over the interval that ends when they are scraped. ``start`` is the time of the sample
+before it of the same GPU, but at most one *step* before ``t``: after a gap (an exporter down, a
+NaN), the sample measures only the last step, and the gap stays unmeasured. The step is:
+
+- the one the source knows (a run's average from Slurm covers the run);
+- the one the user declared (``--step``): the data must not contradict it (two samples of a
+  series closer than the step, or apart by other than whole steps, are an error naming the file,
+  series and times);
+- else the series' own spacing, read from the data (its smallest gap): a DCGM capture taken at
+  15 s covers 15 s per sample, whatever ``--step`` would have said. The first sample of a series
+  covers at most the default step (60 s) or the series' spacing, whichever is shorter.
+
+So a GPU's samples never overlap: its measured time never exceeds the time that passed.
+
+**One row per GPU and time.** A GPU whose series in this ingest are of one metric, in time
+order and do not overlap (a new series each time the job label changes) loads straight in, one
+row per point. Anything else (several metrics of a GPU, overlapping series, repeated or
+unordered times, jobstats' job-id gauge) is pivoted: one row per GPU and time, the largest value
+of each metric (a repeated time is one sample), then the intervals computed in time order.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from gpuyield.errors import InputError, ParseError
+from gpuyield.ingest.utilization.promjson import Role
+from gpuyield.times import iso_utc
+
+#: The longest a sample without a known step covers: the first of a series, or any when the
+#: spacing cannot be read (a series of one point). Prometheus' and the DCGM exporter's default
+#: scrape interval is shorter; 60 s is the common site setting.
+DEFAULT_STEP_S = 60
+#: Activity is a fraction: above this (1 + rounding) it was given as a percentage.
+_MAX_ACTIVITY = 1.0 + 1e-9
+
+STAGE_COLUMNS = """source VARCHAR, field VARCHAR, role VARCHAR, node VARCHAR, gpu BIGINT,
+    job_label VARCHAR, ts BIGINT[], vs DOUBLE[], step_s BIGINT, ingest_id BIGINT"""
+
+
+def create(con: duckdb.DuckDBPyConnection) -> None:
+    """An empty ``gy_series`` for this ingest's sources."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gy_series ({STAGE_COLUMNS})")
+
+
+def describe(con: duckdb.DuckDBPyConnection) -> None:
+    """``gy_info``: per staged series, its times' order, ends, spacing and the step each of its
+    samples covers; ``gy_gpu``: per GPU, whether it loads straight in, and its span. The step
+    each ingest was declared at is ``gy_new_ids.declared_step_s``."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE gy_info AS
+           WITH raw AS (
+               SELECT s.rowid AS sid, source, field, role, node, gpu, ingest_id,
+                      step_s AS given, d.declared_step_s AS declared, len(ts) AS n,
+                      coalesce(list_min(list_transform(range(2, len(ts) + 1),
+                                                       lambda i: ts[i] - ts[i - 1])), 1) > 0
+                          AS strict,
+                      ts
+               FROM gy_series s JOIN gy_new_ids d USING (ingest_id) WHERE len(ts) > 0
+           ), sorted AS (
+               SELECT * EXCLUDE (ts),
+                      CASE WHEN strict THEN ts ELSE list_sort(list_distinct(ts)) END AS st
+               FROM raw
+           ), spaced AS (
+               SELECT * EXCLUDE (st), st[1] AS first_t, st[-1] AS last_t,
+                      list_min(list_transform(range(2, len(st) + 1),
+                                              lambda i: st[i] - st[i - 1])) AS gap,
+                      list_position(list_transform(range(2, len(st) + 1),
+                          lambda i: (st[i] - st[i - 1]) % coalesce(declared, 1) <> 0), true)
+                          AS bad_at,
+                      st[bad_at] AS bad_t0, st[bad_at + 1] AS bad_t1
+               FROM sorted
+           )
+           SELECT *,
+                  coalesce(given, declared, gap, $default) AS step,
+                  coalesce(given, declared, least(gap, $default), $default) AS first_step,
+                  max(last_t) OVER (PARTITION BY node, gpu ORDER BY first_t, sid
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                      AS prev_last
+           FROM spaced""",
+        {"default": DEFAULT_STEP_S},
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE gy_gpu AS
+            SELECT node, gpu, min(first_t) AS lo, max(last_t) AS hi,
+                   count(DISTINCT role) = 1 AND bool_and(strict)
+                   AND NOT bool_or(role = '{Role.JOB.value}')
+                   AND NOT bool_or(coalesce(first_t <= prev_last, false)) AS direct
+            FROM gy_info GROUP BY node, gpu"""
+    )
+
+
+def check(con: duckdb.DuckDBPyConnection, *, cluster: str | None) -> None:
+    """Refuse what would make the ledger wrong: a declared step the data contradicts, a GPU the
+    inventory does not have, an activity above 100%."""
+    _check_declared_step(con)
+    _check_inventory(con, cluster)
+    _check_activity(con)
+
+
+def _check_declared_step(con: duckdb.DuckDBPyConnection) -> None:
+    rows = con.execute(
+        """SELECT source, field, role, node, gpu, bad_t0, bad_t1, declared FROM gy_info
+           WHERE bad_at IS NOT NULL ORDER BY source, sid LIMIT 1"""
+    ).fetchall()
+    if rows:
+        source, field, role, node, gpu, t0, t1, step_s = rows[0]
+        raise ParseError(
+            f"--step {step_s}s: the {role} series of node {node} GPU {gpu} has samples at "
+            f"{iso_utc(t0)} and {iso_utc(t1)}, {t1 - t0} s apart, not a whole number of steps",
+            path=source,
+            field=field,
+            hint="leave --step out to read each series' spacing from the data, or give the "
+            "interval the data was taken at",
+        )
+
+
+def _check_inventory(con: duckdb.DuckDBPyConnection, cluster: str | None) -> None:
+    """A sample of GPU 16 of an 8-GPU node is of no GPU the cluster has: refused while the
+    inventory knows the node (a node it lacks is not attributed; see gpuyield.attribution)."""
+    rows = con.execute(
+        """SELECT i.source, i.field, i.node, i.gpu, n.num_gpus FROM gy_info i
+           JOIN (SELECT node, min(num_gpus) AS num_gpus FROM nodes
+                 WHERE $cluster IS NULL OR cluster = $cluster GROUP BY node) n USING (node)
+           WHERE i.gpu >= n.num_gpus ORDER BY i.source, i.sid LIMIT 1""",
+        {"cluster": cluster},
+    ).fetchall()
+    if rows:
+        source, field, node, gpu, num_gpus = rows[0]
+        raise ParseError(
+            f"samples of node {node} GPU {gpu}, but the inventory gives {node} {num_gpus} "
+            f"GPUs (indices 0 to {num_gpus - 1})",
+            path=source,
+            field=field,
+            hint="check the GPU index label (--gpu-label) and that the samples and the "
+            "inventory are of the same cluster (--cluster)",
+        )
+
+
+def _check_activity(con: duckdb.DuckDBPyConnection) -> None:
+    """Fractions must be fractions: a percentage read as a ratio would make every GPU busy."""
+    rows = con.execute(
+        f"""SELECT source, field, node, gpu, role, ts[pos], vs[pos] FROM (
+                SELECT *, list_position(list_transform(vs,
+                    lambda v: v > {_MAX_ACTIVITY} AND NOT isnan(v)), true) AS pos
+                FROM gy_series WHERE role <> '{Role.JOB.value}')
+            WHERE pos IS NOT NULL ORDER BY source LIMIT 1"""
+    ).fetchall()
+    if rows:
+        source, field, node, gpu, role, t_s, value = rows[0]
+        what = "graphics-engine activity" if role == Role.ACTIVE.value else f"{role} activity"
+        raise InputError(
+            f"{source}: {field}: node {node} GPU {gpu} at {iso_utc(t_s)}: {what} {value:g} is "
+            "above 1 (100%)",
+            hint="a ratio metric given as a percentage? set its scale (0.01 for percentages)",
+        )
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, *, cluster: str | None) -> None:
+    """The staged points into ``gpu_samples``: GPUs that load straight in, then the others."""
+    con.execute("SET preserve_insertion_order = false")  # row order means nothing here
+    con.execute(f"INSERT INTO gpu_samples {_direct_sql()}", {"cluster": cluster})
+    con.execute(f"INSERT INTO gpu_samples {_pivot_sql()}", {"cluster": cluster})
+
+
+# The step a point covers at most: its series' first point the first step, the others the step.
+_BOUND = "CASE WHEN t = i.first_t THEN i.first_step ELSE i.step END"
+
+
+def _direct_sql() -> str:
+    """One row per point. The point before a series' first is the last of the GPU's series
+    before it (``prev_last``); a NaN point has no measurement but still ends the interval of
+    the point after it."""
+    return f"""
+        SELECT $cluster, node, gpu, job_label,
+               greatest(t - bound, coalesce(p, prev_last)), t, bound,
+               CASE WHEN role = '{Role.ACTIVE.value}' THEN v END,
+               CASE WHEN role = '{Role.TENSOR.value}' THEN v END,
+               CASE WHEN role = '{Role.SM.value}' THEN v END,
+               ingest_id
+        FROM (
+            SELECT *, {_BOUND} AS bound FROM (
+                SELECT s.node, s.gpu, s.job_label, s.role, s.ingest_id, i.first_t, i.step,
+                       i.first_step, i.prev_last, unnest(s.ts) AS t, unnest(s.vs) AS v,
+                       unnest(list_prepend(NULL::BIGINT, s.ts[1:len(s.ts) - 1])) AS p
+                FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
+                JOIN gy_gpu g ON g.node = s.node AND g.gpu = s.gpu WHERE g.direct
+            ) i
+        )
+        WHERE NOT isnan(v)"""
+
+
+def _pivot_sql() -> str:
+    """One row per GPU and time: the largest value of each metric, the job of the label or of
+    the job-id gauge; intervals in time order (rows without a measurement end them too)."""
+    job = Role.JOB.value
+
+    def largest(role: Role) -> str:
+        return f"max(v) FILTER (WHERE role = '{role.value}' AND NOT isnan(v))"
+
+    return f"""
+        WITH pts AS (
+            SELECT s.node, s.gpu, s.role, s.job_label, s.ingest_id, i.first_t, i.step,
+                   i.first_step, unnest(s.ts) AS t, unnest(s.vs) AS v
+            FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
+            JOIN gy_gpu g ON g.node = s.node AND g.gpu = s.gpu WHERE NOT g.direct
+        ), rows AS (
+            SELECT node, gpu, t,
+                   max(CASE WHEN role <> '{job}' THEN job_label
+                            WHEN v > 0 THEN CAST(CAST(v AS BIGINT) AS VARCHAR) END) AS job_id,
+                   {largest(Role.ACTIVE)} AS active, {largest(Role.TENSOR)} AS tensor,
+                   {largest(Role.SM)} AS sm, min({_BOUND.replace("i.", "")}) AS bound,
+                   min(ingest_id) AS ingest_id
+            FROM pts GROUP BY node, gpu, t
+        ), spans AS (
+            SELECT *, greatest(t - bound, lag(t) OVER (PARTITION BY node, gpu ORDER BY t))
+                          AS start_s
+            FROM rows
+        )
+        SELECT $cluster, node, gpu, job_id, start_s, t, bound, active, tensor, sm, ingest_id
+        FROM spans WHERE active IS NOT NULL OR tensor IS NOT NULL OR sm IS NOT NULL"""
