@@ -79,12 +79,17 @@ CREATE TABLE IF NOT EXISTS ft_events (
     replicas BIGINT, gpus BIGINT, quorum_id BIGINT, participants BIGINT, attempt BIGINT,
     ingest_id BIGINT NOT NULL
 );
--- One row per GPU and sample time: the sample covers [start_s, t_s), at most step_s long, and
--- never overlaps another sample of its GPU (ingest/utilization/load.py).
-CREATE TABLE IF NOT EXISTS gpu_samples (
+-- Utilization samples, as series: one row per GPU, job label and stretch of time, its sample
+-- times and activities as lists (DuckDB writes a list at a fraction of the cost of a row per
+-- sample). A GPU's series never overlap in time. The sample at ts[i] covers the time since the
+-- sample before it of its GPU (ts[i-1], or prev_t for the first), at most step_s before it
+-- (first_step_s for the first): the view gpu_samples below has a row per sample
+-- (ingest/utilization/stage.py).
+CREATE TABLE IF NOT EXISTS gpu_series (
     cluster VARCHAR, node VARCHAR NOT NULL, gpu BIGINT NOT NULL, job_id VARCHAR,
-    start_s BIGINT NOT NULL, t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE,
-    tensor_active DOUBLE, sm_active DOUBLE, ingest_id BIGINT NOT NULL
+    first_t BIGINT NOT NULL, last_t BIGINT NOT NULL, prev_t BIGINT, step_s BIGINT NOT NULL,
+    first_step_s BIGINT NOT NULL, ts BIGINT[] NOT NULL, active DOUBLE[], tensor_active DOUBLE[],
+    sm_active DOUBLE[], ingest_id BIGINT NOT NULL
 );
 -- The samples attributed to jobs, grouped per node, attribution, job and interval (kept up to
 -- date by every ingest: gpuyield/attribution). Activity sums in billionths, exact as integers.
@@ -116,6 +121,38 @@ CREATE TABLE IF NOT EXISTS job_gpus (
     last_seen_s BIGINT NOT NULL, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
 );
 """
+
+
+def samples_sql(
+    series_where: str = "true",
+    *,
+    source: str = "gpu_series o",
+    carry: tuple[tuple[str, str], ...] = (),
+) -> str:
+    """One row per GPU and sample time with a measurement, covering ``[start_s, t_s)``, from the
+    series (``gpu_series o``, in ``source``) that ``series_where`` selects: the view
+    ``gpu_samples`` is all of them. A point without any measurement (NaN) still ends the
+    interval of the one after it. ``carry``: (SQL over ``source``, name) of more columns."""
+    kept = "".join(f", {name}" for _, name in carry)
+    computed = "".join(f", {sql} AS {name}" for sql, name in carry)
+    return f"""
+        SELECT cluster, node, gpu, job_id,
+               greatest(t_s - step_s, before_s) AS start_s, t_s, step_s,
+               active, tensor_active, sm_active, ingest_id{kept}
+        FROM (
+            SELECT *, CASE WHEN t_s = first_t THEN first_step_s ELSE o_step_s END AS step_s
+            FROM (
+                SELECT o.cluster, o.node, o.gpu, o.job_id, o.ingest_id, o.first_t,
+                       o.first_step_s, o.step_s AS o_step_s{computed},
+                       unnest(o.ts) AS t_s,
+                       unnest(list_prepend(o.prev_t, o.ts[1:len(o.ts) - 1])) AS before_s,
+                       unnest(o.active) AS active, unnest(o.tensor_active) AS tensor_active,
+                       unnest(o.sm_active) AS sm_active
+                FROM {source} WHERE {series_where}
+            )
+        )
+        WHERE coalesce(NOT isnan(active), false) OR coalesce(NOT isnan(tensor_active), false)
+           OR coalesce(NOT isnan(sm_active), false)"""
 
 
 def duckdb_connect(
@@ -155,6 +192,7 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     _check_schema_version(con, target)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
+        con.execute(f"CREATE OR REPLACE VIEW gpu_samples AS {samples_sql()}")
         con.execute(
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
         )

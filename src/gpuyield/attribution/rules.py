@@ -8,6 +8,8 @@ sample by its interval only, so the sums over a group are exact.
 
 from __future__ import annotations
 
+from gpuyield.store import samples_sql
+
 #: Below this graphics-engine activity a sample interval counts as idle (1%: DCGM reports a GPU
 #: with a context open and no kernels at 0%, and a running job rarely averages under 1% a minute).
 IDLE_THRESHOLD = 0.01
@@ -20,15 +22,16 @@ MAX_GPU_INDEX = 126
 ACTIVITY_UNITS = 1_000_000_000
 
 
-def groups_sql(sample_filter: str, *, with_indices: bool) -> str:
-    """A query giving ``sample_groups`` rows for the samples ``g`` of ``gpu_samples`` that
-    ``sample_filter`` (SQL over ``g``) selects. Parameter ``$threshold``: the idle threshold.
+def groups_sql(series_filter: str, sample_filter: str, *, with_indices: bool) -> str:
+    """A query giving ``sample_groups`` rows for the samples ``g`` that ``sample_filter``
+    selects, of the series ``o`` (``gpu_series``) that ``series_filter`` selects (SQL over
+    ``o`` and ``g``). Parameter ``$threshold``: the idle threshold.
 
     ``with_indices``: some run's GPU indices are known (``sample_jobs.gpu_mask``); without, the
     index rule is left out (it would match nothing).
     """
     return f"""
-        WITH {_grouped(sample_filter, with_indices)},
+        WITH {_grouped(series_filter, sample_filter, with_indices)},
         {_by_label()},
         {_by_index() if with_indices else _no_index()},
         {_by_node()}
@@ -55,38 +58,50 @@ def _charged() -> str:
     return "(" + ", ".join(f"'{how}'" for how in CHARGED) + ")"
 
 
-def _grouped(sample_filter: str, with_indices: bool) -> str:
+def _grouped(series_filter: str, sample_filter: str, with_indices: bool) -> str:
     """``p``: samples grouped; ``q``: with the node's inventory and the interval's midpoint.
 
-    A group holding a GPU index the inventory lacks is not ``known``: never attributed (the
-    ingest refuses such samples when the inventory is there; it may arrive, or shrink, later).
+    The grouping key is an integer per series label (``labels``: cluster, node, job label),
+    cheaper to hash than the strings. A group holding a GPU index the inventory lacks is not
+    ``known``: never attributed (the ingest refuses such samples when the inventory is there; it
+    may arrive, or shrink, later). Indices are below ``MAX_GPU_INDEX`` (the ingest refuses
+    others), so the mask holds every GPU of a group.
     """
-    gpu_key = (
-        "CASE WHEN g.node IN (SELECT node FROM sample_jobs WHERE gpu_mask IS NOT NULL) "
-        "THEN g.gpu END"
+    indexed = (
+        "o.node IN (SELECT node FROM sample_jobs WHERE gpu_mask IS NOT NULL)"
         if with_indices
-        else "NULL::BIGINT"
+        else "false"
     )
-    return f"""p AS (
-            SELECT g.cluster, g.node, g.job_id, g.start_s, g.t_s, {gpu_key} AS gpu_key,
+    carried = (("l.lk", "lk"), (indexed, "indexed"))
+    source = """gpu_series o JOIN labels l ON l.node = o.node
+                AND l.cluster IS NOT DISTINCT FROM o.cluster
+                AND l.job_id IS NOT DISTINCT FROM o.job_id"""
+    return f"""labels AS (
+            SELECT *, row_number() OVER () AS lk FROM (
+                SELECT DISTINCT cluster, node, job_id FROM gpu_series o WHERE {series_filter})
+        ), keyed AS (
+            SELECT g.lk, g.start_s, g.t_s, CASE WHEN g.indexed THEN g.gpu END AS gpu_key,
+                   g.gpu, g.active, g.tensor_active
+            FROM ({samples_sql(series_filter, source=source, carry=carried)}) g
+            WHERE {sample_filter}
+        ), p0 AS (
+            SELECT lk, start_s, t_s, gpu_key,
                    count(*) AS samples,
-                   count(*) FILTER (WHERE g.active < $threshold) AS idle_samples,
-                   coalesce(sum(round(g.active * {ACTIVITY_UNITS})::BIGINT), 0) AS active_sum,
-                   coalesce(sum(round(g.tensor_active * {ACTIVITY_UNITS})::BIGINT), 0)
+                   count(*) FILTER (WHERE active < $threshold) AS idle_samples,
+                   coalesce(sum(round(active * {ACTIVITY_UNITS})::BIGINT), 0) AS active_sum,
+                   coalesce(sum(round(tensor_active * {ACTIVITY_UNITS})::BIGINT), 0)
                        AS tensor_sum,
-                   count(g.tensor_active) AS tensor_samples,
-                   bit_or(CASE WHEN g.gpu BETWEEN 0 AND {MAX_GPU_INDEX}
-                               THEN 1::HUGEINT << g.gpu::HUGEINT ELSE 0::HUGEINT END)
-                       AS gpu_mask,
-                   max(g.gpu) AS max_gpu, min(g.gpu) AS min_gpu
-            FROM gpu_samples g WHERE {sample_filter}
-            GROUP BY g.cluster, g.node, g.job_id, g.start_s, g.t_s, gpu_key
+                   count(tensor_active) AS tensor_samples,
+                   bit_or(1::HUGEINT << gpu::HUGEINT) AS gpu_mask
+            FROM keyed GROUP BY lk, start_s, t_s, gpu_key
+        ), p AS (
+            SELECT l.cluster, l.node, l.job_id, p0.* EXCLUDE (lk) FROM p0 JOIN labels l USING (lk)
         ), inventory AS (
-            SELECT node, min(num_gpus) AS num_gpus FROM sample_nodes GROUP BY node
+            SELECT node, least(min(num_gpus), {MAX_GPU_INDEX + 1}) AS num_gpus
+            FROM sample_nodes GROUP BY node
         ), q AS (
             SELECT p.*, (p.start_s + p.t_s) / 2.0 AS mid, n.num_gpus AS node_gpus,
-                   coalesce(p.min_gpu >= 0 AND p.max_gpu < n.num_gpus
-                            AND p.max_gpu <= {MAX_GPU_INDEX}, false) AS known
+                   coalesce((p.gpu_mask >> n.num_gpus::HUGEINT) = 0, false) AS known
             FROM p LEFT JOIN inventory n ON n.node = p.node
         )"""
 

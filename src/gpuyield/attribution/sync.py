@@ -25,10 +25,12 @@ from gpuyield.attribution.rules import CHARGED, IDLE_THRESHOLD, MAX_GPU_INDEX, g
 _WATERMARK = "samples_attributed_through_ingest"
 _MIN_S = -(1 << 62)
 _MAX_S = 1 << 62
-# The regions, in the samples' own terms (``gpu_samples g``, ``sample_groups g``).
+# The regions, in the samples' own terms (a sample or a group ``g``, a series ``o``).
 _IN_REGION = (
     "EXISTS (SELECT 1 FROM gy_merged r WHERE r.node = g.node AND g.{t} BETWEEN r.lo AND r.hi)"
 )
+_SERIES_IN_REGION = """EXISTS (SELECT 1 FROM gy_merged r WHERE r.node = o.node
+                                AND o.first_t <= r.hi AND o.last_t >= r.lo)"""
 
 
 def sync(con: duckdb.DuckDBPyConnection, *, regions_sql: str | None = None) -> None:
@@ -38,7 +40,7 @@ def sync(con: duckdb.DuckDBPyConnection, *, regions_sql: str | None = None) -> N
     utilization ingest). Without samples in the store nothing is attributed, and the first
     ``sync`` with samples attributes every one.
     """
-    if not _has_rows(con, "gpu_samples"):
+    if not _has_rows(con, "gpu_series"):
         return
     watermark = _watermark(con)
     con.execute("CREATE OR REPLACE TEMP TABLE gy_regions (node VARCHAR, lo BIGINT, hi BIGINT)")
@@ -76,7 +78,9 @@ def _set_watermark(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _longest_step_s(con: duckdb.DuckDBPyConnection) -> int:
-    rows = con.execute("SELECT coalesce(max(step_s), 0) FROM gpu_samples").fetchall()
+    rows = con.execute(
+        "SELECT coalesce(max(greatest(step_s, first_step_s)), 0) FROM gpu_series"
+    ).fetchall()
     return int(rows[0][0])
 
 
@@ -204,7 +208,7 @@ def _attribute_everything(con: duckdb.DuckDBPyConnection, *, with_indices: bool)
     """The first attribution (or after the store lost it): every sample, every run."""
     con.execute("DELETE FROM sample_groups")
     con.execute(
-        f"INSERT INTO sample_groups {groups_sql('true', with_indices=with_indices)}",
+        f"INSERT INTO sample_groups {groups_sql('true', 'true', with_indices=with_indices)}",
         {"threshold": IDLE_THRESHOLD},
     )
     con.execute("DELETE FROM sample_job_gpus")
@@ -223,7 +227,7 @@ def _attribute_regions(con: duckdb.DuckDBPyConnection, *, with_indices: bool) ->
             WHERE job_ref IS NOT NULL AND {groups_in_region}"""
     )
     con.execute(f"DELETE FROM sample_groups g WHERE {groups_in_region}")
-    samples = groups_sql(_IN_REGION.format(t="t_s"), with_indices=with_indices)
+    samples = groups_sql(_SERIES_IN_REGION, _IN_REGION.format(t="t_s"), with_indices=with_indices)
     con.execute(f"INSERT INTO sample_groups {samples}", {"threshold": IDLE_THRESHOLD})
     con.execute(
         f"""INSERT INTO gy_changed_refs

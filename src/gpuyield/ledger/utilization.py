@@ -101,7 +101,7 @@ class Utilization:
 def has_samples(backend: ibis.BaseBackend) -> bool:
     """True when the store holds utilization samples."""
     try:
-        table = backend.table("gpu_samples")
+        table = backend.table("gpu_series")
     except TableNotFound:
         return False
     return bool(table.count().to_pyarrow().as_py())
@@ -163,7 +163,7 @@ def _stored_groups(backend: ibis.BaseBackend, threshold: float) -> ir.Table:
     )
     name = f"gy_groups_{uuid.uuid4().hex[:12]}"
     con.execute(
-        f"CREATE TEMP TABLE {name} AS {groups_sql('true', with_indices=with_indices)}",
+        f"CREATE TEMP TABLE {name} AS {groups_sql('true', 'true', with_indices=with_indices)}",
         {"threshold": threshold},
     )
     return backend.table(name)

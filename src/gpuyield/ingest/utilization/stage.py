@@ -18,11 +18,14 @@ NaN), the sample measures only the last step, and the gap stays unmeasured. The 
 
 So a GPU's samples never overlap: its measured time never exceeds the time that passed.
 
-**One row per GPU and time.** A GPU whose series in this ingest are of one metric, in time
-order and do not overlap (a new series each time the job label changes) loads straight in, one
-row per point. Anything else (several metrics of a GPU, overlapping series, repeated or
-unordered times, jobstats' job-id gauge) is pivoted: one row per GPU and time, the largest value
-of each metric (a repeated time is one sample), then the intervals computed in time order.
+**Series.** The samples are stored as series (``gpu_series``), and the series of a GPU never
+overlap in time. A GPU whose new series are of one metric, in time order and do not overlap
+each other or the ones stored (a new series each time the job label changes, the next hour's
+capture) goes in as it came. Anything else (several metrics of a GPU, overlapping series,
+repeated or unordered times, jobstats' job-id gauge, a capture of hours already stored) is
+pivoted with the stored samples it overlaps: one sample per GPU and time, the largest value of
+each metric (a repeated time is one sample; a later capture replaces the earlier), cut again
+into series (``series.py``).
 """
 
 from __future__ import annotations
@@ -160,68 +163,3 @@ def _check_activity(con: duckdb.DuckDBPyConnection) -> None:
             "above 1 (100%)",
             hint="a ratio metric given as a percentage? set its scale (0.01 for percentages)",
         )
-
-
-def insert_rows(con: duckdb.DuckDBPyConnection, *, cluster: str | None) -> None:
-    """The staged points into ``gpu_samples``: GPUs that load straight in, then the others."""
-    con.execute("SET preserve_insertion_order = false")  # row order means nothing here
-    con.execute(f"INSERT INTO gpu_samples {_direct_sql()}", {"cluster": cluster})
-    con.execute(f"INSERT INTO gpu_samples {_pivot_sql()}", {"cluster": cluster})
-
-
-# The step a point covers at most: its series' first point the first step, the others the step.
-_BOUND = "CASE WHEN t = i.first_t THEN i.first_step ELSE i.step END"
-
-
-def _direct_sql() -> str:
-    """One row per point. The point before a series' first is the last of the GPU's series
-    before it (``prev_last``); a NaN point has no measurement but still ends the interval of
-    the point after it."""
-    return f"""
-        SELECT $cluster, node, gpu, job_label,
-               greatest(t - bound, coalesce(p, prev_last)), t, bound,
-               CASE WHEN role = '{Role.ACTIVE.value}' THEN v END,
-               CASE WHEN role = '{Role.TENSOR.value}' THEN v END,
-               CASE WHEN role = '{Role.SM.value}' THEN v END,
-               ingest_id
-        FROM (
-            SELECT *, {_BOUND} AS bound FROM (
-                SELECT s.node, s.gpu, s.job_label, s.role, s.ingest_id, i.first_t, i.step,
-                       i.first_step, i.prev_last, unnest(s.ts) AS t, unnest(s.vs) AS v,
-                       unnest(list_prepend(NULL::BIGINT, s.ts[1:len(s.ts) - 1])) AS p
-                FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
-                JOIN gy_gpu g ON g.node = s.node AND g.gpu = s.gpu WHERE g.direct
-            ) i
-        )
-        WHERE NOT isnan(v)"""
-
-
-def _pivot_sql() -> str:
-    """One row per GPU and time: the largest value of each metric, the job of the label or of
-    the job-id gauge; intervals in time order (rows without a measurement end them too)."""
-    job = Role.JOB.value
-
-    def largest(role: Role) -> str:
-        return f"max(v) FILTER (WHERE role = '{role.value}' AND NOT isnan(v))"
-
-    return f"""
-        WITH pts AS (
-            SELECT s.node, s.gpu, s.role, s.job_label, s.ingest_id, i.first_t, i.step,
-                   i.first_step, unnest(s.ts) AS t, unnest(s.vs) AS v
-            FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
-            JOIN gy_gpu g ON g.node = s.node AND g.gpu = s.gpu WHERE NOT g.direct
-        ), rows AS (
-            SELECT node, gpu, t,
-                   max(CASE WHEN role <> '{job}' THEN job_label
-                            WHEN v > 0 THEN CAST(CAST(v AS BIGINT) AS VARCHAR) END) AS job_id,
-                   {largest(Role.ACTIVE)} AS active, {largest(Role.TENSOR)} AS tensor,
-                   {largest(Role.SM)} AS sm, min({_BOUND.replace("i.", "")}) AS bound,
-                   min(ingest_id) AS ingest_id
-            FROM pts GROUP BY node, gpu, t
-        ), spans AS (
-            SELECT *, greatest(t - bound, lag(t) OVER (PARTITION BY node, gpu ORDER BY t))
-                          AS start_s
-            FROM rows
-        )
-        SELECT $cluster, node, gpu, job_id, start_s, t, bound, active, tensor, sm, ingest_id
-        FROM spans WHERE active IS NOT NULL OR tensor IS NOT NULL OR sm IS NOT NULL"""
