@@ -17,6 +17,7 @@ from gpuyield.cli import (
     estimate,
     idle_now,
     ingest,
+    plan,
     report,
     serve,
     simulate,
@@ -45,6 +46,7 @@ app.command(name="ladder")(ladder_cli.ladder_command)
 app.command(name="preflight")(ladder_cli.preflight_command)
 app.command(name="collect")(collect.collect_command)
 app.command(name="doctor")(doctor.doctor_command)
+app.command(name="plan")(plan.plan_command)
 app.command(name="train-ft")(train.train_ft_command)
 app.command(name="ft-loss")(train.ft_loss_command)
 

@@ -143,22 +143,36 @@ def validate_command(
     from rich.table import Table
 
     table = Table(title="Published reliability cases: predicted vs published")
-    for col in ("case", "table", "predicted", "simulated", "published", "band / ETTR", "ok"):
+    for col in (
+        "case",
+        "table",
+        "GPUs",
+        "MTBF min",
+        "predicted",
+        "simulated",
+        "published",
+        "ETTR",
+        "ok",
+    ):
         table.add_column(col)
     for r in results:
         c = r.case
         published = (
             str(c.published_interruptions)
             if c.published_interruptions is not None
+            else f"> {c.published_min_interruptions}"
+            if c.published_min_interruptions is not None
             else f"ETTR {c.published_ettr or c.published_min_ettr}"
         )
         table.add_row(
             c.id + (" (in-sample)" if c.in_sample else ""),
             c.table,
-            f"{r.predicted_interruptions:.1f}",
-            str(r.simulated_interruptions),
+            f"{c.gpus:,}",
+            f"{r.mtbf_minutes:,.0f}",
+            f"{r.predicted_interruptions:,.1f} ({r.band[0]:,.0f}-{r.band[1]:,.0f})",
+            f"{r.simulated_interruptions:,}",
             published,
-            f"{r.band[0]:.0f}-{r.band[1]:.0f}; ETTR {r.simulated_ettr:.3f}",
+            f"{r.simulated_ettr:.3f}",
             "yes" if r.within else "no (documented)" if c.expect_outside else "NO",
         )
     console.print(table)

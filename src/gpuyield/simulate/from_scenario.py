@@ -2,7 +2,8 @@
 
 Sweeps take every rate and time from here (no hard-coded rate or restart time): the node failure
 rate is the scenario's total over every cause (its failure table, Table 5 by default, times
-``rate_scale``, lemons included by the model); restart costs come from its first lineage run.
+``rate_scale``, lemons included by the model; a table's size law goes to the model, which applies
+it at each swept size); restart costs come from its first lineage run.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def job_model(
             hint="use a scenario with a lineage run, e.g. llama3-405b",
         )
     run, cfg = scenario.lineage[0], scenario.failures
-    per_node_day = sum(scenario.failure_rates().values()) * SECONDS_PER_DAY
+    exponent, reference_gpus = _size_law(scenario)
+    rates = scenario.failure_rates(job_gpus=reference_gpus or None)
+    per_node_day = sum(rates.values()) * SECONDS_PER_DAY
     spares_share = run.spare_nodes / max(scenario.run_nodes(run), 1)
     return JobModel(
         num_nodes=num_nodes,
@@ -54,7 +57,23 @@ def job_model(
         rollback_s=float(cfg.rollback_s),
         lemon_share=cfg.lemon_share,
         lemon_factor=cfg.lemon_factor,
+        # The table's size law: the rate above holds at its reference size and scales with the
+        # job's, so a sweep over cluster sizes applies it.
+        size_exponent=exponent,
+        reference_nodes=reference_gpus / scenario.fleet.gpus_per_node,
     )
+
+
+def _size_law(scenario: Scenario) -> tuple[float, float]:
+    """The scenario's table's size exponent and reference GPUs (0, 0 without a size law)."""
+    if not scenario.failures.table:
+        return 0.0, 0.0
+    from gpuyield.simulate.failure_tables import get_failure_table
+
+    table = get_failure_table(scenario.failures.table)
+    if not table.size_exponent:
+        return 0.0, 0.0
+    return table.size_exponent, float(table.reference_gpus)
 
 
 def _mean_repair_s(scenario: Scenario) -> float:

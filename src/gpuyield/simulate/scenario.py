@@ -385,8 +385,13 @@ class Scenario:
         """Nodes held by all lineage groups (jobs plus their spares)."""
         return sum(self.run_nodes(r) + r.spare_nodes for r in self.lineage)
 
-    def failure_rates(self) -> dict[str, float]:
-        """Rate per node-second by cause, after defaults and ``rate_scale``."""
+    def failure_rates(self, *, job_gpus: float | None = None) -> dict[str, float]:
+        """Rate per node-second by cause, after defaults, the table's size law and ``rate_scale``.
+
+        A table with a size law (``size_exponent``) describes a job of ``job_gpus`` GPUs; by
+        default the largest lineage run's (every node of the fleet fails at that job's rate, which
+        is exact for a fleet holding one job and first-order for a mixed one), else the fleet's.
+        """
         from gpuyield.simulate.calibration import llama3_rate_per_1000_node_days
 
         rates = {c.id: llama3_rate_per_1000_node_days(c) for c in CAUSES_BY_ID.values()}
@@ -394,12 +399,17 @@ class Scenario:
             from gpuyield.simulate.failure_tables import get_failure_table
 
             # The table sets the total; Table 5 (the only per-cause table published) the mix.
-            total = get_failure_table(self.failures.table).rate_per_1000_node_days
+            table = get_failure_table(self.failures.table)
+            total = table.rate_at(self.job_gpus() if job_gpus is None else job_gpus)
             share = total / sum(rates.values())
             rates = {cause: rate * share for cause, rate in rates.items()}
         rates.update(self.failures.rates_per_1000_node_days)
         scale = self.failures.rate_scale / 1000.0 / 86400.0
         return {cause: rate * scale for cause, rate in rates.items()}
+
+    def job_gpus(self) -> int:
+        """GPUs of the largest lineage run (the fleet's without one): the size a table's law uses."""
+        return max((run.num_gpus for run in self.lineage), default=self.fleet.num_gpus)
 
     def with_overrides(self, **changes: Any) -> Scenario:
         """A copy with top-level fields replaced (``days``, ``seed``, ``fleet``, ...)."""
