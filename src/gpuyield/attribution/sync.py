@@ -137,7 +137,18 @@ def _sync_runs(con: duckdb.DuckDBPyConnection, watermark: int | None, step_s: in
     )
     if watermark is not None:
         _run_regions(con, step_s)
+    indexed = "SELECT DISTINCT node FROM sample_jobs WHERE gpu_mask IS NOT NULL"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gy_indexed AS {indexed}")
     _store_runs(con)
+    # A node where some run's GPU indices are now known (or no longer are) groups its samples
+    # per GPU (or per node): all of its samples are grouped again, so the groups are the ones a
+    # fresh attribution would make.
+    con.execute(
+        f"""INSERT INTO gy_regions
+            SELECT node, {_MIN_S}, {_MAX_S} FROM (
+                (SELECT node FROM gy_indexed EXCEPT {indexed})
+                UNION ({indexed} EXCEPT SELECT node FROM gy_indexed))"""
+    )
 
 
 def _touched_runs(con: duckdb.DuckDBPyConnection, watermark: int | None) -> None:

@@ -48,19 +48,20 @@ def decompress_bounded(data: bytes, *, max_bytes: int, max_ratio: float | None =
 
 
 class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
+    def read1(self, size: int = -1, /) -> bytes: ...
 
 
 def read_bounded(stream: _Readable, *, max_bytes: int, deadline: float) -> bytes:
     """At most ``max_bytes`` from ``stream``, before ``deadline`` (``time.monotonic()``): a
     larger body, or one still arriving at the deadline, raises ``BudgetExceeded``. Each read
-    waits at most the stream's own timeout (a socket's), so a drip of a byte at a time cannot
-    hold it past the deadline by more than one such wait."""
+    returns what has arrived (``read1``) and waits at most the stream's own timeout (a
+    socket's), so a drip of a byte at a time cannot hold it past the deadline by more than one
+    such wait."""
     out = bytearray()
     while True:
         if time.monotonic() > deadline:
             raise BudgetExceeded(f"still sending after the deadline ({len(out):,} bytes so far)")
-        chunk = stream.read(min(_CHUNK_BYTES, max_bytes + 1 - len(out)))
+        chunk = stream.read1(min(_CHUNK_BYTES, max_bytes + 1 - len(out)))
         if not chunk:
             return bytes(out)
         out += chunk
