@@ -211,7 +211,7 @@ class _Hostile(BaseHTTPRequestHandler):
 
     mode = "flood"
 
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
