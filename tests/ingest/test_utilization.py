@@ -271,3 +271,30 @@ def test_samples_add_up_so_any_earlier_ingest_of_a_file_makes_it_a_no_op(tmp_pat
     assert latest is None
     (restepped,) = ingest_utilization(db, prom_json=[FIXTURE], step_s=30)
     assert not restepped.skipped and restepped.ingest_id > other.ingest_id
+
+
+def test_several_answers_in_one_file_are_the_answers_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large capture saved as one answer per group of nodes, one a line (NDJSON, what
+    ``simulate --utilization`` writes): the same samples as the single answer, on both readers."""
+    document = json.loads(FIXTURE.read_text())
+    by_node: dict[str, list[object]] = {}
+    for series in document["data"]["result"]:
+        by_node.setdefault(series["metric"]["Hostname"], []).append(series)
+    lines = [
+        json.dumps({**document, "data": {**document["data"], "result": result}})
+        for result in by_node.values()
+    ]
+    assert len(lines) == 2
+    several = tmp_path / "several.json"
+    several.write_text("\n".join(lines) + "\n")
+    one = tmp_path / "one.duckdb"
+    ingest_utilization(one, prom_json=[FIXTURE])
+    fast = tmp_path / "fast.duckdb"
+    ingest_utilization(fast, prom_json=[several])
+    use_python_reader(monkeypatch)
+    slow = tmp_path / "slow.duckdb"
+    ingest_utilization(slow, prom_json=[several])
+    assert _stored(one) == _stored(fast) == _stored(slow)
+    assert len(_stored(one)) == 16 * 120 - 10

@@ -60,8 +60,9 @@ def ambiguous_samples(out: Path) -> int:
         for node in expand_hostlist(f[col["NodeList"]]):
             runs.setdefault((f[col["JobIDRaw"]], node), []).append((start, end))
     count = 0
-    document = json.loads((out / "utilization.json").read_text())
-    for series in document["data"]["result"]:
+    lines = (out / "utilization.json").read_text().splitlines()
+    result = [s for line in lines for s in json.loads(line)["data"]["result"]]
+    for series in result:
         labels = series["metric"]
         spans = runs.get((labels["hpc_job"], labels["Hostname"]), [])
         if len(spans) < 2:

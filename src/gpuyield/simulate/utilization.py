@@ -2,7 +2,10 @@
 
 Written from the simulator's own ``sacct.psv`` (so the series match the jobs exactly): every GPU a
 job held gets one ``DCGM_FI_DEV_GPU_UTIL`` sample a minute, labelled ``hpc_job`` as the DCGM
-exporter's HPC job mapping does, in the JSON a Prometheus ``query_range`` returns. Jobs idle the
+exporter's HPC job mapping does, in the JSON a Prometheus ``query_range`` returns: one answer per
+``NODES_PER_DOCUMENT`` nodes, one answer a line (NDJSON), as a site saves a large cluster's
+capture. DuckDB's reader parses one answer at a time, so a 100k-GPU capture is read within its
+memory budget (a single 300 MB answer was not, and fell back to Python: 80 s, 6 GB). Jobs idle the
 way clusters see them: some stall at start (data loading, a queue for a dataset), some leave one GPU
 unused for their whole run. The truth counts those idle seconds in continuous time, so the
 ledger's per-minute measurement is checked against it, not against itself.
@@ -30,6 +33,8 @@ STALL_MAX_SHARE = 0.5
 UNUSED_GPU_JOB_SHARE = 0.1
 #: Activity of a busy GPU (percent), as DCGM_FI_DEV_GPU_UTIL reports it.
 BUSY_PERCENT = 90.0
+#: Nodes per saved answer: a day of 125 nodes at one sample a minute is about 26 MB.
+NODES_PER_DOCUMENT = 125
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -59,7 +64,7 @@ def write_utilization(
     jobs = sorted(_jobs(out_dir / "sacct.psv", window_end_s), key=lambda j: (j.start_s, j.job_id))
     free_at: dict[str, list[int]] = {}
     last_t: dict[tuple[str, int], int] = {}
-    series: list[dict[str, object]] = []
+    series: dict[str, list[dict[str, object]]] = {}
     idle_total = 0.0
     samples = 0
     for job in jobs:
@@ -82,10 +87,19 @@ def write_utilization(
                 samples += len(points)
                 labels = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": node}
                 labels |= {"gpu": str(gpu), "hpc_job": job.job_id}
-                series.append({"metric": labels, "values": points})
-    document = {"status": "success", "data": {"resultType": "matrix", "result": series}}
-    (out_dir / "utilization.json").write_text(json.dumps(document, separators=(",", ":")))
+                series.setdefault(node, []).append({"metric": labels, "values": points})
+    _write_answers(out_dir / "utilization.json", series)
     return UtilizationTruth(idle_allocated_gpu_seconds=idle_total, samples=samples)
+
+
+def _write_answers(path: Path, series: dict[str, list[dict[str, object]]]) -> None:
+    """One ``query_range`` answer per ``NODES_PER_DOCUMENT`` nodes, one a line."""
+    nodes = sorted(series)
+    with path.open("w", encoding="utf-8") as out:
+        for first in range(0, max(1, len(nodes)), NODES_PER_DOCUMENT):
+            result = [s for node in nodes[first : first + NODES_PER_DOCUMENT] for s in series[node]]
+            document = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+            out.write(json.dumps(document, separators=(",", ":")) + "\n")
 
 
 def _points(job: _Job, idle_until_s: int, step_s: int) -> list[tuple[int, str]]:

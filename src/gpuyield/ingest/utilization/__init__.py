@@ -45,8 +45,12 @@ __all__ = [
 
 SOURCE = "utilization"
 #: The Python reader (the fallback that names a fault DuckDB's reader refused) holds a file's
-#: parsed JSON in memory, several times its size: larger files are refused with a hint instead.
-PYTHON_READER_MAX_BYTES = 1 << 30
+#: parsed JSON in memory, about twenty times its size: larger files are refused with a hint.
+PYTHON_READER_MAX_BYTES = 256 << 20
+_SPLIT_HINT = (
+    "save the answers in files of some tens of MB (fewer nodes or hours a query; several "
+    "answers one a line in one file are fine), or check the file is a Prometheus answer"
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -295,7 +299,14 @@ def _stage_saved(
         )
         con.register("gy_sources", sources)
         paths = [x.path for x, _ in saved]
-        con.execute(f"INSERT INTO gy_series {duckjson.stage_sql(paths, names)}")
+        try:
+            con.execute(f"INSERT INTO gy_series {duckjson.stage_sql(paths, names)}")
+        except duckdb.OutOfMemoryException as error:
+            raise InputError(
+                f"DuckDB's JSON reader ran out of memory reading {len(paths)} file(s) "
+                f"({paths[0]}...): {str(error).splitlines()[0]}",
+                hint=_SPLIT_HINT,
+            ) from None
         return
     for item, ingest_id in saved:
         size = item.path.stat().st_size
@@ -303,8 +314,7 @@ def _stage_saved(
             raise InputError(
                 f"{item.path}: DuckDB's JSON reader could not read it, and at {size:,} bytes it "
                 "is too large to read again in Python to say why",
-                hint="save the responses in files of some tens of MB (fewer nodes or hours a "
-                "query), or check the file is a Prometheus query_range answer",
+                hint=_SPLIT_HINT,
             )
         table = parse_response(item.path, names, metric=item.metric)
         _stage_table(con, table, ingest_id)

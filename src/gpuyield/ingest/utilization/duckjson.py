@@ -21,8 +21,9 @@ import pyarrow as pa
 from gpuyield.attribution import MAX_GPU_INDEX
 from gpuyield.ingest.utilization.promjson import MAX_JOB_ID, MAX_TIME_S, MetricNames, Role
 
-# The reader's largest object: a 32-bit count of bytes (a larger response takes the slow path).
-_MAX_OBJECT_BYTES = (1 << 32) - 1
+# The reader's largest object (one answer): it allocates a buffer of this size per thread, so a
+# file of many answers (NDJSON) must not make it the file's size. A larger answer is refused.
+MAX_ANSWER_BYTES = 1 << 30
 # ``[time, "value"]`` pairs read as two strings: cheaper than JSON values, and a number reads as
 # its text.
 _SERIES = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" VARCHAR[][])'
@@ -143,8 +144,9 @@ def _reader(paths: list[Path]) -> str:
 
 
 def _object_size(path: Path) -> int:
-    """The file's size: the reader allocates a buffer of the maximum object size per thread."""
-    return min(_MAX_OBJECT_BYTES, max(1 << 24, path.stat().st_size + 1))
+    """The file's size, at most ``MAX_ANSWER_BYTES``: the reader allocates a buffer of the
+    maximum object size per thread."""
+    return min(MAX_ANSWER_BYTES, max(1 << 24, path.stat().st_size + 1))
 
 
 def _quote(text: str) -> str:
