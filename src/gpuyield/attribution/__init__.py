@@ -33,8 +33,9 @@ from gpuyield.attribution.rules import (
     CHARGED,
     IDLE_THRESHOLD,
     MAX_GPU_INDEX,
+    Shape,
     groups_sql,
 )
 from gpuyield.attribution.sync import sync
 
-__all__ = ["CHARGED", "IDLE_THRESHOLD", "MAX_GPU_INDEX", "groups_sql", "sync"]
+__all__ = ["CHARGED", "IDLE_THRESHOLD", "MAX_GPU_INDEX", "Shape", "groups_sql", "sync"]

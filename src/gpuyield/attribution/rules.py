@@ -8,6 +8,10 @@ sample by its interval only, so the sums over a group are exact.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import duckdb
+
 from gpuyield.store import samples_sql
 
 #: Below this graphics-engine activity a sample interval counts as idle (1%: DCGM reports a GPU
@@ -22,16 +26,39 @@ MAX_GPU_INDEX = 126
 ACTIVITY_UNITS = 1_000_000_000
 
 
-def groups_sql(series_filter: str, sample_filter: str, *, with_indices: bool) -> str:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Shape:
+    """What the stored samples hold, so the query leaves out work that would find nothing."""
+
+    with_indices: bool = True
+    """Some run's GPU indices are known (``sample_jobs.gpu_mask``): the index rule runs."""
+    tensor: bool = True
+    """Some series measures the tensor pipes: its sums are taken."""
+    narrow: bool = False
+    """Every GPU index is below 63: the GPU masks are summed as 64-bit integers (cheaper)."""
+
+    @classmethod
+    def of(cls, con: duckdb.DuckDBPyConnection) -> Shape:
+        """The store's shape now (a look at series-level columns, not at the samples)."""
+        indices, tensor, top = con.execute(
+            """SELECT (SELECT count(*) FROM (SELECT 1 FROM sample_jobs
+                                             WHERE gpu_mask IS NOT NULL LIMIT 1)),
+                      (SELECT count(*) FROM (SELECT 1 FROM gpu_series
+                                             WHERE tensor_active IS NOT NULL LIMIT 1)),
+                      (SELECT max(gpu) FROM gpu_series)"""
+        ).fetchall()[0]
+        return cls(with_indices=bool(indices), tensor=bool(tensor), narrow=(top or 0) < 63)
+
+
+def groups_sql(series_filter: str, sample_filter: str, *, shape: Shape) -> str:
     """A query giving ``sample_groups`` rows for the samples ``g`` that ``sample_filter``
     selects, of the series ``o`` (``gpu_series``) that ``series_filter`` selects (SQL over
-    ``o`` and ``g``). Parameter ``$threshold``: the idle threshold.
-
-    ``with_indices``: some run's GPU indices are known (``sample_jobs.gpu_mask``); without, the
-    index rule is left out (it would match nothing).
+    ``o`` and ``g``). Parameter ``$threshold``: the idle threshold. ``shape``: what the
+    stored samples hold (``Shape.of``).
     """
+    with_indices = shape.with_indices
     return f"""
-        WITH {_grouped(series_filter, sample_filter, with_indices)},
+        WITH {_grouped(series_filter, sample_filter, shape)},
         {_by_label()},
         {_by_index() if with_indices else _no_index()},
         {_by_node()}
@@ -58,7 +85,7 @@ def _charged() -> str:
     return "(" + ", ".join(f"'{how}'" for how in CHARGED) + ")"
 
 
-def _grouped(series_filter: str, sample_filter: str, with_indices: bool) -> str:
+def _grouped(series_filter: str, sample_filter: str, shape: Shape) -> str:
     """``p``: samples grouped; ``q``: with the node's inventory and the interval's midpoint.
 
     The grouping key is an integer per series label (``labels``: cluster, node, job label),
@@ -69,8 +96,19 @@ def _grouped(series_filter: str, sample_filter: str, with_indices: bool) -> str:
     """
     indexed = (
         "o.node IN (SELECT node FROM sample_jobs WHERE gpu_mask IS NOT NULL)"
-        if with_indices
+        if shape.with_indices
         else "false"
+    )
+    tensor_sum = (
+        f"coalesce(sum(round(tensor_active * {ACTIVITY_UNITS})::BIGINT), 0)"
+        if shape.tensor
+        else "0::BIGINT"
+    )
+    tensor_samples = "count(tensor_active)" if shape.tensor else "0::BIGINT"
+    mask = (
+        "bit_or(1::BIGINT << gpu)::HUGEINT"
+        if shape.narrow
+        else "bit_or(1::HUGEINT << gpu::HUGEINT)"
     )
     carried = (("l.lk", "lk"), (indexed, "indexed"))
     source = """gpu_series o JOIN labels l ON l.node = o.node
@@ -89,10 +127,8 @@ def _grouped(series_filter: str, sample_filter: str, with_indices: bool) -> str:
                    count(*) AS samples,
                    count(*) FILTER (WHERE active < $threshold) AS idle_samples,
                    coalesce(sum(round(active * {ACTIVITY_UNITS})::BIGINT), 0) AS active_sum,
-                   coalesce(sum(round(tensor_active * {ACTIVITY_UNITS})::BIGINT), 0)
-                       AS tensor_sum,
-                   count(tensor_active) AS tensor_samples,
-                   bit_or(1::HUGEINT << gpu::HUGEINT) AS gpu_mask
+                   {tensor_sum} AS tensor_sum, {tensor_samples} AS tensor_samples,
+                   {mask} AS gpu_mask
             FROM keyed GROUP BY lk, start_s, t_s, gpu_key
         ), p AS (
             SELECT l.cluster, l.node, l.job_id, p0.* EXCLUDE (lk) FROM p0 JOIN labels l USING (lk)

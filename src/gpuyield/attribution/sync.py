@@ -20,7 +20,13 @@ from __future__ import annotations
 
 import duckdb
 
-from gpuyield.attribution.rules import CHARGED, IDLE_THRESHOLD, MAX_GPU_INDEX, groups_sql
+from gpuyield.attribution.rules import (
+    CHARGED,
+    IDLE_THRESHOLD,
+    MAX_GPU_INDEX,
+    Shape,
+    groups_sql,
+)
 
 _WATERMARK = "samples_attributed_through_ingest"
 _MIN_S = -(1 << 62)
@@ -48,11 +54,11 @@ def sync(con: duckdb.DuckDBPyConnection, *, regions_sql: str | None = None) -> N
         con.execute(f"INSERT INTO gy_regions SELECT * FROM ({regions_sql})")
     _sync_nodes(con)
     _sync_runs(con, watermark, _longest_step_s(con))
-    with_indices = _has_indices(con)
+    shape = Shape.of(con)
     if watermark is None:
-        _attribute_everything(con, with_indices=with_indices)
+        _attribute_everything(con, shape=shape)
     else:
-        _attribute_regions(con, with_indices=with_indices)
+        _attribute_regions(con, shape=shape)
     _set_watermark(con)
 
 
@@ -82,13 +88,6 @@ def _longest_step_s(con: duckdb.DuckDBPyConnection) -> int:
         "SELECT coalesce(max(greatest(step_s, first_step_s)), 0) FROM gpu_series"
     ).fetchall()
     return int(rows[0][0])
-
-
-def _has_indices(con: duckdb.DuckDBPyConnection) -> bool:
-    rows = con.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM sample_jobs WHERE gpu_mask IS NOT NULL LIMIT 1)"
-    ).fetchall()
-    return bool(rows[0][0])
 
 
 def _sync_nodes(con: duckdb.DuckDBPyConnection) -> None:
@@ -215,18 +214,18 @@ def _store_runs(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _attribute_everything(con: duckdb.DuckDBPyConnection, *, with_indices: bool) -> None:
+def _attribute_everything(con: duckdb.DuckDBPyConnection, *, shape: Shape) -> None:
     """The first attribution (or after the store lost it): every sample, every run."""
     con.execute("DELETE FROM sample_groups")
     con.execute(
-        f"INSERT INTO sample_groups {groups_sql('true', 'true', with_indices=with_indices)}",
+        f"INSERT INTO sample_groups {groups_sql('true', 'true', shape=shape)}",
         {"threshold": IDLE_THRESHOLD},
     )
     con.execute("DELETE FROM sample_job_gpus")
     con.execute(f"INSERT INTO sample_job_gpus {_measured_gpus_sql('true')}")
 
 
-def _attribute_regions(con: duckdb.DuckDBPyConnection, *, with_indices: bool) -> None:
+def _attribute_regions(con: duckdb.DuckDBPyConnection, *, shape: Shape) -> None:
     """The samples of the regions attributed again; the measured GPUs of every run whose
     groups changed counted again."""
     if not _merge_regions(con):
@@ -238,7 +237,7 @@ def _attribute_regions(con: duckdb.DuckDBPyConnection, *, with_indices: bool) ->
             WHERE job_ref IS NOT NULL AND {groups_in_region}"""
     )
     con.execute(f"DELETE FROM sample_groups g WHERE {groups_in_region}")
-    samples = groups_sql(_SERIES_IN_REGION, _IN_REGION.format(t="t_s"), with_indices=with_indices)
+    samples = groups_sql(_SERIES_IN_REGION, _IN_REGION.format(t="t_s"), shape=shape)
     con.execute(f"INSERT INTO sample_groups {samples}", {"threshold": IDLE_THRESHOLD})
     con.execute(
         f"""INSERT INTO gy_changed_refs

@@ -26,7 +26,7 @@ from ibis.common.exceptions import TableNotFound
 
 from gpuyield.attribution import CHARGED, groups_sql
 from gpuyield.attribution import IDLE_THRESHOLD as IDLE_THRESHOLD  # its home; importable here
-from gpuyield.attribution.rules import ACTIVITY_UNITS
+from gpuyield.attribution.rules import ACTIVITY_UNITS, Shape
 from gpuyield.categories import Category
 from gpuyield.store import connection_of
 
@@ -158,12 +158,9 @@ def _stored_groups(backend: ibis.BaseBackend, threshold: float) -> ir.Table:
     if threshold == IDLE_THRESHOLD:
         return backend.table("sample_groups")
     con = connection_of(backend, needed_for="an idle threshold other than the stored one")
-    with_indices = bool(
-        con.execute("SELECT count(*) FROM sample_jobs WHERE gpu_mask IS NOT NULL").fetchall()[0][0]
-    )
     name = f"gy_groups_{uuid.uuid4().hex[:12]}"
     con.execute(
-        f"CREATE TEMP TABLE {name} AS {groups_sql('true', 'true', with_indices=with_indices)}",
+        f"CREATE TEMP TABLE {name} AS {groups_sql('true', 'true', shape=Shape.of(con))}",
         {"threshold": threshold},
     )
     return backend.table(name)

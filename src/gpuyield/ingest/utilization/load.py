@@ -42,9 +42,21 @@ def load(
         series.relink_successors(con)
     margin_s = _longest_step_s(con) if stored else 0
     attribution.sync(con, regions_sql=series.REGIONS_SQL.format(margin=int(margin_s)))
+    return _stored_samples(con)
+
+
+def _stored_samples(con: duckdb.DuckDBPyConnection) -> dict[int, int]:
+    """Samples stored per ingest: the measured points of the series that went in as they came,
+    and the measured samples of the pivoted ones (counted once, for the first ingest)."""
     rows = con.execute(
-        """SELECT ingest_id, count(*) FROM gpu_samples
-           WHERE ingest_id IN (SELECT ingest_id FROM gy_new_ids) GROUP BY 1"""
+        """SELECT ingest_id, sum(n) FROM (
+               SELECT i.ingest_id, i.measured AS n FROM gy_info i
+               JOIN gy_plan p ON p.node = i.node AND p.gpu = i.gpu WHERE p.straight
+               UNION ALL
+               SELECT ingest_id, 1 FROM gy_points
+               WHERE ingest_id IN (SELECT ingest_id FROM gy_new_ids)
+                 AND (active IS NOT NULL OR tensor IS NOT NULL OR sm IS NOT NULL))
+           GROUP BY ingest_id"""
     ).fetchall()
     return {int(i): int(n) for i, n in rows}
 

@@ -53,40 +53,56 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> None:
-    """``gy_info``: per staged series, its times' order, ends, spacing and the step each of its
-    samples covers; ``gy_gpu``: per GPU, whether it loads straight in, and its span. The step
-    each ingest was declared at is ``gy_new_ids.declared_step_s``."""
+    """``gy_info``: per staged series, its times' order, ends, spacing, the step each of its
+    samples covers, how many it measured and its largest value; ``gy_gpu``: per GPU, whether it
+    loads straight in, and its span. The step each ingest was declared at is
+    ``gy_new_ids.declared_step_s``.
+
+    A series on a regular grid (every step present, as Prometheus answers when nothing was
+    missed) is told in one native comparison with the grid; only the others are walked point by
+    point to find their order and smallest gap.
+    """
     con.execute(
         """CREATE OR REPLACE TEMP TABLE gy_info AS
-           WITH raw AS (
-               SELECT s.rowid AS sid, source, field, role, node, gpu, ingest_id,
-                      step_s AS given, d.declared_step_s AS declared, len(ts) AS n,
-                      coalesce(list_min(list_transform(range(2, len(ts) + 1),
-                                                       lambda i: ts[i] - ts[i - 1])), 1) > 0
-                          AS strict,
-                      ts
-               FROM gy_series s JOIN gy_new_ids d USING (ingest_id) WHERE len(ts) > 0
-           ), sorted AS (
-               SELECT * EXCLUDE (ts),
-                      CASE WHEN strict THEN ts ELSE list_sort(list_distinct(ts)) END AS st
-               FROM raw
-           ), spaced AS (
-               SELECT * EXCLUDE (st), st[1] AS first_t, st[-1] AS last_t,
-                      list_min(list_transform(range(2, len(st) + 1),
-                                              lambda i: st[i] - st[i - 1])) AS gap,
-                      list_position(list_transform(range(2, len(st) + 1),
-                          lambda i: (st[i] - st[i - 1]) % coalesce(declared, 1) <> 0), true)
-                          AS bad_at,
-                      st[bad_at] AS bad_t0, st[bad_at + 1] AS bad_t1
-               FROM sorted
-           )
-           SELECT *,
-                  coalesce(given, declared, gap, $default) AS step,
-                  coalesce(given, declared, least(gap, $default), $default) AS first_step,
-                  max(last_t) OVER (PARTITION BY node, gpu ORDER BY first_t, sid
-                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                      AS prev_last
-           FROM spaced""",
+            WITH raw AS (
+                SELECT s.rowid AS sid, source, field, role, node, gpu, ingest_id,
+                       step_s AS given, d.declared_step_s AS declared, len(ts) AS n, ts,
+                       len(ts) < 2 OR (ts[2] > ts[1]
+                           AND ts = generate_series(ts[1], ts[-1], ts[2] - ts[1])) AS regular,
+                       list_filter(vs, lambda v: NOT isnan(v)) AS measured_vs
+                FROM gy_series s JOIN gy_new_ids d USING (ingest_id) WHERE len(ts) > 0
+            ), ordered AS (
+                SELECT * EXCLUDE (measured_vs), len(measured_vs) AS measured,
+                       list_max(measured_vs) AS peak,
+                       CASE WHEN regular THEN true
+                            ELSE coalesce(list_min(list_transform(range(2, n + 1),
+                                      lambda i: ts[i] - ts[i - 1])), 1) > 0 END AS strict
+                FROM raw
+            ), sorted AS (
+                SELECT * EXCLUDE (ts),
+                       CASE WHEN strict THEN ts ELSE list_sort(list_distinct(ts)) END AS st
+                FROM ordered
+            ), spaced AS (
+                SELECT * EXCLUDE (st), st[1] AS first_t, st[-1] AS last_t,
+                       CASE WHEN regular THEN st[2] - st[1]
+                            ELSE list_min(list_transform(range(2, len(st) + 1),
+                                          lambda i: st[i] - st[i - 1])) END AS gap,
+                       CASE WHEN declared IS NULL THEN NULL
+                            WHEN regular THEN CASE WHEN (st[2] - st[1]) % declared <> 0
+                                                   THEN 1 END
+                            ELSE list_position(list_transform(range(2, len(st) + 1),
+                                lambda i: (st[i] - st[i - 1]) % declared <> 0), true)
+                       END AS bad_at,
+                       st[bad_at] AS bad_t0, st[bad_at + 1] AS bad_t1
+                FROM sorted
+            )
+            SELECT *,
+                   coalesce(given, declared, gap, $default) AS step,
+                   coalesce(given, declared, least(gap, $default), $default) AS first_step,
+                   max(last_t) OVER (PARTITION BY node, gpu ORDER BY first_t, sid
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                       AS prev_last
+            FROM spaced""",
         {"default": DEFAULT_STEP_S},
     )
     con.execute(
@@ -150,10 +166,12 @@ def _check_activity(con: duckdb.DuckDBPyConnection) -> None:
     """Fractions must be fractions: a percentage read as a ratio would make every GPU busy."""
     rows = con.execute(
         f"""SELECT source, field, node, gpu, role, ts[pos], vs[pos] FROM (
-                SELECT *, list_position(list_transform(vs,
-                    lambda v: v > {_MAX_ACTIVITY} AND NOT isnan(v)), true) AS pos
-                FROM gy_series WHERE role <> '{Role.JOB.value}')
-            WHERE pos IS NOT NULL ORDER BY source LIMIT 1"""
+                SELECT s.source, s.field, s.node, s.gpu, s.role, s.ts, s.vs,
+                       list_position(list_transform(s.vs,
+                           lambda v: v > {_MAX_ACTIVITY} AND NOT isnan(v)), true) AS pos
+                FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
+                WHERE i.role <> '{Role.JOB.value}' AND i.peak > {_MAX_ACTIVITY})
+            ORDER BY source LIMIT 1"""
     ).fetchall()
     if rows:
         source, field, node, gpu, role, t_s, value = rows[0]
