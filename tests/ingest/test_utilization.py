@@ -298,3 +298,22 @@ def test_several_answers_in_one_file_are_the_answers_together(
     ingest_utilization(slow, prom_json=[several])
     assert _stored(one) == _stored(fast) == _stored(slow)
     assert len(_stored(one)) == 16 * 120 - 10
+
+
+def test_files_read_in_batches_store_what_one_batch_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large capture is read, stored and attributed a batch of files at a time (memory holds
+    one batch): a file per metric of the same GPUs and times merges as it does in one batch."""
+    import gpuyield.ingest.utilization as utilization
+
+    paths = _split_by_metric(tmp_path)
+    whole = tmp_path / "whole.duckdb"
+    ingest_utilization(whole, prom_json=paths)
+    monkeypatch.setattr(utilization, "BATCH_BYTES", 1)  # each file a batch of its own
+    batched = tmp_path / "batched.duckdb"
+    results = ingest_utilization(batched, prom_json=paths)
+    assert [r.samples for r in results] == [16 * 120 - 10] * 2
+    assert _stored(batched) == _stored(whole)
+    assert _groups(batched) == _groups(whole)
+    assert all(row[7] is not None and row[8] is not None for row in _stored(batched))

@@ -11,7 +11,7 @@ time lies in it are attributed again, so a region is replaced exactly. The regio
   the time between the two ends; one whose start, GPUs, nodes or indices changed, both spans.
 
 A sample overlapping ``[a, b)`` ends after ``a`` and before ``b`` plus its step, so an allocation
-change over ``[a, b)`` is the region ``[a, b + longest step]``. Jobs are never deleted from the
+change over ``[a, b)`` is the region ``[a, b + the node's longest step]``. Jobs are never deleted from the
 store except to be stored again under the same key (sacct_load), so every change to the runs
 arrives as runs stored by an ingest newer than the last ``sync`` (its id is kept in ``meta``).
 """
@@ -53,7 +53,7 @@ def sync(con: duckdb.DuckDBPyConnection, *, regions_sql: str | None = None) -> N
     if regions_sql is not None:
         con.execute(f"INSERT INTO gy_regions SELECT * FROM ({regions_sql})")
     _sync_nodes(con)
-    _sync_runs(con, watermark, _longest_step_s(con))
+    _sync_runs(con, watermark)
     shape = Shape.of(con)
     if watermark is None:
         _attribute_everything(con, shape=shape)
@@ -83,13 +83,6 @@ def _set_watermark(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_WATERMARK, str(int(latest))])
 
 
-def _longest_step_s(con: duckdb.DuckDBPyConnection) -> int:
-    rows = con.execute(
-        "SELECT coalesce(max(greatest(step_s, first_step_s)), 0) FROM gpu_series"
-    ).fetchall()
-    return int(rows[0][0])
-
-
 def _sync_nodes(con: duckdb.DuckDBPyConnection) -> None:
     """A node whose GPU count the inventory changed (or that came or went) is a region whole."""
     per_node = "SELECT node, min(num_gpus) AS num_gpus FROM {} GROUP BY node"
@@ -105,7 +98,7 @@ def _sync_nodes(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("INSERT INTO sample_nodes SELECT cluster, node, num_gpus FROM nodes")
 
 
-def _sync_runs(con: duckdb.DuckDBPyConnection, watermark: int | None, step_s: int) -> None:
+def _sync_runs(con: duckdb.DuckDBPyConnection, watermark: int | None) -> None:
     """Allocations of the runs stored since the last sync, against the ones last used."""
     _touched_runs(con, watermark)
     con.execute(
@@ -135,7 +128,7 @@ def _sync_runs(con: duckdb.DuckDBPyConnection, watermark: int | None, step_s: in
            SELECT * FROM sample_jobs SEMI JOIN gy_touched USING (cluster, job_id_raw, submit_s)"""
     )
     if watermark is not None:
-        _run_regions(con, step_s)
+        _run_regions(con)
     indexed = "SELECT DISTINCT node FROM sample_jobs WHERE gpu_mask IS NOT NULL"
     con.execute(f"CREATE OR REPLACE TEMP TABLE gy_indexed AS {indexed}")
     _store_runs(con)
@@ -170,23 +163,25 @@ def _touched_runs(con: duckdb.DuckDBPyConnection, watermark: int | None) -> None
     )
 
 
-def _run_regions(con: duckdb.DuckDBPyConnection, step_s: int) -> None:
+def _run_regions(con: duckdb.DuckDBPyConnection) -> None:
     """Where a run's allocation on a node changed: between its two ends when only the end moved
-    (a running job captured again), over both spans otherwise."""
+    (a running job captured again), over both spans otherwise; each to the longest step of the
+    node's series past its end (the samples that overlap it end that much later)."""
     con.execute(
         """INSERT INTO gy_regions
            SELECT coalesce(c.node, o.node),
                   CASE WHEN c.start_s = o.start_s AND c.gpus = o.gpus
                             AND c.gpu_mask IS NOT DISTINCT FROM o.gpu_mask
                        THEN least(c.end_s, o.end_s) ELSE least(c.start_s, o.start_s) END,
-                  greatest(c.end_s, o.end_s) + $step
+                  greatest(c.end_s, o.end_s) + coalesce(s.step_s, 0)
            FROM gy_runs c FULL JOIN gy_old o
              ON c.cluster = o.cluster AND c.job_id_raw = o.job_id_raw
             AND c.submit_s = o.submit_s AND c.node = o.node
+           LEFT JOIN (SELECT node, max(greatest(step_s, first_step_s)) AS step_s
+                      FROM gpu_series GROUP BY node) s ON s.node = coalesce(c.node, o.node)
            WHERE c.node IS NULL OR o.node IS NULL OR c.start_s <> o.start_s
               OR c.end_s <> o.end_s OR c.gpus <> o.gpus
-              OR c.gpu_mask IS DISTINCT FROM o.gpu_mask""",
-        {"step": step_s},
+              OR c.gpu_mask IS DISTINCT FROM o.gpu_mask"""
     )
 
 

@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 SOURCE = "utilization"
+#: Input read, stored and attributed at a time (several files, so DuckDB reads them in parallel):
+#: memory holds one batch's series and groups, not the whole capture's.
+BATCH_BYTES = 256 << 20
 #: The Python reader (the fallback that names a fault DuckDB's reader refused) holds a file's
 #: parsed JSON in memory, about twenty times its size: larger files are refused with a hint.
 PYTHON_READER_MAX_BYTES = 256 << 20
@@ -257,15 +260,17 @@ def _load_all(con: duckdb.DuckDBPyConnection, plan: _Plan, *, fast: bool) -> Non
         if seen is None:
             source.ingest_id = store.next_ingest_id(con)
             fresh.append(source)
-    if not fresh:
-        return
-    saved = [(x, s.ingest_id) for s in fresh for x in s.saved]
-    if saved:
-        _stage_saved(con, saved, plan.names, fast=fast)
-    for source in fresh:
-        if source.usage is not None:
-            _stage_usage(con, source.usage, source.ingest_id, plan)
-    stored = load.load(con, {s.ingest_id: s.declared_step_s for s in fresh}, cluster=plan.cluster)
+    stored: dict[int, int] = {}
+    for batch in _batches(fresh):
+        stage.create(con)
+        saved = [(x, s.ingest_id) for s in batch for x in s.saved]
+        if saved:
+            _stage_saved(con, saved, plan.names, fast=fast)
+        for source in batch:
+            if source.usage is not None:
+                _stage_usage(con, source.usage, source.ingest_id, plan)
+        declared = {s.ingest_id: s.declared_step_s for s in batch}
+        stored |= load.load(con, declared, cluster=plan.cluster)
     for source in fresh:
         done = register(
             con,
@@ -277,6 +282,24 @@ def _load_all(con: duckdb.DuckDBPyConnection, plan: _Plan, *, fast: bool) -> Non
             read=stored.get(source.ingest_id, 0),
         )
         source.result = UtilizationResult.of(done)
+
+
+def _batches(sources: list[_Source]) -> list[list[_Source]]:
+    """Sources in batches of about ``BATCH_BYTES`` of input each (a source whole): each batch is
+    read, stored and attributed before the next, so memory holds one batch, whatever the size
+    of the capture. The later batches find the earlier ones' samples stored, as a later ingest
+    would (the store's rules are the same)."""
+    batches: list[list[_Source]] = []
+    size = BATCH_BYTES
+    for source in sources:
+        paths = [x.path for x in source.saved] + ([source.usage] if source.usage else [])
+        bytes_ = sum(p.stat().st_size for p in paths)
+        if size + bytes_ > BATCH_BYTES and (not batches or batches[-1]):
+            batches.append([])
+            size = 0
+        batches[-1].append(source)
+        size += bytes_
+    return batches
 
 
 def _stage_saved(

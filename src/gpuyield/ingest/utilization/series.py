@@ -79,8 +79,9 @@ def insert_pivoted(con: duckdb.DuckDBPyConnection, *, cluster: str | None) -> No
 
 def _points_sql() -> str:
     """One row per GPU and time: the new points pivoted (largest value of each metric, the job
-    of the label or of the job-id gauge, the shortest step), and the points of the overlapped
-    stored series at times the new ones do not have."""
+    of the label or of the job-id gauge, the shortest step), over the points of the overlapped
+    stored series: a metric the new capture has replaces the stored one, a metric it lacks
+    (another file's metric of the same GPU and time) stays."""
     job = Role.JOB.value
 
     def largest(role: Role) -> str:
@@ -109,11 +110,13 @@ def _points_sql() -> str:
                    ingest_id
             FROM gpu_series WHERE rowid IN (SELECT rid FROM gy_clashing)
         )
-        SELECT * FROM new_rows
-        UNION ALL
-        SELECT o.cluster, o.node, o.gpu, o.t, o.job_id, o.active, o.tensor, o.sm, o.bound,
-               o.ingest_id
-        FROM old_rows o ANTI JOIN new_rows n ON n.node = o.node AND n.gpu = o.gpu AND n.t = o.t
+        SELECT coalesce(n.cluster, o.cluster) AS cluster, coalesce(n.node, o.node) AS node,
+               coalesce(n.gpu, o.gpu) AS gpu, coalesce(n.t, o.t) AS t,
+               coalesce(n.job_id, o.job_id) AS job_id,
+               coalesce(n.active, o.active) AS active, coalesce(n.tensor, o.tensor) AS tensor,
+               coalesce(n.sm, o.sm) AS sm, coalesce(n.bound, o.bound) AS bound,
+               coalesce(n.ingest_id, o.ingest_id) AS ingest_id
+        FROM new_rows n FULL JOIN old_rows o ON n.node = o.node AND n.gpu = o.gpu AND n.t = o.t
     """
 
 
