@@ -123,14 +123,9 @@ CREATE TABLE IF NOT EXISTS job_gpus (
 """
 
 
-def samples_sql(
-    series_where: str = "true",
-    *,
-    source: str = "gpu_series o",
-    carry: tuple[tuple[str, str], ...] = (),
-) -> str:
+def samples_sql(*, source: str = "gpu_series o", carry: tuple[tuple[str, str], ...] = ()) -> str:
     """One row per GPU and sample time with a measurement, covering ``[start_s, t_s)``, from the
-    series (``gpu_series o``, in ``source``) that ``series_where`` selects: the view
+    series ``o`` of ``source`` (``gpu_series o``, or it joined to what selects some): the view
     ``gpu_samples`` is all of them. A point without any measurement (NaN) still ends the
     interval of the one after it. ``carry``: (SQL over ``source``, name) of more columns."""
     kept = "".join(f", {name}" for _, name in carry)
@@ -148,7 +143,7 @@ def samples_sql(
                        unnest(list_prepend(o.prev_t, o.ts[1:len(o.ts) - 1])) AS before_s,
                        unnest(o.active) AS active, unnest(o.tensor_active) AS tensor_active,
                        unnest(o.sm_active) AS sm_active
-                FROM {source} WHERE {series_where}
+                FROM {source}
             )
         )
         WHERE coalesce(NOT isnan(active), false) OR coalesce(NOT isnan(tensor_active), false)

@@ -35,7 +35,8 @@ from gpuyield.attribution.rules import (
     MAX_GPU_INDEX,
     Shape,
     groups_sql,
+    prepare,
 )
 from gpuyield.attribution.sync import sync
 
-__all__ = ["CHARGED", "IDLE_THRESHOLD", "MAX_GPU_INDEX", "Shape", "groups_sql", "sync"]
+__all__ = ["CHARGED", "IDLE_THRESHOLD", "MAX_GPU_INDEX", "Shape", "groups_sql", "prepare", "sync"]

@@ -50,17 +50,55 @@ class Shape:
         return cls(with_indices=bool(indices), tensor=bool(tensor), narrow=(top or 0) < 63)
 
 
-def groups_sql(series_filter: str, sample_filter: str, *, shape: Shape) -> str:
-    """A query giving ``sample_groups`` rows for the samples ``g`` that ``sample_filter``
-    selects, of the series ``o`` (``gpu_series``) that ``series_filter`` selects (SQL over
-    ``o`` and ``g``). Parameter ``$threshold``: the idle threshold. ``shape``: what the
-    stored samples hold (``Shape.of``).
+def prepare(con: duckdb.DuckDBPyConnection, *, regions: bool, shape: Shape) -> None:
+    """The small tables ``groups_sql`` joins, computed first so the planner knows them small:
+    ``gy_labels`` (a key per cluster, node and job label of the series read, with their span),
+    ``gy_candidates`` (per key, the runs its samples may belong to: the labelled job's runs on
+    the node, or every run on the node of an unlabelled key, that overlap the span) and
+    ``gy_keys`` (per key, its node, the node's GPUs, whether labelled and requeued)."""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE gy_labels AS
+            SELECT *, row_number() OVER () AS lk FROM (
+                SELECT o.cluster, o.node, o.job_id, min(o.first_t - o.first_step_s) AS lo_t,
+                       max(o.last_t) AS hi_t, {_indexed(shape)} AS indexed
+                FROM {_series(regions)} GROUP BY o.cluster, o.node, o.job_id)"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE gy_candidates AS
+           SELECT l.lk, a.job_ref, a.start_s, a.end_s, a.gpus, a.gpu_mask
+           FROM gy_labels l JOIN sample_jobs a
+             ON a.node = l.node AND (l.cluster IS NULL OR a.cluster = l.cluster)
+            AND (l.job_id IS NULL OR a.job_id_raw = l.job_id)
+            AND a.start_s < l.hi_t AND a.end_s > l.lo_t"""
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE gy_keys AS
+            WITH inventory AS (
+                SELECT node, least(min(num_gpus), {MAX_GPU_INDEX + 1}) AS num_gpus
+                FROM sample_nodes GROUP BY node
+            ), requeued AS (
+                SELECT c.lk FROM gy_candidates c JOIN gy_labels l USING (lk)
+                WHERE l.job_id IS NOT NULL GROUP BY c.lk HAVING count(*) > 1
+            )
+            SELECT l.lk, l.node, l.job_id IS NOT NULL AS labelled, n.num_gpus AS node_gpus,
+                   l.lk IN (SELECT lk FROM requeued) AS requeued
+            FROM gy_labels l LEFT JOIN inventory n ON n.node = l.node"""
+    )
+
+
+def groups_sql(*, regions: bool, shape: Shape) -> str:
+    """A query giving ``sample_groups`` rows for every stored sample, or (``regions``) for the
+    samples of the regions in ``gy_merged`` (``node, lo, hi``: sample end times, the regions of
+    a node apart), after ``prepare`` with the same arguments. Parameter ``$threshold``: the idle
+    threshold. ``shape``: what the stored samples hold (``Shape.of``).
+
+    After the grouping every join is on the integer label key, against the few runs each key
+    may belong to (``gy_candidates``), not against every run of the store.
     """
-    with_indices = shape.with_indices
     return f"""
-        WITH {_grouped(series_filter, sample_filter, shape)},
+        WITH {_grouped(regions, shape)},
         {_by_label()},
-        {_by_index() if with_indices else _no_index()},
+        {_by_index() if shape.with_indices else _no_index()},
         {_by_node()}
         SELECT node, how, job_ref, start_s, t_s AS end_s, samples, idle_samples,
                active_sum, tensor_sum, tensor_samples,
@@ -77,6 +115,21 @@ def groups_sql(series_filter: str, sample_filter: str, *, shape: Shape) -> str:
     """
 
 
+def _series(regions: bool) -> str:
+    """The series read: all, or those meeting a region (once per region: a node's are apart)."""
+    if not regions:
+        return "gpu_series o"
+    return """gpu_series o JOIN gy_merged r ON r.node = o.node
+              AND o.first_t <= r.hi AND o.last_t >= r.lo"""
+
+
+def _indexed(shape: Shape) -> str:
+    """Whether a series' node has a run of known GPU indices (its samples are keyed by GPU)."""
+    if not shape.with_indices:
+        return "false"
+    return "bool_or(o.node IN (SELECT node FROM sample_jobs WHERE gpu_mask IS NOT NULL))"
+
+
 # The columns every branch carries through from the grouped samples.
 _OUT = "node, start_s, t_s, samples, idle_samples, active_sum, tensor_sum, tensor_samples, gpu_mask"
 
@@ -85,20 +138,16 @@ def _charged() -> str:
     return "(" + ", ".join(f"'{how}'" for how in CHARGED) + ")"
 
 
-def _grouped(series_filter: str, sample_filter: str, shape: Shape) -> str:
-    """``p``: samples grouped; ``q``: with the node's inventory and the interval's midpoint.
+def _grouped(regions: bool, shape: Shape) -> str:
+    """``p0``: samples grouped per label key (``gy_labels``), interval and (on nodes where some
+    run's GPU indices are known) GPU; ``q``: with the key's node, the node's GPUs and the
+    interval's midpoint.
 
-    The grouping key is an integer per series label (``labels``: cluster, node, job label),
-    cheaper to hash than the strings. A group holding a GPU index the inventory lacks is not
-    ``known``: never attributed (the ingest refuses such samples when the inventory is there; it
-    may arrive, or shrink, later). Indices are below ``MAX_GPU_INDEX`` (the ingest refuses
-    others), so the mask holds every GPU of a group.
+    The key is an integer, cheaper to hash than the strings. Indices are below
+    ``MAX_GPU_INDEX`` (the ingest refuses others), so the mask holds every GPU of a group. A
+    group holding a GPU index the inventory lacks is not ``known``: never attributed (the
+    ingest refuses such samples when the inventory is there; it may arrive, or shrink, later).
     """
-    indexed = (
-        "o.node IN (SELECT node FROM sample_jobs WHERE gpu_mask IS NOT NULL)"
-        if shape.with_indices
-        else "false"
-    )
     tensor_sum = (
         f"coalesce(sum(round(tensor_active * {ACTIVITY_UNITS})::BIGINT), 0)"
         if shape.tensor
@@ -110,18 +159,21 @@ def _grouped(series_filter: str, sample_filter: str, shape: Shape) -> str:
         if shape.narrow
         else "bit_or(1::HUGEINT << gpu::HUGEINT)"
     )
-    carried = (("l.lk", "lk"), (indexed, "indexed"))
-    source = """gpu_series o JOIN labels l ON l.node = o.node
+    # A series' region bounds travel with it: its samples are kept inside, no join per sample.
+    bounds = (("NULL::BIGINT", "r_lo"), ("NULL::BIGINT", "r_hi"))
+    inside = "true"
+    if regions:
+        bounds = (("r.lo", "r_lo"), ("r.hi", "r_hi"))
+        inside = "g.t_s BETWEEN g.r_lo AND g.r_hi"
+    carried = (("l.lk", "lk"), ("l.indexed", "indexed"), *bounds)
+    source = f"""{_series(regions)} JOIN gy_labels l ON l.node = o.node
                 AND l.cluster IS NOT DISTINCT FROM o.cluster
                 AND l.job_id IS NOT DISTINCT FROM o.job_id"""
-    return f"""labels AS (
-            SELECT *, row_number() OVER () AS lk FROM (
-                SELECT DISTINCT cluster, node, job_id FROM gpu_series o WHERE {series_filter})
-        ), keyed AS (
+    return f"""keyed AS (
             SELECT g.lk, g.start_s, g.t_s, CASE WHEN g.indexed THEN g.gpu END AS gpu_key,
                    g.gpu, g.active, g.tensor_active
-            FROM ({samples_sql(series_filter, source=source, carry=carried)}) g
-            WHERE {sample_filter}
+            FROM ({samples_sql(source=source, carry=carried)}) g
+            WHERE {inside}
         ), p0 AS (
             SELECT lk, start_s, t_s, gpu_key,
                    count(*) AS samples,
@@ -130,15 +182,11 @@ def _grouped(series_filter: str, sample_filter: str, shape: Shape) -> str:
                    {tensor_sum} AS tensor_sum, {tensor_samples} AS tensor_samples,
                    {mask} AS gpu_mask
             FROM keyed GROUP BY lk, start_s, t_s, gpu_key
-        ), p AS (
-            SELECT l.cluster, l.node, l.job_id, p0.* EXCLUDE (lk) FROM p0 JOIN labels l USING (lk)
-        ), inventory AS (
-            SELECT node, least(min(num_gpus), {MAX_GPU_INDEX + 1}) AS num_gpus
-            FROM sample_nodes GROUP BY node
         ), q AS (
-            SELECT p.*, (p.start_s + p.t_s) / 2.0 AS mid, n.num_gpus AS node_gpus,
-                   coalesce((p.gpu_mask >> n.num_gpus::HUGEINT) = 0, false) AS known
-            FROM p LEFT JOIN inventory n ON n.node = p.node
+            SELECT p0.*, k.node, k.labelled, k.requeued, k.node_gpus,
+                   (p0.start_s + p0.t_s) / 2.0 AS mid,
+                   coalesce((p0.gpu_mask >> k.node_gpus::HUGEINT) = 0, false) AS known
+            FROM p0 JOIN gy_keys k USING (lk)
         )"""
 
 
@@ -150,34 +198,23 @@ def _by_label() -> str:
     GPUs reaching into the other's) cannot say which run's GPU it measured, so it is charged to
     neither (``unattributed``). Only jobs with several runs on a node are ranked for that.
     """
-    return """requeued AS (
-            SELECT job_id_raw, node FROM sample_jobs GROUP BY job_id_raw, node
-            HAVING count(*) > 1
-        ), matched AS (
-            SELECT q.*, a.job_ref,
-                   EXISTS (SELECT 1 FROM requeued r
-                           WHERE r.job_id_raw = q.job_id AND r.node = q.node) AS requeued
-            FROM q LEFT JOIN sample_jobs a
-              ON a.job_id_raw = q.job_id AND a.node = q.node
-             AND (q.cluster IS NULL OR a.cluster = q.cluster)
-             AND a.start_s < q.t_s AND a.end_s > q.start_s
-            WHERE q.job_id IS NOT NULL AND q.known
+    return """matched AS (
+            SELECT q.*, c.job_ref FROM q LEFT JOIN gy_candidates c
+              ON c.lk = q.lk AND c.start_s < q.t_s AND c.end_s > q.start_s
+            WHERE q.labelled AND q.known
         ), runs AS (
-            SELECT *, count(job_ref) OVER (
-                       PARTITION BY cluster, node, job_id, start_s, t_s, gpu_key) AS runs
+            SELECT *, count(job_ref) OVER (PARTITION BY lk, start_s, t_s, gpu_key) AS runs
             FROM matched WHERE requeued
         ), labelled AS (
-            SELECT * EXCLUDE (requeued),
-                   CASE WHEN job_ref IS NULL THEN 'label_unmatched' ELSE 'label' END AS how
+            SELECT *, CASE WHEN job_ref IS NULL THEN 'label_unmatched' ELSE 'label' END AS how
             FROM matched WHERE NOT requeued
             UNION ALL
-            SELECT * EXCLUDE (requeued, runs),
+            SELECT * EXCLUDE (runs),
                    CASE WHEN job_ref IS NULL THEN 'label_unmatched' ELSE 'label' END
             FROM runs WHERE runs <= 1
             UNION ALL
-            SELECT * EXCLUDE (requeued, runs, job_ref), NULL::BIGINT, 'unattributed' FROM (
-                SELECT DISTINCT ON (cluster, node, job_id, start_s, t_s, gpu_key) *
-                FROM runs WHERE runs > 1)
+            SELECT * EXCLUDE (runs, job_ref), NULL::BIGINT, 'unattributed' FROM (
+                SELECT DISTINCT ON (lk, start_s, t_s, gpu_key) * FROM runs WHERE runs > 1)
         )"""
 
 
@@ -185,22 +222,20 @@ def _by_index() -> str:
     """``index_one``: the one run that held that GPU at the midpoint; ``index_many``: a GPU two
     runs claim at once (contradictory inputs: charged to neither); ``rest``: the others."""
     return """unlabelled AS (
-            SELECT * FROM q WHERE job_id IS NULL AND known
+            SELECT * FROM q WHERE NOT labelled AND known
         ), claims AS (
-            SELECT u.*, a.job_ref,
-                   count(a.job_ref) OVER (
-                       PARTITION BY u.cluster, u.node, u.gpu_key, u.start_s, u.t_s) AS claims
-            FROM unlabelled u LEFT JOIN sample_jobs a
-              ON a.node = u.node AND (u.cluster IS NULL OR a.cluster = u.cluster)
-             AND a.gpu_mask IS NOT NULL
-             AND ((a.gpu_mask >> u.gpu_key::HUGEINT) & 1::HUGEINT) = 1
-             AND a.start_s <= u.mid AND a.end_s > u.mid
+            SELECT u.*, c.job_ref,
+                   count(c.job_ref) OVER (PARTITION BY u.lk, u.gpu_key, u.start_s, u.t_s)
+                       AS claims
+            FROM unlabelled u LEFT JOIN gy_candidates c
+              ON c.lk = u.lk AND c.gpu_mask IS NOT NULL
+             AND ((c.gpu_mask >> u.gpu_key::HUGEINT) & 1::HUGEINT) = 1
+             AND c.start_s <= u.mid AND c.end_s > u.mid
             WHERE u.gpu_key IS NOT NULL
         ), index_one AS (
             SELECT * FROM claims WHERE claims = 1
         ), index_many AS (
-            SELECT DISTINCT ON (cluster, node, gpu_key, start_s, t_s) * FROM claims
-            WHERE claims > 1
+            SELECT DISTINCT ON (lk, gpu_key, start_s, t_s) * FROM claims WHERE claims > 1
         ), rest AS (
             SELECT * FROM unlabelled WHERE gpu_key IS NULL
             UNION ALL
@@ -215,7 +250,7 @@ def _no_index() -> str:
         ), index_many AS (
             SELECT * FROM q WHERE false
         ), rest AS (
-            SELECT * FROM q WHERE job_id IS NULL AND known
+            SELECT * FROM q WHERE NOT labelled AND known
         )"""
 
 
@@ -225,14 +260,14 @@ def _by_node() -> str:
     no such run; ``shared`` when a run whose GPU indices are unknown held GPUs there then (the
     GPU may have been its), else the GPU was unallocated (a run of known indices held others)."""
     return """whole AS (
-            SELECT r.*, a.job_ref FROM rest r LEFT JOIN sample_jobs a
-              ON a.node = r.node AND (r.cluster IS NULL OR a.cluster = r.cluster)
-             AND a.gpus >= r.node_gpus - 1e-9 AND a.start_s <= r.mid AND a.end_s > r.mid
+            SELECT r.*, c.job_ref FROM rest r LEFT JOIN gy_candidates c
+              ON c.lk = r.lk AND c.gpus >= r.node_gpus - 1e-9
+             AND c.start_s <= r.mid AND c.end_s > r.mid
         ), free AS (
             SELECT w.*, EXISTS (
-                       SELECT 1 FROM sample_jobs a
-                       WHERE a.node = w.node AND (w.cluster IS NULL OR a.cluster = w.cluster)
-                         AND a.gpu_mask IS NULL AND a.start_s <= w.mid AND a.end_s > w.mid
+                       SELECT 1 FROM gy_candidates c
+                       WHERE c.lk = w.lk AND c.gpu_mask IS NULL
+                         AND c.start_s <= w.mid AND c.end_s > w.mid
                    ) AS shared
             FROM whole w WHERE w.job_ref IS NULL
         )"""

@@ -26,17 +26,12 @@ from gpuyield.attribution.rules import (
     MAX_GPU_INDEX,
     Shape,
     groups_sql,
+    prepare,
 )
 
 _WATERMARK = "samples_attributed_through_ingest"
 _MIN_S = -(1 << 62)
 _MAX_S = 1 << 62
-# The regions, in the samples' own terms (a sample or a group ``g``, a series ``o``).
-_IN_REGION = (
-    "EXISTS (SELECT 1 FROM gy_merged r WHERE r.node = g.node AND g.{t} BETWEEN r.lo AND r.hi)"
-)
-_SERIES_IN_REGION = """EXISTS (SELECT 1 FROM gy_merged r WHERE r.node = o.node
-                                AND o.first_t <= r.hi AND o.last_t >= r.lo)"""
 
 
 def sync(con: duckdb.DuckDBPyConnection, *, regions_sql: str | None = None) -> None:
@@ -212,8 +207,9 @@ def _store_runs(con: duckdb.DuckDBPyConnection) -> None:
 def _attribute_everything(con: duckdb.DuckDBPyConnection, *, shape: Shape) -> None:
     """The first attribution (or after the store lost it): every sample, every run."""
     con.execute("DELETE FROM sample_groups")
+    prepare(con, regions=False, shape=shape)
     con.execute(
-        f"INSERT INTO sample_groups {groups_sql('true', 'true', shape=shape)}",
+        f"INSERT INTO sample_groups {groups_sql(regions=False, shape=shape)}",
         {"threshold": IDLE_THRESHOLD},
     )
     con.execute("DELETE FROM sample_job_gpus")
@@ -225,23 +221,24 @@ def _attribute_regions(con: duckdb.DuckDBPyConnection, *, shape: Shape) -> None:
     groups changed counted again."""
     if not _merge_regions(con):
         return
-    groups_in_region = _IN_REGION.format(t="end_s")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE gy_changed_refs AS
-            SELECT DISTINCT job_ref FROM sample_groups g
-            WHERE job_ref IS NOT NULL AND {groups_in_region}"""
+    in_region = "JOIN gy_merged r ON r.node = g.node AND g.end_s BETWEEN r.lo AND r.hi"
+    changed = (
+        f"SELECT DISTINCT g.job_ref FROM sample_groups g {in_region} WHERE g.job_ref IS NOT NULL"
     )
-    con.execute(f"DELETE FROM sample_groups g WHERE {groups_in_region}")
-    samples = groups_sql(_SERIES_IN_REGION, _IN_REGION.format(t="t_s"), shape=shape)
-    con.execute(f"INSERT INTO sample_groups {samples}", {"threshold": IDLE_THRESHOLD})
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gy_changed_refs AS {changed}")
     con.execute(
-        f"""INSERT INTO gy_changed_refs
-            SELECT DISTINCT job_ref FROM sample_groups g
-            WHERE job_ref IS NOT NULL AND {groups_in_region}"""
+        """DELETE FROM sample_groups g USING gy_merged r
+           WHERE r.node = g.node AND g.end_s BETWEEN r.lo AND r.hi"""
     )
-    changed = "job_ref IN (SELECT job_ref FROM gy_changed_refs)"
-    con.execute(f"DELETE FROM sample_job_gpus WHERE {changed}")
-    con.execute(f"INSERT INTO sample_job_gpus {_measured_gpus_sql(changed)}")
+    prepare(con, regions=True, shape=shape)
+    con.execute(
+        f"INSERT INTO sample_groups {groups_sql(regions=True, shape=shape)}",
+        {"threshold": IDLE_THRESHOLD},
+    )
+    con.execute(f"INSERT INTO gy_changed_refs {changed}")
+    refs = "job_ref IN (SELECT job_ref FROM gy_changed_refs)"
+    con.execute(f"DELETE FROM sample_job_gpus WHERE {refs}")
+    con.execute(f"INSERT INTO sample_job_gpus {_measured_gpus_sql(refs)}")
 
 
 def _merge_regions(con: duckdb.DuckDBPyConnection) -> bool:

@@ -26,7 +26,7 @@ from ibis.common.exceptions import TableNotFound
 
 from gpuyield.attribution import CHARGED, groups_sql
 from gpuyield.attribution import IDLE_THRESHOLD as IDLE_THRESHOLD  # its home; importable here
-from gpuyield.attribution.rules import ACTIVITY_UNITS, Shape
+from gpuyield.attribution.rules import ACTIVITY_UNITS, Shape, prepare
 from gpuyield.categories import Category
 from gpuyield.store import connection_of
 
@@ -159,8 +159,10 @@ def _stored_groups(backend: ibis.BaseBackend, threshold: float) -> ir.Table:
         return backend.table("sample_groups")
     con = connection_of(backend, needed_for="an idle threshold other than the stored one")
     name = f"gy_groups_{uuid.uuid4().hex[:12]}"
+    shape = Shape.of(con)
+    prepare(con, regions=False, shape=shape)
     con.execute(
-        f"CREATE TEMP TABLE {name} AS {groups_sql('true', 'true', shape=Shape.of(con))}",
+        f"CREATE TEMP TABLE {name} AS {groups_sql(regions=False, shape=shape)}",
         {"threshold": threshold},
     )
     return backend.table(name)
