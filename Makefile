@@ -19,8 +19,14 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -e '.[dev,html,telemetry,train,spark,serve]'
 	touch $@
 
-.PHONY: demo test test-quick bench bench-quick lint install clean
+.PHONY: demo test test-quick bench bench-quick lint install dist clean docs-figures
 install: $(VENV)/.core
+
+# A wheel and an sdist in dist/, to install anywhere: pip install 'dist/gpuyield-0.1.0-py3-none-any.whl[serve]'
+dist: $(VENV)/.dev
+	rm -rf dist
+	$(PY) -m build --no-isolation --outdir dist
+	@ls dist
 
 demo: $(VENV)/.core
 	@mkdir -p out
@@ -47,6 +53,11 @@ test: $(VENV)/.dev
 test-quick: $(VENV)/.dev
 	$(PY) -m pytest -q -m "not slurm and not slow"
 
+# Rewrite every figure in README.md and docs/ from the commands printed beside it (docs/figures.py;
+# `make test` fails on a stale one: tests/docs/test_figures.py). Review the diff, then commit it.
+docs-figures: $(VENV)/.dev
+	$(PY) docs/figures.py
+
 # The full run writes about 2.6 GB of generated data under bench/out/ and takes many minutes.
 bench: $(VENV)/.dev
 	$(PY) -m bench
@@ -55,10 +66,11 @@ bench-quick: $(VENV)/.dev
 	$(PY) -m bench --quick
 
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench docs/figures.py
+	$(VENV)/bin/ruff format --check src tests bench docs/figures.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy docs/figures.py
 	$(VENV)/bin/lint-imports --no-logo
 
 clean:
-	rm -rf out bench/out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf out bench/out dist .pytest_cache .mypy_cache .ruff_cache

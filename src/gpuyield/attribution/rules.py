@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from gpuyield.sqltext import literal
 from gpuyield.store import samples_sql
 
 #: Below this graphics-engine activity a sample interval counts as idle (1%: DCGM reports a GPU
@@ -60,8 +61,8 @@ def prepare(con: duckdb.DuckDBPyConnection, *, regions: bool, shape: Shape) -> N
         f"""CREATE OR REPLACE TEMP TABLE gy_labels AS
             SELECT *, row_number() OVER () AS lk FROM (
                 SELECT o.cluster, o.node, o.job_id, min(o.first_t - o.first_step_s) AS lo_t,
-                       max(o.last_t) AS hi_t, {_indexed(shape)} AS indexed
-                FROM {_series(regions)} GROUP BY o.cluster, o.node, o.job_id)"""
+                       max(o.last_t) AS hi_t, {_indexed_sql(shape)} AS indexed
+                FROM {_series_sql(regions)} GROUP BY o.cluster, o.node, o.job_id)"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE gy_candidates AS
@@ -96,13 +97,13 @@ def groups_sql(*, regions: bool, shape: Shape) -> str:
     may belong to (``gy_candidates``), not against every run of the store.
     """
     return f"""
-        WITH {_grouped(regions, shape)},
-        {_by_label()},
-        {_by_index() if shape.with_indices else _no_index()},
-        {_by_node()}
+        WITH {_grouped_sql(regions, shape)},
+        {_by_label_sql()},
+        {_by_index_sql() if shape.with_indices else _no_index_sql()},
+        {_by_node_sql()}
         SELECT node, how, job_ref, start_s, t_s AS end_s, samples, idle_samples,
                active_sum, tensor_sum, tensor_samples,
-               CASE WHEN how IN {_charged()} THEN gpu_mask ELSE 0::HUGEINT END AS gpu_mask
+               CASE WHEN how IN {_charged_sql()} THEN gpu_mask ELSE 0::HUGEINT END AS gpu_mask
         FROM (
             SELECT {_OUT}, how, job_ref FROM labelled
             UNION ALL SELECT {_OUT}, 'gpu', job_ref FROM index_one
@@ -115,7 +116,7 @@ def groups_sql(*, regions: bool, shape: Shape) -> str:
     """
 
 
-def _series(regions: bool) -> str:
+def _series_sql(regions: bool) -> str:
     """The series read: all, or those meeting a region (once per region: a node's are apart)."""
     if not regions:
         return "gpu_series o"
@@ -123,7 +124,7 @@ def _series(regions: bool) -> str:
               AND o.first_t <= r.hi AND o.last_t >= r.lo"""
 
 
-def _indexed(shape: Shape) -> str:
+def _indexed_sql(shape: Shape) -> str:
     """Whether a series' node has a run of known GPU indices (its samples are keyed by GPU)."""
     if not shape.with_indices:
         return "false"
@@ -134,11 +135,11 @@ def _indexed(shape: Shape) -> str:
 _OUT = "node, start_s, t_s, samples, idle_samples, active_sum, tensor_sum, tensor_samples, gpu_mask"
 
 
-def _charged() -> str:
-    return "(" + ", ".join(f"'{how}'" for how in CHARGED) + ")"
+def _charged_sql() -> str:
+    return "(" + ", ".join(literal(how) for how in CHARGED) + ")"
 
 
-def _grouped(regions: bool, shape: Shape) -> str:
+def _grouped_sql(regions: bool, shape: Shape) -> str:
     """``p0``: samples grouped per label key (``gy_labels``), interval and (on nodes where some
     run's GPU indices are known) GPU; ``q``: with the key's node, the node's GPUs and the
     interval's midpoint.
@@ -160,20 +161,21 @@ def _grouped(regions: bool, shape: Shape) -> str:
         else "bit_or(1::HUGEINT << gpu::HUGEINT)"
     )
     # A series' region bounds travel with it: its samples are kept inside, no join per sample.
-    bounds = (("NULL::BIGINT", "r_lo"), ("NULL::BIGINT", "r_hi"))
-    inside = "true"
-    if regions:
-        bounds = (("r.lo", "r_lo"), ("r.hi", "r_hi"))
-        inside = "g.t_s BETWEEN g.r_lo AND g.r_hi"
-    carried = (("l.lk", "lk"), ("l.indexed", "indexed"), *bounds)
-    source = f"""{_series(regions)} JOIN gy_labels l ON l.node = o.node
+    bounds_sql = "r.lo AS r_lo, r.hi AS r_hi" if regions else "NULL AS r_lo, NULL AS r_hi"
+    inside_sql = "g.t_s BETWEEN g.r_lo AND g.r_hi" if regions else "true"
+    source_sql = f"""{_series_sql(regions)} JOIN gy_labels l ON l.node = o.node
                 AND l.cluster IS NOT DISTINCT FROM o.cluster
                 AND l.job_id IS NOT DISTINCT FROM o.job_id"""
+    samples = samples_sql(
+        source_sql=source_sql,
+        computed_sql=f", l.lk AS lk, l.indexed AS indexed, {bounds_sql}",
+        kept_sql=", lk, indexed, r_lo, r_hi",
+    )
     return f"""keyed AS (
             SELECT g.lk, g.start_s, g.t_s, CASE WHEN g.indexed THEN g.gpu END AS gpu_key,
                    g.gpu, g.active, g.tensor_active
-            FROM ({samples_sql(source=source, carry=carried)}) g
-            WHERE {inside}
+            FROM ({samples}) g
+            WHERE {inside_sql}
         ), p0 AS (
             SELECT lk, start_s, t_s, gpu_key,
                    count(*) AS samples,
@@ -190,7 +192,7 @@ def _grouped(regions: bool, shape: Shape) -> str:
         )"""
 
 
-def _by_label() -> str:
+def _by_label_sql() -> str:
     """``labelled``: the label names a run that held GPUs on the node during the interval.
 
     A job requeued on the same node has several runs there: a sample overlapping two of them
@@ -218,7 +220,7 @@ def _by_label() -> str:
         )"""
 
 
-def _by_index() -> str:
+def _by_index_sql() -> str:
     """``index_one``: the one run that held that GPU at the midpoint; ``index_many``: a GPU two
     runs claim at once (contradictory inputs: charged to neither); ``rest``: the others."""
     return """unlabelled AS (
@@ -243,7 +245,7 @@ def _by_index() -> str:
         )"""
 
 
-def _no_index() -> str:
+def _no_index_sql() -> str:
     """The same names when no run's GPU indices are known: every unlabelled sample is ``rest``."""
     return """index_one AS (
             SELECT *, NULL::BIGINT AS job_ref FROM q WHERE false
@@ -254,7 +256,7 @@ def _no_index() -> str:
         )"""
 
 
-def _by_node() -> str:
+def _by_node_sql() -> str:
     """``whole``: the run holding every GPU of the node at the midpoint (a run that holds the
     whole node is the only one there: the ledger refuses a node held beyond its GPUs). ``free``:
     no such run; ``shared`` when a run whose GPU indices are unknown held GPUs there then (the

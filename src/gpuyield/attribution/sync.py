@@ -28,6 +28,7 @@ from gpuyield.attribution.rules import (
     groups_sql,
     prepare,
 )
+from gpuyield.sqltext import identifier, literal
 
 _WATERMARK = "samples_attributed_through_ingest"
 _MIN_S = -(1 << 62)
@@ -58,7 +59,9 @@ def sync(con: duckdb.DuckDBPyConnection, *, regions_sql: str | None = None) -> N
 
 
 def _has_rows(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    rows = con.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1)").fetchall()
+    rows = con.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM {identifier(table)} LIMIT 1)"
+    ).fetchall()
     return bool(rows[0][0])
 
 
@@ -80,12 +83,12 @@ def _set_watermark(con: duckdb.DuckDBPyConnection) -> None:
 
 def _sync_nodes(con: duckdb.DuckDBPyConnection) -> None:
     """A node whose GPU count the inventory changed (or that came or went) is a region whole."""
-    per_node = "SELECT node, min(num_gpus) AS num_gpus FROM {} GROUP BY node"
     changed = con.execute(
         f"""INSERT INTO gy_regions
             SELECT coalesce(n.node, o.node), {_MIN_S}, {_MAX_S}
-            FROM ({per_node.format("nodes")}) n
-            FULL JOIN ({per_node.format("sample_nodes")}) o ON n.node = o.node
+            FROM (SELECT node, min(num_gpus) AS num_gpus FROM nodes GROUP BY node) n
+            FULL JOIN (SELECT node, min(num_gpus) AS num_gpus FROM sample_nodes
+                       GROUP BY node) o ON n.node = o.node
             WHERE n.num_gpus IS DISTINCT FROM o.num_gpus"""
     ).fetchall()
     if changed and changed[0][0]:
@@ -260,8 +263,8 @@ def _merge_regions(con: duckdb.DuckDBPyConnection) -> bool:
     return _has_rows(con, "gy_merged")
 
 
-def _measured_gpus_sql(where: str) -> str:
+def _measured_gpus_sql(where_sql: str) -> str:
     """Per run and node, how many distinct GPUs the charged samples measured."""
-    charged = ", ".join(f"'{how}'" for how in CHARGED)
+    charged_sql = ", ".join(literal(how) for how in CHARGED)
     return f"""SELECT job_ref, node, bit_count(bit_or(gpu_mask)) FROM sample_groups
-               WHERE how IN ({charged}) AND {where} GROUP BY job_ref, node"""
+               WHERE how IN ({charged_sql}) AND {where_sql} GROUP BY job_ref, node"""

@@ -24,8 +24,10 @@ from gpuyield.cli import (
     train,
 )
 from gpuyield.cli import ladder as ladder_cli
+from gpuyield.cli._common import PlainUsageErrors
 
 app = typer.Typer(
+    cls=PlainUsageErrors,
     name="gpuyield",
     help=(
         "Yield of AI training clusters: of every GPU-second you paid for, how much ended up in a "

@@ -12,7 +12,16 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, errors_mapped, fail, print_json
+from gpuyield.cli._common import (
+    call,
+    console,
+    err_console,
+    errors_mapped,
+    fail,
+    plain,
+    print_json,
+    shown,
+)
 from gpuyield.errors import InputError
 
 E = TypeVar("E", bound=StrEnum)
@@ -99,7 +108,10 @@ def _print_summary(summary: Any) -> None:
     from rich.table import Table
 
     truth = summary.truth
-    table = Table(title=f"{summary.scenario}: truth ({summary.out_dir})")
+    if truth.assumptions is not None:
+        for line in truth.assumptions.lines():
+            console.print(plain(line), markup=False, highlight=False)
+    table = Table(title=f"{shown(summary.scenario)}: truth ({shown(summary.out_dir)})")
     table.add_column("category")
     table.add_column("GPU-hours", justify="right")
     table.add_column("share", justify="right")
@@ -113,10 +125,13 @@ def _print_summary(summary: Any) -> None:
         f"{inter.planned} planned; effective training time "
         + ", ".join(f"{k} {v:.1%}" for k, v in truth.effective_training_time.items())
     )
-    console.print(
-        f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs; simulated in "
-        f"{summary.simulate_s:.1f} s, written in {summary.write_s:.1f} s"
-    )
+    console.print(f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs")
+    if err_console.is_terminal:
+        # How long it took, like a progress bar: on a terminal only, so the output on a pipe
+        # (a log, a doc's figure) is the same in every run.
+        err_console.print(
+            f"simulated in {summary.simulate_s:.1f} s, written in {summary.write_s:.1f} s"
+        )
 
 
 @app.command("list")
@@ -125,12 +140,17 @@ def list_command() -> None:
     from gpuyield.simulate.scenario import bundled_names, load_scenario
 
     for name in call(bundled_names):
-        console.print(f"{name}: {call(load_scenario, name).description}", highlight=False)
+        console.print(
+            f"{shown(name)}: {shown(call(load_scenario, name).description)}", highlight=False
+        )
 
 
 @app.command("validate")
 def validate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the cases as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the cases as a Markdown table.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
@@ -139,6 +159,11 @@ def validate_command(
     results = call(validate_cases, seed=seed)
     if as_json:
         print_json({"cases": [r.to_json() for r in results]})
+        return
+    if markdown:
+        from gpuyield.simulate.validate import cases_markdown
+
+        typer.echo(cases_markdown(results), nl=False)
         return
     from rich.table import Table
 
@@ -219,7 +244,20 @@ def sweep_command(
             "or a path; replaces the assumed restart, stall and rejoin times.",
         ),
     ] = None,
+    spares_for: Annotated[
+        str | None,
+        typer.Option(
+            "--spares-for",
+            help="Which remedies take a failed node's replacement from the spare nodes: all "
+            "(restart and drop alike) or restart (a dropped replica waits for its node's repair). "
+            "Default: the scenario's run (all unless it says otherwise).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="Print the assumptions and a Markdown table of values."),
+    ] = False,
     skip_failure_multiplier: Annotated[
         float, typer.Option(help="ladder-skip-share: how much likelier a skipping job fails.")
     ] = 2.0,
@@ -237,16 +275,28 @@ def sweep_command(
         ladder_sweep_command(out, values, seeds, days, gpus, skip_failure_multiplier, as_json)
         return
     from gpuyield.simulate.ft_costs import load_ft_calibration
-    from gpuyield.simulate.scenario import Policy
+    from gpuyield.simulate.scenario import Policy, SparesFor
     from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
     from gpuyield.simulate.sweep_files import run_and_write_sweep
 
     which = _choice(SweepParam, param, "--param")
     chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
     parsed = _numbers(values, "--values") if values else call(default_values, which)
+    use = None if spares_for is None else _choice(SparesFor, spares_for, "--spares-for")
     with errors_mapped(_SWEEP_FLAGS):
+        costs = (
+            None
+            if ft_calibration is None
+            else load_ft_calibration(None if ft_calibration == "measured" else ft_calibration)
+        )
         base = base_model(
-            days=days, gpus=gpus, interval_s=interval_s, write_s=write_s, scenario=scenario
+            days=days,
+            gpus=gpus,
+            interval_s=interval_s,
+            write_s=write_s,
+            scenario=scenario,
+            spares_for=use,
+            costs=costs,
         )
         spec = SweepSpec(
             param=which,
@@ -255,17 +305,28 @@ def sweep_command(
             seeds=seeds,
             base=base.model,
             gpus_per_node=base.gpus_per_node,
-            costs=None
-            if ft_calibration is None
-            else load_ft_calibration(None if ft_calibration == "measured" else ft_calibration),
+            costs=costs,
+            assumptions=base.assumptions,
         )
         result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
+    _print_sweep(result, out, as_json=as_json, markdown=markdown)
+
+
+def _print_sweep(result: Any, out: Path, *, as_json: bool, markdown: bool) -> None:
     if as_json:
         print_json(result.to_dict())
         return
+    if markdown:
+        from gpuyield.simulate.sweep_table import sweep_markdown
+
+        typer.echo(sweep_markdown(result), nl=False)
+        return
     from rich.table import Table
 
-    table = Table(title=f"sweep over {result.spec.param.value} ({out})")
+    if result.spec.assumptions is not None:
+        for line in result.spec.assumptions.lines():
+            console.print(plain(line), markup=False, highlight=False)
+    table = Table(title=f"sweep over {result.spec.param.value} ({shown(out)})")
     for col in ("policy", result.spec.param.value, "ETTR", "yield", "interruptions", "MTTF h"):
         table.add_column(col, justify="right")
     for p in result.points:

@@ -15,7 +15,8 @@ from gpuyield.estimate.catalog import (
     get_model,
     parse_precision,
 )
-from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for, step_to_effective_ratio
+from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for
+from gpuyield.estimate.implied import implied_mfu_step, step_mfu_step
 from gpuyield.estimate.numbers import (
     NumberLike,
     Range,
@@ -74,6 +75,9 @@ class TrainEstimate:
     calibrated_mfu: CalibratedMfu
     #: The shown work.
     worksheet: Worksheet
+    #: What the output must not be read without (each also a worksheet note): an implied
+    #: training-step MFU bounded by the peak, and why.
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
@@ -99,6 +103,8 @@ class TrainEstimate:
             f"({self.calibrated_mfu.support} leave-one-out residuals)"
         )
         data["worksheet"] = self.worksheet.to_json()
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data
 
     def _calibrated_json(self) -> dict[str, Any]:
@@ -194,9 +200,12 @@ def estimate_train(
         steps += _batch_steps(inputs, b, peak, mfu_r)
     if price_per_gpu_hour is not None:
         steps += _cost_steps(hours.value, price_per_gpu_hour)
+    warnings: tuple[str, ...] = ()
     if inputs.reported is not None:
-        steps += _reported_steps(inputs, inputs.reported, flops.value, peak)
-    return _result(inputs, steps, effective, calibrated)
+        reported_steps, warning = _reported_steps(inputs, inputs.reported, flops.value, peak)
+        steps += reported_steps
+        warnings = (warning,) if warning else ()
+    return _result(inputs, steps, effective, calibrated, warnings)
 
 
 def _chip(chip: Accelerator | None) -> Accelerator:
@@ -209,7 +218,11 @@ def _bf16(chip: Accelerator | None) -> Range:
 
 
 def _result(
-    inputs: _Inputs, steps: list[Step], effective: EffectiveMfu, calibrated: CalibratedMfu
+    inputs: _Inputs,
+    steps: list[Step],
+    effective: EffectiveMfu,
+    calibrated: CalibratedMfu,
+    warnings: tuple[str, ...],
 ) -> TrainEstimate:
     results = {step.name: step.value for step in steps}
     return TrainEstimate(
@@ -229,7 +242,10 @@ def _result(
         cost_usd=results.get("cost_usd"),
         implied_mfu=results.get("implied_mfu"),
         reported_wall_days=results.get("reported_wall_days"),
-        worksheet=Worksheet(title=_title(inputs), steps=tuple(steps), notes=_notes(inputs)),
+        worksheet=Worksheet(
+            title=_title(inputs), steps=tuple(steps), notes=(*warnings, *_notes(inputs))
+        ),
+        warnings=warnings,
     )
 
 
@@ -470,7 +486,16 @@ def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Ste
     return steps
 
 
-def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range) -> list[Step]:
+def _reported_steps(
+    inputs: _Inputs, reported: Range, flops: Range, peak: Range
+) -> tuple[list[Step], str]:
+    where = (
+        "--reported-gpu-hours"
+        if inputs.reported_source == "given"
+        else f"the catalog's reported_gpu_hours of {inputs.model.id if inputs.model else 'the model'}"
+    )
+    implied = implied_mfu_step(reported, flops, peak, where=where)
+    step_mfu = step_mfu_step(implied.value)
     steps = [
         given(
             "reported_gpu_hours",
@@ -479,20 +504,9 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
             "GPU-h",
             inputs.reported_source,
         ),
-        compute(
-            "implied_mfu",
-            "effective (all-in) MFU implied by reported hours",
-            "MFU = C / (H_r * 3600 * peak)",
-            "{flops} / ({gpu_hours} * 3600 * {peak_tflops}e12)",
-            f.implied_mfu,
-            {"flops": UP, "gpu_hours": DOWN, "peak_tflops": DOWN},
-            "%",
-            flops=flops,
-            gpu_hours=reported,
-            peak_tflops=peak,
-        ),
+        implied,
+        step_mfu.step,
     ]
-    steps.append(_step_mfu_step(steps[-1].value))
     if inputs.num_gpus is not None:
         steps.append(
             compute(
@@ -507,22 +521,7 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
                 num_gpus=inputs.num_gpus,
             )
         )
-    return steps
-
-
-def _step_mfu_step(implied: Range) -> Step:
-    ratio = step_to_effective_ratio()
-    return compute(
-        "implied_step_mfu",
-        "training-step MFU implied (effective / ratio of runs reporting both)",
-        "MFU_step = MFU_eff / r",
-        "{mfu} / {ratio}",
-        lambda mfu, ratio: mfu / ratio,
-        {"mfu": UP, "ratio": DOWN},
-        "%",
-        mfu=implied,
-        ratio=ratio,
-    )
+    return steps, step_mfu.warning
 
 
 def _src(model: Model | None, field_name: str) -> str:

@@ -28,6 +28,7 @@ from gpuyield.attribution import CHARGED, groups_sql
 from gpuyield.attribution import IDLE_THRESHOLD as IDLE_THRESHOLD  # its home; importable here
 from gpuyield.attribution.rules import ACTIVITY_UNITS, Shape, prepare
 from gpuyield.categories import Category
+from gpuyield.sqltext import identifier
 from gpuyield.store import connection_of
 
 #: The subcategory of ``idle`` that allocated-but-idle GPU time moves to.
@@ -162,7 +163,7 @@ def _stored_groups(backend: ibis.BaseBackend, threshold: float) -> ir.Table:
     shape = Shape.of(con)
     prepare(con, regions=False, shape=shape)
     con.execute(
-        f"CREATE TEMP TABLE {name} AS {groups_sql(regions=False, shape=shape)}",
+        f"CREATE TEMP TABLE {identifier(name)} AS {groups_sql(regions=False, shape=shape)}",
         {"threshold": threshold},
     )
     return backend.table(name)

@@ -14,6 +14,8 @@ from gpuyield.ledger.utilization import UtilizationSummary
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
+    import duckdb
+
     from gpuyield.ledger.ladder import SkippedRungWaste
     from gpuyield.report.breakdown import Breakdown
 
@@ -324,11 +326,17 @@ def build_report_with_breakdown(
     by: str | None = None,
     top: int | None = None,
     allow_gaps: bool = False,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> ReportWithBreakdown:
-    """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
+    """The report and, when ``by`` is given, its breakdown (one ledger computation for both).
+
+    ``con``: a read-only connection to ``db`` the caller opened (and closes), e.g. to interrupt
+    the computation from another thread."""
     from gpuyield.report.breakdown import breakdown
 
-    con = store.connect(db, read_only=True)
+    own = con is None
+    if con is None:
+        con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
         # One breakdown reads the segments once more: computing them again costs less than
@@ -337,4 +345,5 @@ def build_report_with_breakdown(
         rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
         return ReportWithBreakdown(report=report_from_ledger(ledger, con), breakdown=rows)
     finally:
-        con.close()
+        if own:
+            con.close()

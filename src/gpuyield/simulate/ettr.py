@@ -51,17 +51,18 @@ class JobModel:
     spare_restart_s: float = 120.0
     #: Stall while the failed replica is dropped (policy drop).
     detection_s: float = 120.0
-    #: Until the dropped replica rejoins (replacement found and caught up).
+    #: Until the dropped replica rejoins (on a spare, or its node repaired; caught up).
     rejoin_s: float = 3600.0
     replica_nodes: int = 16
-    #: Hot spare nodes held (installed, idle) for policy spares.
+    #: Spare nodes held (installed, idle until used): in every policy's installed GPU-time.
     spare_nodes: int = 0
     policy: Policy = Policy.RESTART
     #: Share of failures a person must restart by hand, and the extra delay they take.
     manual_share: float = 0.0
     manual_delay_s: float = 0.0
     #: Share of faults a reboot or reset clears; the rest need a replacement node, which costs
-    #: ``replacement_s`` more before a restart (0 with a hot spare, policy spares).
+    #: ``replacement_s`` more before a restart (0 when a spare stands in, and always for policy
+    #: spares).
     recoverable_share: float = 1.0
     replacement_s: float = 0.0
     #: Divergence rollbacks per day: restart from a checkpoint ``rollback_s`` of progress earlier
@@ -287,7 +288,8 @@ def _drop(model: JobModel, fails: np.ndarray) -> ModelResult:
 def _result(
     model: JobModel, interruptions: int, checkpoints: int, productive: float
 ) -> ModelResult:
-    installed = model.num_nodes + (model.spare_nodes if model.policy is Policy.SPARES else 0)
+    # The spare pool is installed whichever remedy uses it: every policy pays for it alike.
+    installed = model.num_nodes + model.spare_nodes
     return ModelResult(
         interruptions=interruptions,
         checkpoints=checkpoints,

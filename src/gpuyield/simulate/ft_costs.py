@@ -18,11 +18,11 @@ replica groups of ``gpus_per_group`` GPUs and ``G0`` groups measured:
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError
 
 BUNDLED = "ft-costs.toml"
@@ -57,6 +57,21 @@ class FtCalibration:
     state_gb_per_gpu: float
     link_gbps: float
     checkpoint_load_s: float
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON shape: where the costs come from and every figure the rules use."""
+        return {
+            "path": self.path,
+            "measured_groups": self.measured_groups,
+            "stall_s": self.stall_s,
+            "heal_s": self.heal_s,
+            "restart_s": self.restart_s,
+            "gpus_per_group": self.gpus_per_group,
+            "replacement_s": self.replacement_s,
+            "state_gb_per_gpu": self.state_gb_per_gpu,
+            "link_gbps": self.link_gbps,
+            "checkpoint_load_s": self.checkpoint_load_s,
+        }
 
     def costs_at(self, gpus: int) -> RecoveryCosts:
         """The recovery costs of a job of ``gpus`` GPUs."""
@@ -95,10 +110,7 @@ def load_ft_calibration(path: str | Path | None = None) -> FtCalibration:
                 f"{path}: no such calibration file", hint="python -m bench ft writes one"
             )
         text, name = Path(path).read_text("utf-8"), str(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParseError(str(error), path=name, line=getattr(error, "lineno", None)) from error
+    data = tomlfile.parse(text, name).data  # syntax, nan, inf and 1e300 named with the key
 
     def get(table: str, key: str) -> float:
         return _number(data, table, key, name)

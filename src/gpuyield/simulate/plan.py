@@ -31,7 +31,14 @@ from gpuyield.simulate.cluster import simulate
 from gpuyield.simulate.ettr import SECONDS_PER_DAY, daly_interval_s
 from gpuyield.simulate.failure_tables import FailureTable, failure_tables, get_failure_table
 from gpuyield.simulate.plan_result import PlanResult, PlanSpec, Summary, Variant
-from gpuyield.simulate.scenario import Policy, Scenario, load_scenario, scenario_from_dict
+from gpuyield.simulate.scenario import (
+    LineageConfig,
+    Policy,
+    Scenario,
+    SparesFor,
+    load_scenario,
+    scenario_from_dict,
+)
 
 #: The run's name in the scenario (``Comment=run=...`` in the Slurm files).
 RUN_NAME = "plan"
@@ -285,6 +292,13 @@ def _variant(choice: _Choice, outcome: _Outcome, scenario_toml: str) -> Variant:
     )
 
 
+def _dropped(run: LineageConfig) -> str:
+    """Where a dropped replica rejoins: the spare-node policy both remedies share by default."""
+    if run.spare_nodes and run.spares_for is SparesFor.ALL:
+        return "a dropped replica rejoins on a free spare, as a restarted job does"
+    return "a dropped replica waits for it"
+
+
 def _assumptions(spec: PlanSpec, base: Scenario, table: FailureTable) -> tuple[str, ...]:
     run = base.lineage[0]
     generation = get_accelerator(spec.accelerator).generation
@@ -295,7 +309,7 @@ def _assumptions(spec: PlanSpec, base: Scenario, table: FailureTable) -> tuple[s
         f"Costs from scenario {base.name}: detection {base.failures.detection_s} s, requeue "
         f"{run.requeue_wait_s} s, start-up {run.startup_s} s, checkpoint write "
         f"{run.checkpoint_write_s} s, node repair {base.failures.repair_mean_s / 3600:.0f} h on "
-        f"average (a dropped replica waits for it), planned stops {run.planned_stops_per_day}/day",
+        f"average ({_dropped(run)}), planned stops {run.planned_stops_per_day}/day",
         f"Compute at training-step MFU {spec.mfu:g} of the {spec.precision} peak; failures, "
         "restarts and stops are simulated on top",
         f"{spec.seeds} independent seeds; intervals are the 10th to 90th percentile over seeds; "

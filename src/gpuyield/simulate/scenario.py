@@ -36,6 +36,20 @@ class Policy(StrEnum):
     IN_MEMORY = "in-memory"
 
 
+class SparesFor(StrEnum):
+    """Which remedies take a failed node's replacement from a run's spare nodes."""
+
+    # Every remedy: a restarted job starts on a spare, a dropped replica rejoins on one.
+    ALL = "all"
+    # Only a restart: a dropped replica waits for its own node's repair (down_s + repair time).
+    RESTART = "restart"
+
+
+# The largest scenario simulated: a century on ten million GPUs (the 100k-GPU year is the benchmark).
+MAX_DAYS = 36_500
+MAX_GPUS = 10_000_000
+
+
 def _positive(value: float, name: str) -> None:
     if not value > 0:
         raise InputError(f"{name} must be > 0, got {value!r}", hint="fix the scenario file")
@@ -62,6 +76,11 @@ class FleetConfig:
     def __post_init__(self) -> None:
         _positive(self.num_nodes, "fleet.num_nodes")
         _positive(self.gpus_per_node, "fleet.gpus_per_node")
+        if self.num_nodes * self.gpus_per_node > MAX_GPUS:
+            raise InputError(
+                f"fleet.num_nodes x fleet.gpus_per_node must be at most {MAX_GPUS:,} GPUs",
+                hint="fix the scenario file",
+            )
 
     @property
     def num_gpus(self) -> int:
@@ -162,6 +181,8 @@ class LineageConfig:
     spare_swap_s: int = 30
     #: Hot spare / replacement nodes kept for this run (idle while unused).
     spare_nodes: int = 0
+    #: Which remedies may use the spares: the same for drop and restart unless this says so.
+    spares_for: SparesFor = SparesFor.ALL
     policy: Policy = Policy.RESTART
     #: Nodes per data-parallel replica (policy ``drop`` loses one replica per failed node).
     replica_nodes: int = 16
@@ -330,6 +351,11 @@ class Scenario:
 
     def __post_init__(self) -> None:
         _positive(self.days, "scenario.days")
+        if self.days > MAX_DAYS:  # a century of events is already more than any file holds
+            raise InputError(
+                f"scenario.days must be at most {MAX_DAYS:,}, got {self.days!r}",
+                hint="fix the scenario file",
+            )
         _non_negative(self.seed, "scenario.seed")
         names = [run.name for run in self.lineage]
         if len(set(names)) != len(names):
@@ -519,6 +545,13 @@ def _parse_start(value: Any) -> datetime:
 
 def _lineage(data: dict[str, Any]) -> LineageConfig:
     data = dict(data)
+    if "spares_for" in data:
+        try:
+            data["spares_for"] = SparesFor(data["spares_for"])
+        except ValueError as error:
+            raise UnknownIdError(
+                "spares_for", str(data["spares_for"]), [s.value for s in SparesFor]
+            ) from error
     if "policy" in data:
         try:
             data["policy"] = Policy(data["policy"])

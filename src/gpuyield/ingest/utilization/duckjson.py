@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from gpuyield.attribution import MAX_GPU_INDEX
 from gpuyield.ingest.utilization.promjson import MAX_JOB_ID, MAX_TIME_S, MetricNames, Role
+from gpuyield.sqltext import literal
 
 # The reader's largest object (one answer): it allocates a buffer of this size per thread, so a
 # file of many answers (NDJSON) must not make it the file's size. A larger answer is refused.
@@ -58,35 +59,24 @@ def stage_sql(paths: list[Path], names: MetricNames) -> str:
     null); the checks are on the lists as a whole (no null, least and greatest, times whole),
     which costs a fraction of a check per point.
     """
-    node, gpu_text, job = _labels(names)
-    job_role = _quote(Role.JOB.value)
-    ok_series = f"""node IS NOT NULL AND vs IS NOT NULL
-        AND coalesce(regexp_full_match(gpu_text, '[0-9]{{1,3}}'), false)
-        AND TRY_CAST(gpu_text AS BIGINT) <= {MAX_GPU_INDEX}"""
-    ok_times = f"""list_count(tl) = len(tl) AND coalesce(list_min(tl) >= 0, true)
-        AND coalesce(list_max(tl) <= {MAX_TIME_S}, true)
-        AND tl = CAST(CAST(tl AS BIGINT[]) AS DOUBLE[])"""
-    ok_values = """list_count(rl) = len(rl) AND coalesce(list_min(rl) >= 0, true)
-        AND NOT list_contains(rl, 'inf'::DOUBLE)"""
-    ok_jobs = f"""role <> {job_role} OR list_bool_and(list_transform(rl,
-        lambda x: isnan(x) OR (x = floor(x) AND x < {MAX_JOB_ID})))"""
+    job_sql = literal(Role.JOB.value)
     return f"""
         WITH doc AS (
             SELECT filename, f.ingest_id, f.metric AS default_metric,
                    CASE WHEN coalesce(status = 'success' AND data.resultType = 'matrix'
                                       AND data.result IS NOT NULL, false)
                         THEN data.result
-                        ELSE error({_quote(REFUSED + ": not a successful matrix")}) END AS result
-            FROM {_reader(paths)} JOIN gy_sources f ON f.source = filename
+                        ELSE {_refused_sql("not a successful matrix")} END AS result
+            FROM {_reader_sql(paths)} JOIN gy_sources f ON f.source = filename
         ), series AS (
             SELECT filename, ingest_id, default_metric, unnest(result) AS s,
                    'data.result[' || (generate_subscripts(result, 1) - 1) || ']' AS field
             FROM doc
         ), known AS (
-            SELECT filename, ingest_id, field, r.role, r.scale, {node} AS node,
-                   {gpu_text} AS gpu_text, {job} AS label,
+            SELECT filename, ingest_id, field, r.role, r.scale, {_node_sql(names)} AS node,
+                   {_gpu_text_sql(names)} AS gpu_text, {_job_label_sql(names)} AS label,
                    CASE WHEN s.metric IS NOT NULL THEN s."values"
-                        ELSE error({_quote(REFUSED + ": a series without a metric")}) END AS vs
+                        ELSE {_refused_sql("a series without a metric")} END AS vs
             FROM series LEFT JOIN gy_metric_roles r
               ON r.name = coalesce(s.metric['__name__'], default_metric)
         ), typed AS (
@@ -98,48 +88,71 @@ def stage_sql(paths: list[Path], names: MetricNames) -> str:
             FROM known WHERE role IS NOT NULL
         )
         SELECT filename AS source, field, role,
-               CASE WHEN {ok_series.replace("vs IS NOT NULL", "has_values")} THEN node
-                    ELSE error({_quote(REFUSED + ": a series without node, GPU or values")})
-               END AS node,
+               CASE WHEN {_OK_SERIES} THEN node
+                    ELSE {_refused_sql("a series without node, GPU or values")} END AS node,
                TRY_CAST(gpu_text AS BIGINT) AS gpu,
-               CASE WHEN role = {job_role} THEN NULL ELSE label END AS job_label,
-               CASE WHEN {ok_times} THEN CAST(tl AS BIGINT[])
-                    ELSE error({_quote(REFUSED + ": a malformed time")}) END AS ts,
-               CASE WHEN NOT ({ok_values}) THEN error({_quote(REFUSED + ": a malformed value")})
-                    WHEN NOT ({ok_jobs}) THEN error({_quote(REFUSED + ": a malformed job id")})
-                    WHEN role = {job_role} OR scale = 1 THEN rl
+               CASE WHEN role = {job_sql} THEN NULL ELSE label END AS job_label,
+               CASE WHEN {_OK_TIMES} THEN CAST(tl AS BIGINT[])
+                    ELSE {_refused_sql("a malformed time")} END AS ts,
+               CASE WHEN NOT ({_OK_VALUES}) THEN {_refused_sql("a malformed value")}
+                    WHEN role = {job_sql} AND NOT ({_OK_JOB_IDS})
+                        THEN {_refused_sql("a malformed job id")}
+                    WHEN role = {job_sql} OR scale = 1 THEN rl
                     ELSE list_transform(rl, lambda x: x * scale) END AS vs,
                NULL::BIGINT AS step_s, ingest_id
         FROM typed
     """
 
 
-def _labels(names: MetricNames) -> tuple[str, str, str]:
-    """SQL for a series' node (Slurm's short name), GPU index text and job label."""
+# The checks on a series, its times, its values and its job ids (``typed``'s columns).
+_OK_SERIES = f"""node IS NOT NULL AND has_values
+    AND coalesce(regexp_full_match(gpu_text, '[0-9]{{1,3}}'), false)
+    AND TRY_CAST(gpu_text AS BIGINT) <= {MAX_GPU_INDEX}"""
+_OK_TIMES = f"""list_count(tl) = len(tl) AND coalesce(list_min(tl) >= 0, true)
+    AND coalesce(list_max(tl) <= {MAX_TIME_S}, true)
+    AND tl = CAST(CAST(tl AS BIGINT[]) AS DOUBLE[])"""
+_OK_VALUES = """list_count(rl) = len(rl) AND coalesce(list_min(rl) >= 0, true)
+    AND NOT list_contains(rl, 'inf'::DOUBLE)"""
+_OK_JOB_IDS = f"""list_bool_and(list_transform(rl,
+    lambda x: isnan(x) OR (x = floor(x) AND x < {MAX_JOB_ID})))"""
 
-    def first(labels: tuple[str, ...]) -> str:
-        return "coalesce(" + ", ".join(f"nullif(s.metric[{_quote(k)}], '')" for k in labels) + ")"
 
-    def present(labels: tuple[str, ...]) -> str:
-        # The Python reader takes the first GPU label present, even empty (then refuses it).
-        return "coalesce(" + ", ".join(f"s.metric[{_quote(k)}]" for k in labels) + ")"
+def _refused_sql(why: str) -> str:
+    """An error that sends the files to the Python reader (which names the fault)."""
+    return f"error({literal(REFUSED + ': ' + why)})"
 
-    host = first(names.node_labels)
-    no_port = f"regexp_replace({host}, '^([^:]*):[0-9]+$', '\\1')"
-    node = (
-        f"CASE WHEN regexp_matches({no_port}, '^[0-9.]+$') THEN {no_port} "
-        f"ELSE split_part({no_port}, '.', 1) END"
+
+def _first_sql(labels: tuple[str, ...]) -> str:
+    """The first of the labels that is present and not empty, of a series ``s``."""
+    return "coalesce(" + ", ".join(f"nullif(s.metric[{literal(k)}], '')" for k in labels) + ")"
+
+
+def _node_sql(names: MetricNames) -> str:
+    """A series' node (Slurm's short name): no ``:port``, no domain; an address keeps its dots."""
+    no_port_sql = f"regexp_replace({_first_sql(names.node_labels)}, '^([^:]*):[0-9]+$', '\\1')"
+    return (
+        f"CASE WHEN regexp_matches({no_port_sql}, '^[0-9.]+$') THEN {no_port_sql} "
+        f"ELSE split_part({no_port_sql}, '.', 1) END"
     )
-    return node, present(names.gpu_labels), first(names.job_labels)
 
 
-def _reader(paths: list[Path]) -> str:
-    files = "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
+def _gpu_text_sql(names: MetricNames) -> str:
+    """A series' GPU index label as given: the first present, even empty (the Python reader
+    takes it so, then refuses it)."""
+    return "coalesce(" + ", ".join(f"s.metric[{literal(k)}]" for k in names.gpu_labels) + ")"
+
+
+def _job_label_sql(names: MetricNames) -> str:
+    return _first_sql(names.job_labels)
+
+
+def _reader_sql(paths: list[Path]) -> str:
+    files_sql = "[" + ", ".join(literal(str(p)) for p in paths) + "]"
     size = max(_object_size(p) for p in paths)
     # ``unstructured``: one JSON value after another, as the Python reader reads them.
     return (
-        f"read_json({files}, columns={_COLUMNS}, maximum_object_size={size}, filename=true, "
-        "format='unstructured', compression='none')"
+        f"read_json({files_sql}, columns={_COLUMNS}, maximum_object_size={literal(size)}, "
+        "filename=true, format='unstructured', compression='none')"
     )
 
 
@@ -147,10 +160,6 @@ def _object_size(path: Path) -> int:
     """The file's size, at most ``MAX_ANSWER_BYTES``: the reader allocates a buffer of the
     maximum object size per thread."""
     return min(MAX_ANSWER_BYTES, max(1 << 24, path.stat().st_size + 1))
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def source_name(path: Path) -> str:

@@ -41,7 +41,7 @@ def load(
     if stored:
         series.relink_successors(con)
     margin_s = _longest_step_s(con) if stored else 0
-    attribution.sync(con, regions_sql=series.REGIONS_SQL.format(margin=int(margin_s)))
+    attribution.sync(con, regions_sql=series.regions_sql(margin_s))
     return _stored_samples(con)
 
 

@@ -29,9 +29,9 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 
 from gpuyield.attribution import MAX_GPU_INDEX
-from gpuyield.errors import GpuyieldError, ParseError
+from gpuyield.errors import GpuyieldError, InputError, ParseError
 from gpuyield.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
-from gpuyield.ingest._budget import DecompressionBomb, decompress_bounded
+from gpuyield.ingest._files import decompress_bounded
 from gpuyield.ingest.utilization.promjson import SERIES_SCHEMA, Role
 
 _NEEDED = ("JobID", "Start", "End", "NodeList", "AllocTRES")
@@ -201,20 +201,21 @@ def _tres(text: str, key: str, path: Path, line: int) -> float | None:
 def _jobstats(text: str, path: Path, line: int, max_gpus: int) -> list[tuple[str, int, float]]:
     try:
         raw = base64.b64decode(text[4:], validate=True)
-        document = json.loads(decompress_bounded(raw, max_bytes=MAX_SUMMARY_BYTES))
+        inflated = decompress_bounded(raw, what="the jobstats summary", max_bytes=MAX_SUMMARY_BYTES)
+        document = json.loads(inflated)
         nodes = document["nodes"]
         samples = [
             (str(node), _gpu_index(gpu, max_gpus), float(percent))
             for node, stats in nodes.items()
             for gpu, percent in stats.get("gpu_utilization", {}).items()
         ]
-    except DecompressionBomb as error:
+    except InputError as error:  # inflates past its budget, or is not gzip
         raise ParseError(
-            f"the jobstats summary {error}",
+            error.message,
             path=path,
             line=line,
             field="AdminComment",
-            hint="a jobstats summary is a few kB; this one is not a summary",
+            hint="a jobstats summary is a few kB of gzip'd JSON; this one is not a summary",
         ) from None
     except (ValueError, KeyError, TypeError, AttributeError, binascii.Error, zlib.error) as error:
         raise ParseError(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import duckdb
 
 from gpuyield.ingest.utilization.promjson import Role
+from gpuyield.sqltext import literal
 
 _NEW = "ingest_id IN (SELECT ingest_id FROM gy_new_ids)"
 # The step a staged point covers at most: its series' first point the first step, others the step.
@@ -48,14 +49,14 @@ def insert_straight(con: duckdb.DuckDBPyConnection, *, cluster: str | None) -> N
     """The series of straight GPUs as they came: the one before a series' first point is the
     last of the GPU's series before it, in this ingest or stored."""
 
-    def values(role: Role) -> str:
-        return f"CASE WHEN s.role = '{role.value}' THEN s.vs END"
+    def values_sql(role: Role) -> str:
+        return f"CASE WHEN s.role = {literal(role.value)} THEN s.vs END"
 
     con.execute(
         f"""INSERT INTO gpu_series
             SELECT $cluster, s.node, s.gpu, s.job_label, i.first_t, i.last_t,
                    coalesce(i.prev_last, p.stored_prev), i.step, i.first_step, s.ts,
-                   {values(Role.ACTIVE)}, {values(Role.TENSOR)}, {values(Role.SM)}, s.ingest_id
+                   {values_sql(Role.ACTIVE)}, {values_sql(Role.TENSOR)}, {values_sql(Role.SM)}, s.ingest_id
             FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
             JOIN gy_plan p ON p.node = s.node AND p.gpu = s.gpu
             WHERE p.straight""",
@@ -82,10 +83,10 @@ def _points_sql() -> str:
     of the label or of the job-id gauge, the shortest step), over the points of the overlapped
     stored series: a metric the new capture has replaces the stored one, a metric it lacks
     (another file's metric of the same GPU and time) stays."""
-    job = Role.JOB.value
+    job_sql = literal(Role.JOB.value)
 
-    def largest(role: Role) -> str:
-        return f"max(v) FILTER (WHERE role = '{role.value}' AND NOT isnan(v))"
+    def largest_sql(role: Role) -> str:
+        return f"max(v) FILTER (WHERE role = {literal(role.value)} AND NOT isnan(v))"
 
     return f"""
         WITH new_points AS (
@@ -95,10 +96,10 @@ def _points_sql() -> str:
             JOIN gy_plan p ON p.node = s.node AND p.gpu = s.gpu WHERE NOT p.straight
         ), new_rows AS (
             SELECT $cluster AS cluster, node, gpu, t,
-                   max(CASE WHEN role <> '{job}' THEN job_label
+                   max(CASE WHEN role <> {job_sql} THEN job_label
                             WHEN v > 0 THEN CAST(CAST(v AS BIGINT) AS VARCHAR) END) AS job_id,
-                   {largest(Role.ACTIVE)} AS active, {largest(Role.TENSOR)} AS tensor,
-                   {largest(Role.SM)} AS sm, min({_BOUND}) AS bound,
+                   {largest_sql(Role.ACTIVE)} AS active, {largest_sql(Role.TENSOR)} AS tensor,
+                   {largest_sql(Role.SM)} AS sm, min({_BOUND}) AS bound,
                    min(ingest_id) AS ingest_id
             FROM new_points GROUP BY node, gpu, t
         ), old_rows AS (
@@ -180,7 +181,7 @@ def relink_successors(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-#: Where attribution must look again: per node, the times written, and the first sample after
-#: them (its interval may have changed): ``{margin}`` is the longest step stored.
-REGIONS_SQL = """
-    SELECT node, min(lo), max(hi) + {margin} FROM gy_span GROUP BY node"""
+def regions_sql(margin_s: int) -> str:
+    """Where attribution must look again: per node, the times written, and the first sample
+    after them (its interval may have changed): ``margin_s``, the longest step stored."""
+    return f"SELECT node, min(lo), max(hi) + {literal(margin_s)} FROM gy_span GROUP BY node"

@@ -34,6 +34,7 @@ import duckdb
 
 from gpuyield.errors import InputError, ParseError
 from gpuyield.ingest.utilization.promjson import Role
+from gpuyield.sqltext import literal
 from gpuyield.times import iso_utc
 
 #: The longest a sample without a known step covers: the first of a series, or any when the
@@ -109,7 +110,7 @@ def describe(con: duckdb.DuckDBPyConnection) -> None:
         f"""CREATE OR REPLACE TEMP TABLE gy_gpu AS
             SELECT node, gpu, min(first_t) AS lo, max(last_t) AS hi,
                    count(DISTINCT role) = 1 AND bool_and(strict)
-                   AND NOT bool_or(role = '{Role.JOB.value}')
+                   AND NOT bool_or(role = {literal(Role.JOB.value)})
                    AND NOT bool_or(coalesce(first_t <= prev_last, false)) AS direct
             FROM gy_info GROUP BY node, gpu"""
     )
@@ -170,7 +171,7 @@ def _check_activity(con: duckdb.DuckDBPyConnection) -> None:
                        list_position(list_transform(s.vs,
                            lambda v: v > {_MAX_ACTIVITY} AND NOT isnan(v)), true) AS pos
                 FROM gy_series s JOIN gy_info i ON i.sid = s.rowid
-                WHERE i.role <> '{Role.JOB.value}' AND i.peak > {_MAX_ACTIVITY})
+                WHERE i.role <> {literal(Role.JOB.value)} AND i.peak > {_MAX_ACTIVITY})
             ORDER BY source LIMIT 1"""
     ).fetchall()
     if rows:
