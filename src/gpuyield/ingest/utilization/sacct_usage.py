@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pyarrow as pa
 
 from gpuyield.attribution import MAX_GPU_INDEX
@@ -38,9 +39,12 @@ _NEEDED = ("JobID", "Start", "End", "NodeList", "AllocTRES")
 _USAGE = ("TRESUsageInAve", "TRESUsageInTot")
 #: A jobstats summary is a few kB per job: one larger than this is not one.
 MAX_SUMMARY_BYTES = 4 << 20
-#: Samples one file may give (each a GPU of a step or job): about 2M steps of 8 GPUs a month
-#: at a large site is a file of its own; more is split by time.
-MAX_SAMPLES = 20_000_000
+#: Samples one file may give (each a GPU of a step or job): about 1.2M steps of 8 GPUs, a
+#: month at a large site; more is split by time. Read, stored and attributed, 10M samples stay
+#: under 2 GB (issue 26's budget), whatever a hostile file's node lists say.
+MAX_SAMPLES = 10_000_000
+#: Node lists kept expanded (a file's steps name a few lists again and again).
+_MAX_CACHED_HOSTLISTS = 4096
 _HINT = (
     "sacct -a -P -D --format=JobID,JobIDRaw,Start,End,NodeList,AllocTRES,TRESUsageInAve,"
     "AdminComment"
@@ -54,29 +58,32 @@ def read(
     max_gpus_per_node: int = MAX_GPU_INDEX + 1,
     max_nodes: int = MAX_HOSTLIST_NAMES,
 ) -> pa.Table:
-    """One single-point series (``SERIES_SCHEMA``) per GPU of every step with ``gres/gpuutil``
-    and every job with a jobstats summary; each covers its run (``step_s``)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines:
-        raise ParseError("empty file", path=path, hint="pass `sacct -P` output with a header")
-    header = lines[0].split("|")
-    missing = [f for f in _NEEDED if f not in header]
-    if missing or not any(f in header for f in (*_USAGE, "AdminComment")):
-        raise ParseError(
-            f"the header lacks {', '.join(missing) or 'TRESUsageInAve or AdminComment'}",
-            path=path,
-            line=1,
-            hint=_HINT,
-        )
-    reader = _Reader(path, header, ZoneInfo(tz), max_gpus_per_node, max_nodes)
-    for number, line in enumerate(lines[1:], start=2):
-        if line.strip():
-            reader.line(line, number)
-    return pa.table(reader.rows, schema=SERIES_SCHEMA)
+    """One single-point series (``SERIES_SCHEMA``'s columns, its strings dictionary-encoded) per
+    GPU of every step with ``gres/gpuutil`` and every job with a jobstats summary; each covers
+    its run (``step_s``). The file is read a line at a time (its bytes were checked by
+    ``scan_file``: UTF-8, no NUL, no lone CR)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        header = handle.readline().rstrip("\r\n").split("|")
+        if header == [""]:
+            raise ParseError("empty file", path=path, hint="pass `sacct -P` output with a header")
+        missing = [f for f in _NEEDED if f not in header]
+        if missing or not any(f in header for f in (*_USAGE, "AdminComment")):
+            raise ParseError(
+                f"the header lacks {', '.join(missing) or 'TRESUsageInAve or AdminComment'}",
+                path=path,
+                line=1,
+                hint=_HINT,
+            )
+        reader = _Reader(path, header, ZoneInfo(tz), max_gpus_per_node, max_nodes)
+        for number, line in enumerate(handle, start=2):
+            text = line.rstrip("\r\n")
+            if text.strip():
+                reader.line(text, number)
+    return reader.samples.table(str(path))
 
 
 class _Reader:
-    """The rows read so far, and what bounds them."""
+    """Reads the lines: what bounds them, and the samples so far."""
 
     def __init__(
         self, path: Path, header: list[str], zone: ZoneInfo, max_gpus: int, max_nodes: int
@@ -87,8 +94,9 @@ class _Reader:
         self.zone = zone
         self.max_gpus = max_gpus
         self.max_nodes = max_nodes
-        self.rows: dict[str, list[object]] = {name: [] for name in SERIES_SCHEMA.names}
-        self.count = 0
+        self.samples = _Samples()
+        # A step's node list expanded once: a file names the same few lists again and again.
+        self.hostlists: dict[str, np.ndarray] = {}
 
     def line(self, text: str, number: int) -> None:
         f = text.split("|")
@@ -99,29 +107,32 @@ class _Reader:
         run = self._run(f, number)
         if run is None:
             return
-        job, start, end = run
-        for node, gpu, percent in self._samples(f, number):
-            self.count += 1
-            if self.count > MAX_SAMPLES:
-                raise ParseError(
-                    f"more than {MAX_SAMPLES:,} GPU samples in one file",
-                    path=self.path,
-                    line=number,
-                    hint="split the capture by time (sacct -S/-E) and ingest the files",
-                )
-            row = {
-                "source": str(self.path),
-                "field": f"line {number}",
-                "role": Role.ACTIVE.value,
-                "node": node,
-                "gpu": gpu,
-                "job_label": job,
-                "ts": [end],
-                "vs": [percent / 100],
-                "step_s": end - start,
-            }
-            for name, value in row.items():
-                self.rows[name].append(value)
+        summary = f[self.col["AdminComment"]] if "AdminComment" in self.col else ""
+        if summary.startswith("JS1:"):
+            found = _jobstats(summary, self.path, number, self.max_gpus)
+            nodes = np.array([self.samples.node_id(n) for n, _, _ in found], np.int32)
+            gpus = np.array([g for _, g, _ in found], np.int64)
+            percents = np.array([p for _, _, p in found], np.float64)
+        else:
+            spread = self._spread(f, number)
+            if spread is None:
+                return
+            node_ids, per_node, percent = spread
+            self._check_total(len(node_ids) * per_node, number)
+            nodes = np.repeat(node_ids, per_node)
+            gpus = np.tile(np.arange(per_node, dtype=np.int64), len(node_ids))
+            percents = np.full(len(nodes), percent)
+        self._check_total(len(nodes), number)
+        self.samples.add(run, number, nodes, gpus, percents)
+
+    def _check_total(self, more: int, number: int) -> None:
+        if self.samples.count + more > MAX_SAMPLES:
+            raise ParseError(
+                f"more than {MAX_SAMPLES:,} GPU samples in one file",
+                path=self.path,
+                line=number,
+                hint="split the capture by time (sacct -S/-E) and ingest the files",
+            )
 
     def _run(self, f: list[str], number: int) -> tuple[str, int, int] | None:
         """The job (JobIDRaw) and the run's start and end; None when it has not ended."""
@@ -135,18 +146,17 @@ class _Reader:
         job = f[self.col["JobIDRaw"]] if "JobIDRaw" in self.col else f[self.col["JobID"]]
         return job.split(".", 1)[0], start, end
 
-    def _samples(self, f: list[str], number: int) -> list[tuple[str, int, float]]:
-        """(node, GPU index, mean percent) per GPU of the line."""
-        summary = f[self.col["AdminComment"]] if "AdminComment" in self.col else ""
-        if summary.startswith("JS1:"):
-            return _jobstats(summary, self.path, number, self.max_gpus)
+    def _spread(self, f: list[str], number: int) -> tuple[np.ndarray, int, float] | None:
+        """The step's node ids, its GPUs a node and its mean percent; None without usage."""
         usage = next((f[self.col[u]] for u in _USAGE if u in self.col and f[self.col[u]]), "")
         percent = _tres(usage, "gres/gpuutil", self.path, number)
         gpus = _tres(f[self.col["AllocTRES"]], "gres/gpu", self.path, number)
-        nodes = self._nodes(f[self.col["NodeList"]], number)
-        if percent is None or not gpus or not nodes:
-            return []
+        if percent is None or not gpus:
+            return None
         _check_count(gpus, self.path, number)
+        nodes = self._nodes(f[self.col["NodeList"]], number)
+        if not len(nodes):
+            return None
         # sacct has no GPU indices: the step's GPUs are numbered from 0 on each of its nodes
         # (an uneven spread over the nodes is not in sacct: each node gets the even share).
         per_node = max(1, int(gpus) // len(nodes))
@@ -159,17 +169,91 @@ class _Reader:
                 field="AllocTRES",
                 hint="check AllocTRES, and that the inventory (--nodes) is this cluster's",
             )
-        return [(node, gpu, percent) for node in nodes for gpu in range(per_node)]
+        return nodes, per_node, percent
 
-    def _nodes(self, text: str, number: int) -> list[str]:
+    def _nodes(self, text: str, number: int) -> np.ndarray:
+        """The ids of the nodes ``text`` names (a hostlist), expanded once per distinct text."""
         if text in ("", "None"):
-            return []
+            return np.zeros(0, np.int32)
+        found = self.hostlists.get(text)
+        if found is not None:
+            return found
         try:
-            return expand_hostlist(text, max_names=self.max_nodes)
+            names = expand_hostlist(text, max_names=self.max_nodes)
         except GpuyieldError as error:
             raise ParseError(
                 error.message, path=self.path, line=number, field="NodeList", hint=error.hint
             ) from None
+        found = np.array([self.samples.node_id(n) for n in names], np.int32)
+        if len(self.hostlists) >= _MAX_CACHED_HOSTLISTS:
+            self.hostlists.clear()  # the lists of a file's recent steps are the likely ones
+        self.hostlists[text] = found
+        return found
+
+
+class _Samples:
+    """The samples read, column by column: per line its job, run and line number; per sample its
+    line, node (an id into the names), GPU and percent. About 40 bytes a sample, not a row of
+    Python objects (a 10 MB file of 32-GPU steps is 3.6M samples)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.jobs: dict[str, int] = {}
+        self.line_job: list[int] = []
+        self.line_start: list[int] = []
+        self.line_end: list[int] = []
+        self.line_number: list[int] = []
+        self.line_count: list[int] = []
+        self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.count = 0
+
+    def node_id(self, name: str) -> int:
+        return self.names.setdefault(name, len(self.names))
+
+    def add(
+        self,
+        run: tuple[str, int, int],
+        number: int,
+        nodes: np.ndarray,
+        gpus: np.ndarray,
+        percents: np.ndarray,
+    ) -> None:
+        if not len(nodes):
+            return
+        job, start, end = run
+        self.line_job.append(self.jobs.setdefault(job, len(self.jobs)))
+        self.line_start.append(start)
+        self.line_end.append(end)
+        self.line_number.append(number)
+        self.line_count.append(len(nodes))
+        self.chunks.append((nodes, gpus, percents))
+        self.count += len(nodes)
+
+    def table(self, source: str) -> pa.Table:
+        """``SERIES_SCHEMA``'s columns; strings as dictionaries of the distinct values."""
+        if not self.chunks:
+            return SERIES_SCHEMA.empty_table()
+        line = np.repeat(np.arange(len(self.line_count), dtype=np.int32), self.line_count)
+        start, end = np.array(self.line_start), np.array(self.line_end)
+        offsets = pa.array(np.arange(self.count + 1, dtype=np.int32))
+        columns = {
+            "source": _dictionary(np.zeros(self.count, np.int32), [source]),
+            "field": _dictionary(line, [f"line {n}" for n in self.line_number]),
+            "role": _dictionary(np.zeros(self.count, np.int32), [Role.ACTIVE.value]),
+            "node": _dictionary(np.concatenate([c[0] for c in self.chunks]), list(self.names)),
+            "gpu": pa.array(np.concatenate([c[1] for c in self.chunks])),
+            "job_label": _dictionary(np.array(self.line_job, np.int32)[line], list(self.jobs)),
+            "ts": pa.ListArray.from_arrays(offsets, pa.array(end[line])),
+            "vs": pa.ListArray.from_arrays(
+                offsets, pa.array(np.concatenate([c[2] for c in self.chunks]) / 100)
+            ),
+            "step_s": pa.array((end - start)[line]),
+        }
+        return pa.table(columns)
+
+
+def _dictionary(indices: np.ndarray, values: list[str]) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values, pa.string()))
 
 
 def _check_count(gpus: float, path: Path, line: int) -> None:
