@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuyield.cli import app
 from gpuyield.hostlist import expand_hostlist
 from gpuyield.report.summary import build_report
-from gpuyield.simulate.utilization import _epoch
+from gpuyield.simulate.utilization import BUSY_PERCENT, _epoch, _Grid, _Job
 
 STEP_S = 60
 
@@ -71,3 +73,40 @@ def ambiguous_samples(out: Path) -> int:
             overlapping = [1 for s, e in spans if s < t and e > t - STEP_S]
             count += len(overlapping) > 1
     return count
+
+
+def _reference_points(job: _Job, idle_until_s: int, after_s: int) -> list[list[object]]:
+    """One sample per step the job overlaps, after ``after_s``, computed one by one: the busy
+    share of the interval ending at the sample x the busy activity."""
+    first = (job.start_s // STEP_S + 1) * STEP_S
+    points: list[list[object]] = []
+    for t in range(first, job.end_s + STEP_S, STEP_S):
+        busy = max(0, min(t, job.end_s) - max(t - STEP_S, idle_until_s, job.start_s))
+        if t > after_s:
+            points.append([t, f"{BUSY_PERCENT * busy / STEP_S:.4g}"])
+    return points
+
+
+@settings(max_examples=400)
+@given(
+    start=st.integers(1_796_000_000, 1_796_000_000 + 3 * STEP_S),
+    duration=st.integers(1, 12 * STEP_S),
+    idle=st.integers(0, 14 * STEP_S),
+    after=st.integers(0, 1_796_000_000 + 14 * STEP_S),
+)
+def test_the_series_text_is_each_sample_computed_on_its_own(
+    start: int, duration: int, idle: int, after: int
+) -> None:
+    """The writer joins precomputed idle and busy runs of the grid: it must give exactly the
+    samples a sample-by-sample computation gives, at every edge (stall ends mid-step, jobs shorter
+    than a step, a GPU's earlier sample inside the job)."""
+    job = _Job(job_id="1", start_s=start, end_s=start + duration, nodes=("n1",), gpus_per_node=1)
+    after_s = 0 if after < 1_796_000_000 else after // STEP_S * STEP_S
+    idle_until = min(start + idle, job.end_s)
+    grid = _Grid(STEP_S, 1_796_000_000)
+    text, count, last = grid.values(job, idle_until, after_s)
+    expected = _reference_points(job, idle_until, after_s)
+    assert json.loads(f"[{text}]") == expected
+    assert count == len(expected)
+    if expected:
+        assert last == expected[-1][0]
