@@ -5,8 +5,9 @@ and nothing once a series has ended. A plain ``metric`` query would repeat a ser
 the server's lookback (5 min) after it ends, counting GPUs as measured when nothing was scraped.
 Long windows are asked in pieces below the server's 11,000 points per series.
 
-Each answer is written to a file (then read as a saved response, by DuckDB's reader): at most
-``max_bytes`` an answer, and all of them before the overall deadline. A server that floods (an
+Each answer is written to a file as it arrives (then read as a saved response, by DuckDB's
+reader; memory holds a chunk of it): at most ``max_bytes`` an answer, and all of them before the
+overall deadline. A server that floods (an
 endless body) or drips (a byte at a time) is cut off with an error naming it, not waited on.
 """
 
@@ -19,9 +20,10 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from gpuyield.errors import InputError
-from gpuyield.ingest._budget import BudgetExceeded, read_bounded
+from gpuyield.ingest._budget import BudgetExceeded, copy_bounded
 
 # Prometheus refuses a query_range of more than 11,000 points per series.
 _MAX_POINTS = 10_000
@@ -88,25 +90,29 @@ def query_answers(
             query = f"last_over_time({metric}[{step_s - 1}s])"
             params = {"query": query, "start": start, "end": end, "step": step_s}
             full = f"{base}?{urllib.parse.urlencode(params)}"
-            body = _get(full, deadline, limits)
-            if feed is not None:
-                feed(body)
             count += 1
             path = out_dir / f"answer-{count:05d}.json"
-            path.write_bytes(body)
-            del body
+            with path.open("wb") as out:
+                _get(full, out, deadline, limits, feed)
             yield Answer(url=full, metric=metric, path=path)
             start = end + step_s
 
 
-def _get(url: str, deadline: float, limits: Limits) -> bytes:
+def _get(
+    url: str,
+    out: BinaryIO,
+    deadline: float,
+    limits: Limits,
+    feed: Callable[[bytes], None] | None,
+) -> None:
+    """The answer to ``url`` written to ``out`` as it arrives (memory holds a chunk of it)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise _too_slow(url, limits, "before this query was asked")
     try:
         timeout = min(limits.read_timeout_s, remaining)
         with urllib.request.urlopen(url, timeout=timeout) as response:
-            return read_bounded(response, max_bytes=limits.max_bytes, deadline=deadline)
+            copy_bounded(response, out, max_bytes=limits.max_bytes, deadline=deadline, feed=feed)
     except BudgetExceeded as error:
         if "deadline" in str(error):
             raise _too_slow(url, limits, str(error)) from None
