@@ -39,10 +39,11 @@ _NEEDED = ("JobID", "Start", "End", "NodeList", "AllocTRES")
 _USAGE = ("TRESUsageInAve", "TRESUsageInTot")
 #: A jobstats summary is a few kB per job: one larger than this is not one.
 MAX_SUMMARY_BYTES = 4 << 20
-#: Samples one file may give (each a GPU of a step or job): about 1.2M steps of 8 GPUs, a
-#: month at a large site; more is split by time. Read, stored and attributed, 10M samples stay
-#: under 2 GB (issue 26's budget), whatever a hostile file's node lists say.
-MAX_SAMPLES = 10_000_000
+#: Samples one file may give (each a GPU of a step or job): 250,000 steps of 8 GPUs, a week or
+#: more at a large site; more is split by time. Read, checked, stored and attributed, a sample
+#: costs about 500 bytes at its peak (4M distinct samples peaked at 2.2 GB), so a file stays
+#: within issue 26's 2 GB, whatever its node lists say.
+MAX_SAMPLES = 2_000_000
 #: Node lists kept expanded (a file's steps name a few lists again and again).
 _MAX_CACHED_HOSTLISTS = 4096
 _HINT = (
