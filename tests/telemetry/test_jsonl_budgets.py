@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuyield.errors import ParseError
-from gpuyield.ingest.telemetry import jsonl
+from gpuyield.ingest.telemetry import jsonl, wandb
 
 START = json.dumps({"v": 1, "event": "job_start", "t": 1.0, "job_id": "7"})
 STEP = json.dumps({"v": 1, "event": "step", "t": 2.0, "step": 1, "loss": 2.5})
@@ -70,3 +70,19 @@ def test_torn_lines_read_a_line_at_a_time_are_the_crash_tails(tmp_path: Path) ->
     with pytest.raises(ParseError) as error:
         jsonl.read(_write(tmp_path, START, '{"v": 1, "ev', "", "{broken", START))
     assert error.value.line == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['{"_step": 1, "loss": ' + "[" * 200_000, '{"_step": 1, "loss": 1' + "0" * 5000 + "}"],
+    ids=["nested", "digits"],
+)
+def test_a_wandb_export_json_cannot_hold_is_refused_naming_the_line(
+    tmp_path: Path, line: str
+) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"_step": 0, "loss": 2.5}\n' + line + "\n")
+    with pytest.raises(ParseError) as error:
+        wandb.read(path)
+    assert error.value.line == 2
+    assert "invalid JSON" in error.value.message
