@@ -25,6 +25,7 @@ BENCHES = (
     "ft",
     "utilization",
     "report_html",
+    "weights",
 )
 
 

@@ -28,11 +28,12 @@ import pyarrow as pa
 
 from gpuyield import store
 from gpuyield.errors import InputError
+from gpuyield.ingest import gpu_models
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
 from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage, stage
 from gpuyield.ingest.utilization.prometheus import Limits
-from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response
+from gpuyield.ingest.utilization.promjson import MetricNames, Role, node_name, parse_response
 
 __all__ = [
     "Limits",
@@ -271,6 +272,8 @@ def _load_all(con: duckdb.DuckDBPyConnection, plan: _Plan, *, fast: bool) -> Non
                 _stage_usage(con, source.usage, source.ingest_id, plan)
         declared = {s.ingest_id: s.declared_step_s for s in batch}
         stored |= load.load(con, declared, cluster=plan.cluster)
+        for source in batch:
+            _store_gpu_models(con, source, plan)
     for source in fresh:
         done = register(
             con,
@@ -282,6 +285,16 @@ def _load_all(con: duckdb.DuckDBPyConnection, plan: _Plan, *, fast: bool) -> Non
             read=stored.get(source.ingest_id, 0),
         )
         source.result = UtilizationResult.of(done)
+
+
+def _store_gpu_models(con: duckdb.DuckDBPyConnection, source: _Source, plan: _Plan) -> None:
+    """DCGM's ``modelName`` label of the source's saved answers: which GPU model each node
+    holds (ledger/weights)."""
+    if not source.saved:
+        return
+    paths = [x.path for x in source.saved]
+    models = gpu_models.dcgm_names(paths, plan.names.node_labels, node_name)
+    gpu_models.store_dcgm_names(con, models, source.ingest_id, plan.cluster)
 
 
 def _batches(sources: list[_Source]) -> list[list[_Source]]:
