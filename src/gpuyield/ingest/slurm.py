@@ -1,8 +1,7 @@
-"""``gpuyield ingest slurm``: sacct, node events, inventory and manifest as one atomic, idempotent ingest.
-
-Atomic: everything runs in one DuckDB transaction; an error (or a killed process) leaves the store as
-it was. Idempotent: a file whose content (SHA-256) was ingested before from the same source is skipped,
-and rows replace earlier rows with the same natural key, so overlapping captures do not double count.
+"""``gpuyield ingest slurm``: sacct, node events, inventory and manifest in one atomic, idempotent
+ingest: one DuckDB transaction (an error or a killed process leaves the store as it was); a file
+whose content (SHA-256) was ingested before from the same source is skipped, and rows replace
+earlier rows with the same natural key, so overlapping captures do not double count.
 """
 
 from __future__ import annotations
