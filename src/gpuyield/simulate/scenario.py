@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,32 +17,11 @@ from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
 from gpuyield.simulate.fleet_types import check_prices, check_typed
+from gpuyield.simulate.policies import Policy, SparesFor
 from gpuyield.simulate.scenario_types import check_table
 
 # Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
 _FOLDER = "scenarios/sim"
-
-
-class Policy(StrEnum):
-    """What a release-lineage job does when one of its nodes fails."""
-
-    # The whole job stops; it is requeued and restarts from its last checkpoint.
-    RESTART = "restart"
-    # The failed data-parallel replica is dropped; the job goes on at reduced throughput.
-    DROP = "drop"
-    # A hot spare node swaps in: a restart from the last checkpoint without the queue wait.
-    SPARES = "spares"
-    # Recover from a peer's in-memory copy (Gemini): little lost, fast restart. Sweeps only.
-    IN_MEMORY = "in-memory"
-
-
-class SparesFor(StrEnum):
-    """Which remedies take a failed node's replacement from a run's spare nodes."""
-
-    # Every remedy: a restarted job starts on a spare, a dropped replica rejoins on one.
-    ALL = "all"
-    # Only a restart: a dropped replica waits for its own node's repair (down_s + repair time).
-    RESTART = "restart"
 
 
 # The largest scenario simulated: a century on ten million GPUs (the 100k-GPU year is the benchmark).
