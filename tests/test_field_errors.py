@@ -133,7 +133,8 @@ def test_every_flag_in_the_table_is_an_option() -> None:
             walk(sub)
 
     walk(typer.main.get_command(app))
-    assert sorted(set(FLAGS.values()) - options) == []
+    # A flag with a key (``--remedy checkpoint=``) is its option's.
+    assert sorted({flag.split()[0] for flag in FLAGS.values()} - options) == []
 
 
 def test_every_field_in_the_table_is_one_the_library_names() -> None:

@@ -129,6 +129,8 @@ COMMAND_API = {
     "simulate validate": ("validate_cases",),
     "simulate sweep": ("SweepSpec", "run_sweep", "run_ladder_sweep"),
     "divergence scan": ("scan",),
+    # `gpuyield whatif` itself (a group that runs without a subcommand) calls run_whatif.
+    "whatif fit": ("run_fit", "run_whatif"),
 }
 
 

@@ -75,6 +75,8 @@ _LAZY = {
     "Listen": "gpuyield.serve",
     "TrainConfig": "gpuyield.train",
     "train_ft": "gpuyield.train.launch",
+    "run_fit": "gpuyield.whatif",
+    "run_whatif": "gpuyield.whatif",
 }
 # Names whose module imports an optional extra when loaded (serve's import theirs when called): a
 # missing one raises MissingExtraError (the install line), as the CLI does, not a bare ImportError.
@@ -137,9 +139,11 @@ __all__ = [
     "plan",
     "preflight",
     "run_doctor",
+    "run_fit",
     "run_ladder_sweep",
     "run_scenario",
     "run_sweep",
+    "run_whatif",
     "scan",
     "train_ft",
     "validate_cases",

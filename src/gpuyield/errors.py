@@ -19,6 +19,7 @@ package here, under its own parent)::
     ├── DataConsistencyError      inputs contradict each other (a job on a node with no capacity)
     ├── DivergenceError           the watch, told to raise, saw training diverge (guard.watch_types)
     ├── TrainRunError             a train-ft run did not finish (train.launch)
+    ├── ProjectionRefused         a what-if fit too far from its replay to project (whatif.api)
     └── MissingExtraError         an optional dependency is not installed; the hint is the pip line
 
 Library errors name what a Python caller passed (``FieldError("simulate.days", ...)``), never a

@@ -22,6 +22,7 @@ from gpuyield.cli import (
     serve,
     simulate,
     train,
+    whatif,
 )
 from gpuyield.cli import ladder as ladder_cli
 from gpuyield.cli._common import PlainUsageErrors
@@ -51,6 +52,7 @@ app.command(name="doctor")(doctor.doctor_command)
 app.command(name="plan")(plan.plan_command)
 app.command(name="train-ft")(train.train_ft_command)
 app.command(name="ft-loss")(train.ft_loss_command)
+app.add_typer(whatif.app, name="whatif")
 
 
 def _version(value: bool) -> None:
