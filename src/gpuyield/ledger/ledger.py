@@ -450,7 +450,7 @@ def _check_conservation(
     installed: float, categories: dict[Category, float], subcategories: dict[str, float]
 ) -> None:
     """Every GPU-second in one category, none below zero: else say which is wrong, by how much."""
-    every = {**{c.value: v for c, v in categories.items()}, **subcategories}
+    every = {**{str(c): v for c, v in categories.items()}, **subcategories}
     negative = {k: v for k, v in every.items() if v < -_TOLERANCE_GPU_S}
     if negative:
         key = min(negative, key=lambda k: negative[k])
