@@ -45,7 +45,7 @@ class FieldError(InputError):
     """A value given to the library is invalid; ``field`` names it as the library does.
 
     The message is ``"<field> <problem>"`` (``simulate.days must be > 0``). The CLI maps ``field``
-    to its flag (``--days``) so a user reads the name they typed; ``example`` is a valid value for
+    to its flag (``--duration``) so a user reads the name they typed; ``example`` is a valid value for
     the hint in either spelling.
     """
 

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -54,6 +55,21 @@ class PlainUsageErrors(TyperGroup):
         return _main(self, rich_markup_mode=mode, **kwargs)
 
 
+class ViewByDefault(TyperGroup):
+    """A group with a default command: ``gpuyield report --by user`` is ``report summary --by
+    user``. A first word that names no view (an option, or nothing) goes to the first command;
+    ``--help`` alone is the group's help, listing the views."""
+
+    #: What a first word that names no view runs (the CLI snapshot shows it).
+    default_command = "summary"
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # ctx is typed loosely: typer vendors its own click.
+        if args[:1] != ["--help"] and (not args or args[0] not in self.commands):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
 console = _Console()
 err_console = _Console(stderr=True)
 
@@ -89,17 +105,31 @@ def fail(error: GpuyieldError) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-def as_flag(error: FieldError, flags: Mapping[str, str]) -> GpuyieldError:
-    """The same error in the user's words: the library's field name replaced by the flag typed."""
-    flag = flags.get(error.field)
-    if flag is None:
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A flag whose value is in other units than the library field's: ``simulate.days`` is
+    ``--duration``, whose example ``7`` reads ``7d``."""
+
+    name: str
+    unit: str = ""
+
+
+def as_flag(error: FieldError, flags: Mapping[str, str | Flag]) -> GpuyieldError:
+    """The same error in the user's words: the library's field name replaced by the flag typed.
+
+    A field spelled as a flag (``--now``: a value only the CLI has) is its own flag.
+    """
+    found = flags.get(error.field) or (error.field if error.field.startswith("--") else None)
+    if found is None:
         return error
-    hint = f"pass e.g. {flag} {error.example}" if error.example is not None else error.hint
-    return GpuyieldError(f"{flag} {error.problem}", hint=hint)
+    flag = found if isinstance(found, Flag) else Flag(found)
+    example = None if error.example is None else f"{error.example}{flag.unit}"
+    hint = f"pass e.g. {flag.name} {example}" if example is not None else error.hint
+    return GpuyieldError(f"{flag.name} {error.problem}", hint=hint)
 
 
 @contextmanager
-def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
+def errors_mapped(flags: Mapping[str, str | Flag] | None = None) -> Iterator[None]:
     """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback.
 
     ``flags`` maps library field names (``simulate.days``) to the command's flags (``--days``).

@@ -2,52 +2,50 @@
 
 from __future__ import annotations
 
-import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from gpuyield.cli._common import console, errors_mapped, print_json, shown
-from gpuyield.cli.ingest import parse_instant
-from gpuyield.errors import InputError
-
-_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, option: str) -> int:
-    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
-    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
-    if match is None:
-        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
-    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_ZONE,
+    db_option,
+    epoch_s,
+    instant_option,
+    seconds_option,
+    zone_option,
+)
 
 
 def collect_command(
-    db: Annotated[
-        Path, typer.Option("--db", help="DuckDB file to write (created if missing).")
-    ] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     since: Annotated[
-        str | None,
-        typer.Option(
-            help="Where the first collection starts (ISO time). Later runs continue from the "
-            "store's watermark; an earlier --since backfills."
+        datetime | None,
+        instant_option(
+            help="Where the first collection starts. Later runs continue from the store's "
+            "watermark; an earlier --since backfills."
         ),
     ] = None,
     until: Annotated[
-        str | None, typer.Option(help="End of the collection (ISO time). Default: now.")
+        datetime | None, instant_option(help="End of the collection. Default: now.")
     ] = None,
     cluster: Annotated[
         str | None,
         typer.Option(help="Cluster to collect. Default: ClusterName of `scontrol show config`."),
     ] = None,
     overlap: Annotated[
-        str,
-        typer.Option(
+        int,
+        seconds_option(
+            "--overlap",
             help="Re-read this much before the watermark, so jobs running at the last "
-            "collection are updated (e.g. 1h, 30m)."
+            "collection are updated.",
+            example="1h",
+            show_default="1h",
         ),
-    ] = "1h",
+    ] = 3600,
     keep_raw: Annotated[
         Path | None,
         typer.Option(
@@ -63,9 +61,7 @@ def collect_command(
     manifest: Annotated[
         Path | None, typer.Option(help="Release manifest (TOML) to ingest with the collection.")
     ] = None,
-    tz: Annotated[
-        str, typer.Option(help="Time zone of --since/--until without an offset.")
-    ] = "UTC",
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
@@ -76,16 +72,15 @@ def collect_command(
     from gpuyield.ingest.collect import collect
 
     with errors_mapped():
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
-        overlap_s = parse_duration(overlap, "--overlap")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
             outcome = collect(
                 db,
                 since_s=since_s,
                 until_s=until_s,
                 cluster=cluster,
-                overlap_s=overlap_s,
+                overlap_s=overlap,
                 keep_raw=keep_raw,
                 slurm_bin=slurm_bin,
                 manifest=manifest,

@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-# Exit status of a launch the ladder refuses (1 stays "error", 2 is typer's usage error).
-EXIT_REFUSED = 3
-_DB_HELP = "DuckDB file written by `gpuyield ingest`."
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_ZONE,
+    count_option,
+    db_option,
+    epoch_s,
+    exit_check_failed,
+    instant_option,
+    usage_error,
+    zone_option,
+)
 
 
 def ladder_command(
-    db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     since: Annotated[
-        str | None, typer.Option(help="Window of the GPU-seconds shown (ISO time).")
+        datetime | None, instant_option(help="Window of the GPU-seconds shown: its start.")
     ] = None,
-    until: Annotated[str | None, typer.Option(help="Window end (ISO time).")] = None,
-    tz: Annotated[
-        str, typer.Option(help="Time zone of --since/--until without an offset.")
-    ] = "UTC",
+    until: Annotated[datetime | None, instant_option(help="Window end.")] = None,
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/ladder.md).")] = False,
 ) -> None:
     """Per run family: rungs climbed, and runs launched without their lower rung.
@@ -29,12 +36,11 @@ def ladder_command(
     (docs/ladder.md).
     """
     from gpuyield.cli._common import err_console, errors_mapped, print_json, shown
-    from gpuyield.cli.ingest import parse_instant
     from gpuyield.report.ladder import build_ladder
 
     with errors_mapped():
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         with err_console.status(f"computing the ledger of {shown(db)}"):
             report = build_ladder(db, since_s=since_s, until_s=until_s)
     if as_json:
@@ -84,7 +90,7 @@ def _print_ladder(report: Any) -> None:
 
 def preflight_command(
     gpus: Annotated[
-        int, typer.Option("--gpus", min=1, help="GPUs the run asks for.", show_default=False)
+        int, count_option("--gpus", at_least=1, help="GPUs the run asks for.", example="64")
     ],
     family: Annotated[
         str | None, typer.Option("--family", help="The run's family.", show_default=False)
@@ -98,11 +104,11 @@ def preflight_command(
             show_default=False,
         ),
     ] = None,
-    db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     at: Annotated[
-        str | None, typer.Option(help="Check as of this instant (ISO time). Default: now.")
+        datetime | None, instant_option(help="Check as of this instant. Default: now.")
     ] = None,
-    tz: Annotated[str, typer.Option(help="Time zone of --at without an offset.")] = "UTC",
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     """Exit 0 if the scaling ladder allows the launch, 3 naming the missing rung if not.
@@ -111,13 +117,11 @@ def preflight_command(
     """
     from gpuyield import rungs, store
     from gpuyield.cli._common import console, errors_mapped, print_json, shown
-    from gpuyield.cli.ingest import parse_instant
-    from gpuyield.errors import InputError
 
+    if (family is None) == (run is None):
+        usage_error("give --family or --run (not both)", hint="e.g. --family llama-v3")
     with errors_mapped():
-        if (family is None) == (run is None):
-            raise InputError("give --family or --run (not both)", hint="e.g. --family llama-v3")
-        at_s = parse_instant(at, tz, "--at")
+        at_s = epoch_s(at, tz, "--at")
         con = store.connect(db, read_only=True)
         try:
             family = family if family is not None else rungs.family_of_run(con, run or "")
@@ -136,7 +140,7 @@ def preflight_command(
     else:
         _print_verdict(result)
     if not result.allowed:
-        raise typer.Exit(code=EXIT_REFUSED)
+        exit_check_failed()
 
 
 def _verdict_dict(result: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The HTTP side of `gpuyield serve`: a read-only Starlette app over the current snapshot.
 
 Routes: ``/metrics`` (Prometheus), ``/api/report`` (``gpuyield report --json``), ``/api/idle-now``
-(``gpuyield idle-now --json``: who holds GPUs measured idle), ``/`` (the HTML
+(``gpuyield report idle-now --json``: who holds GPUs measured idle), ``/`` (the HTML
 report of the last 7 days), ``/healthz``. Only GET and HEAD exist, so nothing served can change the
 store. Without ``--token-file`` only clients on this machine are answered; with it, every request
 must carry the token, whatever address it comes from or claims (proxy headers count only with
