@@ -35,8 +35,9 @@ MAX_TEXT = 64
 
 _UNITS_S = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
 _PART = r"(?:(?P<{0}>\d+(?:\.\d+)?){0})?"
-_DURATION = re.compile("".join(_PART.format(unit) for unit in _UNITS_S))
-_BARE = re.compile(r"\d+(?:\.\d+)?")
+# ASCII digits only: Python's \d and float() also read "１" (a fullwidth one), which nobody types.
+_DURATION = re.compile("".join(_PART.format(unit) for unit in _UNITS_S), re.ASCII)
+_BARE = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
 #: A century: past it a duration is a typo (and 1e300 s overflowed every sum it reached).
 MAX_DURATION_S = 100 * 366 * 86_400
 DURATION_EXAMPLES = "30s, 5m, 1h, 2d or 1h30m"
@@ -121,7 +122,7 @@ def read_instant(text: str, *, field: str) -> datetime:
     """An ISO 8601 time as written: naive (no offset) or aware. Its zone is applied by ``epoch_s``."""
     cleaned = text.strip()
     try:
-        if len(cleaned) > MAX_TEXT:
+        if len(cleaned) > MAX_TEXT or not cleaned.isascii():
             raise ValueError
         value = datetime.fromisoformat(cleaned)
     except ValueError:
@@ -196,9 +197,10 @@ _DECIMAL = r"(?:\d{1,3}(?:,\d{3})+|\d[\d_]*)(?:\.\d*)?|\.\d+"
 #: The grammar of one number (the estimator reads its parts: the place of its last digit).
 NUMBER = re.compile(
     rf"(?P<dollar>\$)?(?P<mantissa>{_DECIMAL})(?P<exponent>[eE][+-]?\d+)?"
-    r"(?P<suffix>[kKmMbBgGtTpP])?(?P<percent>%)?"
+    r"(?P<suffix>[kKmMbBgGtTpP])?(?P<percent>%)?",
+    re.ASCII,
 )
-_POWER = re.compile(r"(?P<base>\d+(?:\.\d+)?)\^(?P<power>-?\d+)")
+_POWER = re.compile(r"(?P<base>\d+(?:\.\d+)?)\^(?P<power>-?\d+)", re.ASCII)
 
 
 def number(text: str, *, money: bool = True) -> float | None:
