@@ -98,7 +98,7 @@ def parse_seconds(
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest spelling of a duration in this grammar: ``90s`` -> ``1m30s``, ``0`` -> ``0s``."""
+    """A duration in this grammar, largest units first: ``90`` -> ``1m30s``, ``0`` -> ``0s``."""
     if seconds != int(seconds):
         return f"{seconds:g}s"
     left, parts = int(seconds), []
