@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from gpuyield import tomlfile
-from gpuyield.errors import ManifestError, UnknownIdError, closest
+from gpuyield.errors import ManifestError, ParseError, UnknownIdError, closest
 from gpuyield.families import (
     Family,
     LadderPolicy,
@@ -167,14 +166,12 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
         raise ManifestError(f"{path}: no such manifest file")
     text = tomlfile.read_small_text(path, max_bytes=tomlfile.MAX_TOML_BYTES, what="manifest")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ManifestError(
-            f"{path}: not valid TOML: {error}", hint="see docs/manifest.md for the format"
-        ) from None
-    except RecursionError:  # thousands of nested [ or { exhaust tomllib's recursion
-        raise ManifestError(
-            f"{path}: not valid TOML: nested too deeply", hint="see docs/manifest.md for the format"
+        data = tomlfile.parse(text, str(path)).data
+    except ParseError as error:
+        if error.field is not None:  # a number out of range, named with its key
+            raise
+        raise ManifestError(  # the TOML syntax, or nesting too deep for the parser
+            f"{path}: not valid TOML: {error.reason}", hint="see docs/manifest.md for the format"
         ) from None
     return parse_manifest(data, path, tz=tz)
 
@@ -193,9 +190,11 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
     if not isinstance(match_text, str):
         raise ManifestError(f"{path}: runs.match must be a string, got {match_text!r}")
     match = _parse_match(match_text, path)
-    releases = tuple(_parse_release(r, path, i) for i, r in enumerate(data.get("releases", [])))
+    releases = tuple(
+        _parse_release(r, path, i) for i, r in enumerate(_tables(data, "releases", path))
+    )
     diverged = tuple(
-        _parse_diverged(d, path, i, tz) for i, d in enumerate(data.get("diverged", []))
+        _parse_diverged(d, path, i, tz) for i, d in enumerate(_tables(data, "diverged", path))
     )
     settings_by_key = _parse_run_settings(
         _table(data.get("run_settings", {}), path, "run_settings", None), path
@@ -271,6 +270,17 @@ def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
 _RUNS_KEYS = frozenset({"match", "checkpoint_interval_s"})
 _RELEASE_KEYS = frozenset({"model", "runs"})
 _DIVERGED_KEYS = frozenset({"run", "after"})
+
+
+def _tables(data: dict[str, Any], key: str, path: Path) -> list[Any]:
+    """An array of tables (``[[releases]]``): anything else (``releases = 3``, or a string,
+    whose characters would be read one by one) is refused, not iterated."""
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ManifestError(
+            f"{path}: {key} must be an array of tables ([[{key}]]), got {value!r}"[:300]
+        )
+    return value
 
 
 def _table(

@@ -1,8 +1,11 @@
-"""One loader for "a bundled name or a path to a TOML file": scenarios, lab scenarios, catalogs.
+"""The one TOML loader: every TOML file gpuyield reads (manifests, scenarios, lab scenarios,
+calibrations, catalogs, failure tables) goes through ``parse``, by ``load`` (a bundled name or a
+path), ``read_file`` (a path) or ``read_bundled``.
 
 Bundled files live under ``gpuyield/data/`` and are read with ``importlib.resources`` (they work from
-a wheel or a zip); a user's file is any path. Errors name the file, the line of a syntax error and
-the key that is wrong.
+a wheel or a zip); a user's file is any path, read as a small regular file (no FIFO, no device, at
+most ``MAX_TOML_BYTES``). Errors name the file, the line of a syntax error and the key that is
+wrong; nesting too deep for the parser is an error too, never a traceback.
 """
 
 from __future__ import annotations
@@ -133,6 +136,14 @@ def read_bundled(folder: str, name: str) -> TomlDocument:
     return parse(resource.joinpath(f"{name}.toml").read_text(encoding="utf-8"), f"{name}.toml")
 
 
+def read_file(path: str | Path, *, kind: str) -> TomlDocument:
+    """A user's TOML file ``path``; ``kind`` (``manifest``, ``calibration``) names it in errors."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise InputError(f"{kind} file {path} does not exist", hint="check the path")
+    return parse(read_small_text(path, max_bytes=MAX_TOML_BYTES, what=kind + " file"), str(path))
+
+
 def load(name_or_path: str | Path, *, folder: str, kind: str) -> TomlDocument:
     """A bundled ``kind`` by name (from ``data/<folder>``), or a TOML file by path.
 
@@ -141,11 +152,7 @@ def load(name_or_path: str | Path, *, folder: str, kind: str) -> TomlDocument:
     """
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
-        if not path.exists():
-            raise InputError(f"{kind} file {path} does not exist", hint="check the path")
-        return parse(
-            read_small_text(path, max_bytes=MAX_TOML_BYTES, what=kind + " file"), str(path)
-        )
+        return read_file(path, kind=kind)
     name = str(name_or_path)
     known = bundled_names(folder)
     if name not in known:
