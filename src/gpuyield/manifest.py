@@ -29,10 +29,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
-
-import duckdb
 
 from gpuyield import tomlfile
 from gpuyield.errors import ManifestError, ParseError, UnknownIdError, closest
@@ -46,6 +44,9 @@ from gpuyield.families import (
     re2_problem,
 )
 from gpuyield.sqltext import literal
+
+if TYPE_CHECKING:
+    import duckdb
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"

@@ -13,15 +13,17 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
-
+from gpuyield import duck
 from gpuyield.errors import InputError
 from gpuyield.sqltext import identifier
+
+if TYPE_CHECKING:
+    import duckdb
 
 SCHEMA_VERSION = 2
 
@@ -96,14 +98,19 @@ CREATE TABLE IF NOT EXISTS job_gpus (
 
 
 def duckdb_connect(
-    target: str = ":memory:", *, read_only: bool = False
+    target: str = ":memory:", *, read_only: bool = False, light: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection as gpuyield opens every one: never downloading or loading extensions.
 
     DuckDB installs and loads "known" extensions on demand (opening an SQLite file fetches the
     sqlite scanner from the internet): gpuyield needs none, and nothing downloads at run time.
+    ``light`` opens it with DuckDB's engine alone (``gpuyield.duck``): for plain queries only.
     """
-    return duckdb.connect(target, read_only=read_only, config=_NO_EXTENSIONS)
+    module = duck.engine() if light else duck.package()
+    con: duckdb.DuckDBPyConnection = module.connect(
+        target, read_only=read_only, config=_NO_EXTENSIONS
+    )
+    return con
 
 
 _NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
@@ -114,15 +121,22 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STORE_HINT = "the store is derived from the input files: ingest them again into a new --db"
 
 
-def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (and create if needed) the store; ``None`` or ``":memory:"`` gives an in-memory store."""
+def connect(
+    db: str | Path | None = None, *, read_only: bool = False, light: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open (and create if needed) the store; ``None`` or ``":memory:"`` gives an in-memory store.
+
+    ``light`` (read-only lookups: the submit-time ladder check) opens it without importing
+    DuckDB's Python layer; such a connection has no relation methods unless something else
+    imported ``duckdb``.
+    """
     target = ":memory:" if db is None else str(db)
     if target != ":memory:":
         _check_store_path(Path(target), must_exist=read_only)
     try:
-        con = duckdb_connect(target, read_only=read_only and target != ":memory:")
-    except duckdb.Error as error:
-        raise _open_error(target, error) from None
+        con = duckdb_connect(target, read_only=read_only and target != ":memory:", light=light)
+    except duck.engine().Error as error:
+        raise open_error(target, error) from None
     try:
         limit_memory(con)
     except InputError:
@@ -132,7 +146,7 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
         spill = Path(target).with_name(Path(target).name + ".tmp")
         # A parameter, not text: a store named x'; DROP TABLE jobs; ... is only a file name.
         con.execute("SET temp_directory = ?", [str(spill)])
-    _check_schema_version(con, target)
+    _check_schema_version(con, target, every_table=not light)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
         con.execute(
@@ -164,7 +178,7 @@ def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
     limit = memory_limit()
     try:
         con.execute("SET memory_limit = ?", [limit])
-    except duckdb.Error as error:  # e.g. 1e300GB: a number DuckDB cannot hold
+    except duck.engine().Error as error:  # e.g. 1e300GB: a number DuckDB cannot hold
         raise InputError(
             f"GPUYIELD_MEMORY_LIMIT={limit!r}: {str(error).splitlines()[0]}", hint=_MEMORY_HINT
         ) from None
@@ -232,8 +246,8 @@ def storage_error(target: str | Path, error: BaseException) -> InputError | None
     return None
 
 
-def _open_error(target: str, error: duckdb.Error) -> InputError:
-    """The reason DuckDB could not open a store, in words a user can act on."""
+def open_error(target: str, error: duckdb.Error) -> InputError:
+    """The reason DuckDB could not open (or read) a store, in words a user can act on."""
     storage = storage_error(target, error)
     if storage is not None:
         return storage
@@ -241,7 +255,7 @@ def _open_error(target: str, error: duckdb.Error) -> InputError:
     if (
         "set lock" in text
         or "Conflicting lock" in text
-        or isinstance(error, duckdb.ConnectionException)
+        or isinstance(error, duck.engine().ConnectionException)
     ):
         return InputError(
             f"cannot open database {target}: another process holds it ({text.splitlines()[0]})",
@@ -258,24 +272,30 @@ def connection_of(backend: object, *, needed_for: str) -> duckdb.DuckDBPyConnect
     """The DuckDB connection under an Ibis backend over the store; ``needed_for`` says what
     cannot run on another engine."""
     con = getattr(backend, "con", None)
-    assert isinstance(con, duckdb.DuckDBPyConnection), f"{needed_for} needs a DuckDB backend"
+    assert isinstance(con, duck.engine().DuckDBPyConnection), f"{needed_for} needs DuckDB"
     return con
 
 
-def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
-    """A store written by another schema version would fail deep inside a query: say so first."""
+def _check_schema_version(
+    con: duckdb.DuckDBPyConnection, target: str, *, every_table: bool = True
+) -> None:
+    """A store written by another schema version would fail deep inside a query: say so first.
+
+    ``every_table`` also reads each table's first block; a light lookup (``preflight``) reads a
+    few tables and turns a damaged one into the same error with ``open_error`` itself.
+    """
     try:
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        if rows:
+        if rows and every_table:
             # Reading every table's first block finds a truncated or damaged file now, not in
             # the middle of a report.
             for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
                 con.execute(f"SELECT * FROM {identifier(table)} LIMIT 1").fetchall()
-    except duckdb.CatalogException:
+    except duck.engine().CatalogException:
         return  # a new store
-    except duckdb.Error as error:
+    except duck.engine().Error as error:
         con.close()
-        raise _open_error(target, error) from None
+        raise open_error(target, error) from None
     if rows and rows[0][0] != str(SCHEMA_VERSION):
         con.close()
         raise InputError(
@@ -297,10 +317,12 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException as error:
-        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has rolled back already
+        with contextlib.suppress(duck.engine().Error):  # a failed COMMIT rolled back already
             con.execute("ROLLBACK")
         storage = (
-            storage_error(_database_of(con), error) if isinstance(error, duckdb.Error) else None
+            storage_error(_database_of(con), error)
+            if isinstance(error, duck.engine().Error)
+            else None
         )
         if storage is not None:
             raise storage from None
@@ -313,7 +335,7 @@ def _database_of(con: duckdb.DuckDBPyConnection) -> str:
         row = con.execute(
             "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
         ).fetchone()
-    except duckdb.Error:
+    except duck.engine().Error:
         return "the store"
     return str(row[0]) if row and row[0] else "the store"
 
@@ -333,6 +355,8 @@ def is_new(db: str | Path) -> bool:
 def remove(path: Path) -> None:
     """Delete a store and its side files: a failed first ingest leaves nothing behind, no empty
     store to puzzle over next time."""
+    import shutil
+
     for leftover in (path, path.with_name(path.name + ".wal")):
         leftover.unlink(missing_ok=True)
     shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)

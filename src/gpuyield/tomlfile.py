@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +79,16 @@ MAX_TOML_BYTES = 64 << 20
 
 def bundled_names(folder: str) -> list[str]:
     """The names of the TOML files bundled in ``gpuyield/data/<folder>``, sorted."""
+    from importlib import resources
+
     root = resources.files("gpuyield").joinpath("data").joinpath(folder)
     return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
 
 
 def parse(text: str, origin: str) -> TomlDocument:
     """Parse TOML text; a syntax error becomes a ``ParseError`` with the file and line."""
+    import tomllib  # here, not above: the manifest model imports this module, preflight no TOML
+
     try:
         data = tomllib.loads(text)
     except RecursionError:  # thousands of nested [ or { exhaust tomllib's recursion
@@ -132,6 +134,8 @@ def check_numbers(data: Any, origin: str, where: str = "") -> None:
 
 def read_bundled(folder: str, name: str) -> TomlDocument:
     """The bundled ``gpuyield/data/<folder>/<name>.toml``."""
+    from importlib import resources
+
     resource = resources.files("gpuyield").joinpath("data").joinpath(folder)
     return parse(resource.joinpath(f"{name}.toml").read_text(encoding="utf-8"), f"{name}.toml")
 

@@ -17,7 +17,10 @@ runner = CliRunner()
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["report", "idle-now", "--window", "soon"], "Invalid value for '--window': not a duration"),
+        (
+            ["report", "idle-now", "--window", "soon"],
+            "Invalid value for '--window': not a duration",
+        ),
         (["report", "--since", "yesterday"], "Invalid value for '--since': not an ISO 8601 time"),
         (["report", "--tz", "Mars/Base"], "Invalid value for '--tz': not a time zone"),
         (["report", "--top", "many", "--by", "user"], "Invalid value for '--top': not a whole"),
@@ -26,11 +29,28 @@ runner = CliRunner()
         (["preflight", "--gpus", "16"], "give --family or --run (not both)"),
         (["preflight", "--gpus", "0", "--family", "f"], "must be >= 1, not '0'"),
         (["simulate", "sweep", "--out", "o", "--gpus", "1.5"], "not a whole number"),
-        (["simulate", "sweep", "--out", "o", "--param", "interval-s", "--values", "1h,soon"], "--values"),
-        (["plan", "--params", "8B", "--tokens", "1T", "--gpus", "8", "--accelerator", "h100",
-          "--policy", "pray"], "unknown policy"),
+        (
+            ["simulate", "sweep", "--out", "o", "--param", "interval-s", "--values", "1h,soon"],
+            "--values",
+        ),
+        (
+            [
+                "plan",
+                "--params",
+                "8B",
+                "--tokens",
+                "1T",
+                "--gpus",
+                "8",
+                "--accelerator",
+                "h100",
+                "--policy",
+                "pray",
+            ],
+            "unknown policy",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_command_line_that_cannot_be_read_exits_2(args: list[str], words: str) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output

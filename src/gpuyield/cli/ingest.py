@@ -130,9 +130,13 @@ def slurm_command(
         usage_error("--noheader needs --fields", hint="pass the --format list you gave sacct")
     with errors_mapped({SINCE_FIELD: "--since", UNTIL_FIELD: "--until"}):
         inputs = SlurmInputs(
-            sacct=sacct, events=events, nodes=nodes, manifest=manifest, reservations=reservations,
+            sacct=sacct,
+            events=events,
+            nodes=nodes,
+            manifest=manifest,
+            reservations=reservations,
             jobs_detail=jobs_detail,
-        )  # fmt: skip
+        )
         if directory is not None:
             inputs = inputs.merged(SlurmInputs.from_dir(directory))
         field_list = [f.strip() for f in fields.split(",")] if fields else None

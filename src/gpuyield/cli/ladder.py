@@ -1,7 +1,8 @@
-"""`gpuyield ladder` and `gpuyield preflight`: test small before big (docs/ladder.md)."""
+"""`gpuyield report ladder` and `gpuyield preflight`: test small before big (docs/ladder.md)."""
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -115,96 +116,19 @@ def preflight_command(
 
     For a Slurm job_submit/prolog hook or a CI step (examples/ladder/); 1 is an error.
     """
-    from gpuyield import rungs, store
-    from gpuyield.cli._common import console, errors_mapped, print_json, shown
+    from gpuyield.cli._common import errors_mapped
+    from gpuyield.rungs import check_launch
 
     if (family is None) == (run is None):
         usage_error("give --family or --run (not both)", hint="e.g. --family llama-v3")
     with errors_mapped():
         at_s = epoch_s(at, tz, "--at")
-        con = store.connect(db, read_only=True)
-        try:
-            family = family if family is not None else rungs.family_of_run(con, run or "")
-            if family is None:
-                console.print(
-                    f"ok: run {shown(run)} belongs to no family: the ladder does not apply",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-                return
-            result = rungs.preflight(con, family=family, gpus=gpus, at_s=at_s)
-        finally:
-            con.close()
-    if as_json:
-        print_json(_verdict_dict(result))
-    else:
-        _print_verdict(result)
-    if not result.allowed:
+        answer = check_launch(db, family=family, run=run, gpus=gpus, at_s=at_s)
+    printed = answer.printed(as_json=as_json)  # gpuyield.__main__'s fast path prints the same
+    sys.stdout.write(printed.stdout)
+    sys.stderr.write(printed.stderr)
+    if not answer.allowed:
         exit_check_failed()
-
-
-def _verdict_dict(result: Any) -> dict[str, Any]:
-    from gpuyield.times import iso_utc as iso
-
-    evidence = result.evidence
-    return {
-        "family": result.family,
-        "gpus": result.gpus,
-        "at": iso(result.at_s),
-        "allowed": result.allowed,
-        "required_gpus": result.required_gpus,
-        "missing_rungs": list(result.missing_rungs),
-        "evidence": None
-        if evidence is None
-        else {"run": evidence.run, "gpus": evidence.gpus, "completed": iso(evidence.end_s)},
-        "known_family": result.known_family,
-        "ladder": {"rungs": list(result.policy.rungs), "within_days": result.policy.within_days},
-        "from_summary": result.from_summary,
-    }
-
-
-def _print_verdict(result: Any) -> None:
-    from gpuyield.cli._common import console, err_console, plain
-    from gpuyield.times import iso_utc as iso
-
-    days = f"{result.policy.within_days:g} days"
-    family = plain(result.family)
-    evidence = result.evidence
-    if result.allowed:
-        why = (
-            "the first rung needs nothing before it"
-            if result.required_gpus is None
-            else f"run {plain(evidence.run)} completed on {evidence.gpus} GPUs at "
-            f"{iso(evidence.end_s)}"
-        )
-        console.print(
-            f"ok: family {family} may launch on {result.gpus} GPUs: {why}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
-        return
-    best = (
-        "nothing completed then"
-        if evidence is None
-        else f"the largest completed is {evidence.gpus} GPUs (run {plain(evidence.run)})"
-    )
-    err_console.print(
-        f"refused: family {family} on {result.gpus} GPUs needs a completed run on "
-        f"{result.required_gpus} GPUs within {days}; {best}; missing rung(s) "
-        f"{', '.join(map(str, result.missing_rungs))}",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,  # one line per verdict: hooks pass it on to logs and terminals
-    )
-    if not result.known_family:
-        err_console.print(
-            f"note: no job and no [[families]] entry names family {plain(repr(result.family))}: "
-            "a typo?",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
 
 
 def ladder_sweep_command(
@@ -224,8 +148,13 @@ def ladder_sweep_command(
 
     sweep = call(
         ladder_sweep_from_options,
-        out=out, values=values, seeds=seeds, days=days, gpus=gpus, multiplier=multiplier,
-    )  # fmt: skip
+        out=out,
+        values=values,
+        seeds=seeds,
+        days=days,
+        gpus=gpus,
+        multiplier=multiplier,
+    )
     if as_json:
         print_json(ladder_sweep_dict(sweep))
         return
