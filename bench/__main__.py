@@ -19,6 +19,7 @@ BENCHES = (
     "guard",
     "serve",
     "ladder",
+    "preflight",
     "collect",
     "hostile",
     "ft",
