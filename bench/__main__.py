@@ -21,6 +21,7 @@ BENCHES = (
     "ladder",
     "preflight",
     "collect",
+    "collect_output",
     "hostile",
     "ft",
     "utilization",

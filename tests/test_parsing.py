@@ -141,3 +141,34 @@ def test_the_estimators_numbers_are_this_grammar() -> None:
         assert parse_number(text, arg="--x") == parsing.number(text)
     assert parsing.number("1e999") == float("inf")
     assert parsing.number("10^400") == float("inf")
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("4G", 4 << 30),
+        ("512M", 512 << 20),
+        ("512MiB", 512 << 20),
+        ("100k", 102_400),
+        ("1.5k", 1536),
+        ("1048576", 1 << 20),
+        ("2gb", 2 << 30),
+        (" 1T ", 1 << 40),
+    ],
+)
+def test_sizes_are_binary(text: str, size: int) -> None:
+    assert parsing.parse_size(text, field="collect.max_output_bytes") == size
+
+
+@pytest.mark.parametrize("text", ["", "4X", "-1G", "4 G", "G", "1e3", "４G", "9" * 80])
+def test_what_is_not_a_size(text: str) -> None:
+    with pytest.raises(FieldError, match="is not a size") as caught:
+        parsing.parse_size(text, field="collect.max_output_bytes")
+    assert caught.value.field == "collect.max_output_bytes" and caught.value.example == "4G"
+
+
+def test_size_bounds() -> None:
+    with pytest.raises(FieldError, match="must be from 1 to"):
+        parsing.parse_size("0", field="f")
+    with pytest.raises(FieldError, match="must be from 1 to"):
+        parsing.parse_size("99999T", field="f")

@@ -242,3 +242,32 @@ def parse_count(
         bound = f"from {at_least:,} to {at_most:,}" if at_most is not None else f">= {at_least:,}"
         raise FieldError(field, f"must be {bound}, not {text.strip()!r}", example=example)
     return count
+
+
+# --- sizes -----------------------------------------------------------------------------------
+
+#: Binary multiples, as ``ulimit``, ``--max-output`` and DuckDB's MiB read them: a size limit
+#: guards memory and disk, which are counted in powers of two (``4G`` is 4 GiB, not 4e9 bytes).
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>[kmgt]?)(?:i?b)?", re.ASCII | re.IGNORECASE)
+SIZE_EXAMPLES = "4G, 512M, 100k or bytes"
+
+
+def parse_size(
+    text: str, *, field: str, at_least: int = 1, at_most: int = 1 << 50, example: str = "4G"
+) -> int:
+    """A size in bytes (``4G``, ``512MiB``, ``100k``, ``1048576``), binary units, whole bytes."""
+    cleaned = text.strip()
+    match = _SIZE.fullmatch(cleaned) if len(cleaned) <= MAX_TEXT else None
+    if match is None:
+        raise FieldError(
+            field, f"is not a size ({SIZE_EXAMPLES}): {text[:MAX_TEXT]!r}", example=example
+        )
+    size = int(float(match["n"]) * _SIZE_UNITS[match["unit"].lower()])
+    if not at_least <= size <= at_most:
+        raise FieldError(
+            field,
+            f"must be from {at_least:,} to {at_most:,} bytes, not {cleaned!r}",
+            example=example,
+        )
+    return size

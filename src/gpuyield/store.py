@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -94,6 +96,13 @@ CREATE TABLE IF NOT EXISTS job_gpus (
     node VARCHAR NOT NULL, gpu BIGINT NOT NULL, first_seen_s BIGINT NOT NULL,
     last_seen_s BIGINT NOT NULL, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
 );
+-- A running job's comment as the controller printed it (scontrol -d show job; sacct stores the
+-- comment only at the job's end): the latest capture's per run, ingest/running.py.
+CREATE TABLE IF NOT EXISTS job_comments (
+    cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL, start_s BIGINT NOT NULL,
+    comment VARCHAR NOT NULL, seen_s BIGINT NOT NULL, ingest_id BIGINT NOT NULL,
+    line BIGINT NOT NULL
+);
 """
 
 
@@ -133,10 +142,7 @@ def connect(
     target = ":memory:" if db is None else str(db)
     if target != ":memory:":
         _check_store_path(Path(target), must_exist=read_only)
-    try:
-        con = duckdb_connect(target, read_only=read_only and target != ":memory:", light=light)
-    except duck.engine().Error as error:
-        raise open_error(target, error) from None
+    con = _open_waiting(target, read_only=read_only and target != ":memory:", light=light)
     try:
         limit_memory(con)
     except InputError:
@@ -182,6 +188,45 @@ def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
         raise InputError(
             f"GPUYIELD_MEMORY_LIMIT={limit!r}: {str(error).splitlines()[0]}", hint=_MEMORY_HINT
         ) from None
+
+
+# How long opening a store that another process is writing keeps trying (``waiting_for_writer``).
+_WRITER_WAIT_S: ContextVar[float] = ContextVar("gpuyield_writer_wait_s", default=0.0)
+
+
+@contextmanager
+def waiting_for_writer(wait_s: float) -> Iterator[None]:
+    """Inside the block, opening a store that another process holds (a collection writing it)
+    retries for up to ``wait_s`` seconds before failing (``report --wait``)."""
+    token = _WRITER_WAIT_S.set(wait_s)
+    try:
+        yield
+    finally:
+        _WRITER_WAIT_S.reset(token)
+
+
+def _open_waiting(target: str, *, read_only: bool, light: bool) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + _WRITER_WAIT_S.get()
+    pause_s = 0.05
+    while True:
+        try:
+            return duckdb_connect(target, read_only=read_only, light=light)
+        except duck.engine().Error as error:
+            # A writer holds DuckDB's file lock for as long as its connection is open; a
+            # collection opens it only for its one transaction, so a short wait outlasts it.
+            if not _is_lock_conflict(error) or time.monotonic() + pause_s > deadline:
+                raise open_error(target, error) from None
+        time.sleep(pause_s)
+        pause_s = min(pause_s * 2, 0.5)
+
+
+def _is_lock_conflict(error: duckdb.Error) -> bool:
+    text = str(error)
+    return (
+        "set lock" in text
+        or "Conflicting lock" in text
+        or isinstance(error, duck.engine().ConnectionException)
+    )
 
 
 def _check_store_path(path: Path, *, must_exist: bool) -> None:
@@ -252,14 +297,14 @@ def open_error(target: str, error: duckdb.Error) -> InputError:
     if storage is not None:
         return storage
     text = str(error)
-    if (
-        "set lock" in text
-        or "Conflicting lock" in text
-        or isinstance(error, duck.engine().ConnectionException)
-    ):
+    if _is_lock_conflict(error):
+        waited = _WRITER_WAIT_S.get()
         return InputError(
-            f"cannot open database {target}: another process holds it ({text.splitlines()[0]})",
-            hint="is another gpuyield process using it? DuckDB allows one writer at a time",
+            f"cannot open database {target}: another process holds it"
+            + (f" (waited {waited:g} s)" if waited else "")
+            + f" ({text.splitlines()[0]})",
+            hint="is another gpuyield process (a collection) writing it? DuckDB allows one "
+            "writer at a time; report, ladder and idle-now wait for it with --wait (e.g. 1m)",
         )
     return InputError(
         f"{target} is not a readable gpuyield store (corrupted, truncated or another kind of "

@@ -25,6 +25,8 @@ runner = CliRunner()
         (["report", "--tz", "Mars/Base"], "Invalid value for '--tz': not a time zone"),
         (["report", "--top", "many", "--by", "user"], "Invalid value for '--top': not a whole"),
         (["report", "--png", "x"], "--png works only with --html"),
+        (["report", "--wait", "a while"], "Invalid value for '--wait': not a duration"),
+        (["collect", "--max-output", "4X"], "Invalid value for '--max-output': not a size"),
         (["report", "--no-such-option"], "No such option"),
         (["preflight", "--gpus", "16"], "give --family or --run (not both)"),
         (["preflight", "--gpus", "0", "--family", "f"], "must be >= 1, not '0'"),

@@ -142,6 +142,15 @@ def errors_mapped(flags: Mapping[str, str | Flag] | None = None) -> Iterator[Non
         fail(error)
 
 
+@contextmanager
+def waiting_for_store(wait_s: int) -> Iterator[None]:
+    """Opening the store inside the block waits up to ``--wait`` for a writer to finish."""
+    from gpuyield.store import waiting_for_writer
+
+    with waiting_for_writer(wait_s):
+        yield
+
+
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call one library function with errors mapped."""
     with errors_mapped():

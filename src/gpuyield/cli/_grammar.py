@@ -107,6 +107,20 @@ def seconds_option(
     return typer.Option(*names, parser=_parser(parse), metavar="DURATION", help=help, **kwargs)
 
 
+WAIT_HELP = (
+    "When another process is writing the store (a collection), wait up to this long for it "
+    "instead of failing (0: do not wait)."
+)
+
+
+def wait_option() -> Any:
+    """``--wait`` of the commands that read the store (report views, idle-now): seconds."""
+    return seconds_option("--wait", help=WAIT_HELP, example="1m", show_default="5s")
+
+
+DEFAULT_WAIT_S = 5
+
+
 def count_option(
     *names: str,
     help: str,
@@ -123,6 +137,15 @@ def count_option(
         )
 
     return typer.Option(*names, parser=_parser(parse), metavar="COUNT", help=help, **kwargs)
+
+
+def size_option(*names: str, help: str, example: str = "4G", **kwargs: Any) -> Any:
+    """An option whose value is a SIZE in binary units (4G, 512M, 100k); the command gets bytes."""
+
+    def parse(text: str) -> int:
+        return parsing.parse_size(text, field="value", example=example)
+
+    return typer.Option(*names, parser=_parser(parse), metavar="SIZE", help=help, **kwargs)
 
 
 def instant_option(*names: str, help: str, **kwargs: Any) -> Any:

@@ -16,6 +16,7 @@ from gpuyield.cli._grammar import (
     epoch_s,
     instant_option,
     seconds_option,
+    size_option,
     zone_option,
 )
 
@@ -62,6 +63,15 @@ def collect_command(
         Path | None, typer.Option(help="Release manifest (TOML) to ingest with the collection.")
     ] = None,
     tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
+    max_output: Annotated[
+        int,
+        size_option(
+            "--max-output",
+            help="Stop a Slurm command that prints more than this (4G, 512M); its output goes "
+            "to a temporary file, never memory.",
+            show_default="4G",
+        ),
+    ] = 4 << 30,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
@@ -71,7 +81,7 @@ def collect_command(
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.collect import collect
 
-    with errors_mapped():
+    with errors_mapped({"collect.until": "--until", "collect.max_output_bytes": "--max-output"}):
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
@@ -85,6 +95,7 @@ def collect_command(
                 slurm_bin=slurm_bin,
                 manifest=manifest,
                 progress=progress,
+                max_output_bytes=max_output,
             )
     if as_json:
         print_json(outcome.to_dict())
@@ -93,11 +104,19 @@ def collect_command(
         return
     from gpuyield.times import iso_utc
 
+    covered = f"covered {iso_utc(outcome.covered_since_s)} .. {iso_utc(outcome.covered_until_s)}"
+    if not outcome.commands:  # --until was covered already: nothing ran
+        console.print(
+            f"{shown(outcome.cluster)}: already covered up to {iso_utc(outcome.until_s)}: nothing to "
+            f"collect; {covered}",
+            highlight=False,
+        )
+        return
     console.print(
         f"{shown(outcome.cluster)}: {iso_utc(outcome.since_s)} .. {iso_utc(outcome.until_s)}: "
         f"jobs {outcome.jobs_new} new, {outcome.jobs_updated} updated "
         f"({outcome.jobs_unchanged} unchanged); {outcome.node_events} node events read; "
-        f"covered {iso_utc(outcome.covered_since_s)} .. {iso_utc(outcome.until_s)}",
+        f"{covered}",
         highlight=False,
     )
     for warning in outcome.ingest.warnings:

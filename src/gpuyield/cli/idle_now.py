@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpuyield.cli._grammar import DEFAULT_DB, count_option, db_option, seconds_option
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_WAIT_S,
+    count_option,
+    db_option,
+    seconds_option,
+    wait_option,
+)
 
 if TYPE_CHECKING:
     from gpuyield.report.idle_now import IdleNow
@@ -34,17 +41,19 @@ def idle_now_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (the body of serve's /api/idle-now).")
     ] = False,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Who holds idle GPUs now: jobs whose allocated GPUs utilization samples measured idle.
 
     Needs `gpuyield ingest utilization`; without samples it says utilization is not measured
     (docs/ledger.md, "Allocated but idle").
     """
-    from gpuyield.cli._common import err_console, errors_mapped, shown
+    from gpuyield.cli._common import err_console, errors_mapped, shown, waiting_for_store
     from gpuyield.report.idle_now import TOP_FIELD, WINDOW_FIELD, build_idle_now, idle_now_json_text
 
     with (
         errors_mapped({WINDOW_FIELD: "--window", TOP_FIELD: "--top"}),
+        waiting_for_store(wait),
         err_console.status(f"computing the ledger of {shown(db)}"),
     ):
         result = build_idle_now(db, window_s=window, top=top)

@@ -11,6 +11,7 @@ import typer
 
 from gpuyield.cli._grammar import (
     DEFAULT_DB,
+    DEFAULT_WAIT_S,
     DEFAULT_ZONE,
     count_option,
     db_option,
@@ -18,6 +19,7 @@ from gpuyield.cli._grammar import (
     exit_check_failed,
     instant_option,
     usage_error,
+    wait_option,
     zone_option,
 )
 
@@ -30,19 +32,26 @@ def ladder_command(
     until: Annotated[datetime | None, instant_option(help="Window end.")] = None,
     tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/ladder.md).")] = False,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Per run family: rungs climbed, and runs launched without their lower rung.
 
     Each run that skipped ("skipped 8 -> 512") comes with the GPU-seconds it spent and how it ended
     (docs/ladder.md).
     """
-    from gpuyield.cli._common import err_console, errors_mapped, print_json, shown
+    from gpuyield.cli._common import (
+        err_console,
+        errors_mapped,
+        print_json,
+        shown,
+        waiting_for_store,
+    )
     from gpuyield.report.ladder import build_ladder
 
     with errors_mapped():
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
-        with err_console.status(f"computing the ledger of {shown(db)}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             report = build_ladder(db, since_s=since_s, until_s=until_s)
     if as_json:
         print_json(report.to_dict())

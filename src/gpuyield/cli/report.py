@@ -9,15 +9,24 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuyield.cli._common import cell, console, err_console, errors_mapped, shown
+from gpuyield.cli._common import (
+    cell,
+    console,
+    err_console,
+    errors_mapped,
+    shown,
+    waiting_for_store,
+)
 from gpuyield.cli._grammar import (
     DEFAULT_DB,
+    DEFAULT_WAIT_S,
     DEFAULT_ZONE,
     count_option,
     db_option,
     epoch_s,
     instant_option,
     usage_error,
+    wait_option,
     zone_option,
 )
 
@@ -58,6 +67,7 @@ def report_command(
             "(out of installed, never idle) instead of failing.",
         ),
     ] = False,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
     check_flags(html=html, png=png, by=by, top=top)
@@ -69,7 +79,7 @@ def report_command(
             from gpuyield.report.html import write_html_report
 
             # One bar per phase on stderr (nothing when it is not a terminal).
-            with RichProgress(counts=True) as progress:
+            with waiting_for_store(wait), RichProgress(counts=True) as progress:
                 written = write_html_report(
                     db,
                     html,
@@ -82,7 +92,7 @@ def report_command(
             console.print(f"HTML report written to {shown(written)}", highlight=False)
             return
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with err_console.status(f"computing the ledger of {shown(db)}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             from gpuyield.report.summary import build_report_with_breakdown
 
             result = build_report_with_breakdown(

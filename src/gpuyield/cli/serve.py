@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpuyield.cli._common import err_console, errors_mapped, shown
 from gpuyield.cli._grammar import DEFAULT_DB, count_option, db_option, duration_option
+
+if TYPE_CHECKING:
+    from gpuyield.serve.state import ReadWriteLock
 
 # A schedule or a timeout of more than a year is a typo, not a setting.
 _YEAR_S = 366 * 86_400
@@ -117,9 +119,13 @@ def serve_command(
         serve(settings, listen)
 
 
-def scheduled_collect(db: Path) -> Callable[[], object]:
+def scheduled_collect(db: Path) -> Callable[[ReadWriteLock], object]:
     """``gpuyield collect`` into ``db`` (from the store's watermark, as the CLI's), imported only
-    when a schedule asks for it: it runs Slurm's commands, which a plain server never needs."""
+    when a schedule asks for it: it runs Slurm's commands, which a plain server never needs. It
+    holds the server's store lock for writing only while it writes the store."""
     from gpuyield.ingest.collect import collect
 
-    return functools.partial(collect, db)
+    def run(lock: ReadWriteLock) -> object:
+        return collect(db, store_lock=lock)
+
+    return run

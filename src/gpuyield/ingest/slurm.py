@@ -20,7 +20,7 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
-from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
+from gpuyield.ingest import consistency, runlog, running, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import jobs_detail as jobs_detail_mod
 from gpuyield.ingest import nodes as nodes_mod
@@ -350,10 +350,14 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         )
     if staged is not None:
         _load_sacct(attempt, staged)
+    else:  # the latest sacct ingest's bytes again: carried forward if taken later (running.py)
+        con, scanned, options = params.con, params.scanned, params.options
+        attempt.results[:] = running.carried(con, attempt.results, scanned, attempt.as_of, options)
     if nodes is not None:
         _load_nodes_file(attempt, *nodes)
     _ingest_reservations(attempt)
     _ingest_jobs_detail(attempt)
+    running.apply_live_comments(params.con)
     _ingest_manifest(attempt)
     consistency.check_store(
         params.con,

@@ -216,7 +216,8 @@ def _book_research(result: SimulationResult, tally: Tally) -> int:
 
 
 def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarray:
-    """Rows with a node event starting on their nodes 10 min before to 5 min after their end."""
+    """FAILED rows a node event on their nodes blames: a fault starting 10 min before to 5 min
+    after their end, or planned maintenance they ended inside (the ledger's rule, docs/ledger.md)."""
     rows, out = result.rows, result.outages
     assert rows is not None
     blamed = np.zeros(len(rows), dtype=bool)
@@ -226,10 +227,17 @@ def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarra
     order = candidates[np.argsort(stop[candidates], kind="stable")]
     ends = stop[order]
     held = _NodesHeld(rows, candidates, result.scenario.fleet.num_nodes)
+    spans = []
     for starts in (out.detect_s, out.drain_s):
         lo = np.searchsorted(ends, starts - _BLAME_AFTER_S, side="left")
         hi = np.searchsorted(ends, starts + _BLAME_BEFORE_S, side="right")
-        # Every (event, failed row ending near it) pair, then whether the row held its node.
+        spans.append((lo, np.where(out.planned, lo, hi)))  # faults only
+    # Maintenance: [detect, back) holds the end (an event still open at the window end holds it).
+    lo = np.searchsorted(ends, out.detect_s, side="left")
+    hi = np.searchsorted(ends, out.back_s, side="left")
+    spans.append((lo, np.where(out.planned, hi, lo)))
+    for lo, hi in spans:
+        # Every (event, failed row it blames by time) pair, then whether the row held its node.
         counts = np.maximum(hi - lo, 0)
         event = np.repeat(np.arange(lo.size), counts)
         row = order[_ranges(lo, counts)]
