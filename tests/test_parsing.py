@@ -172,3 +172,27 @@ def test_size_bounds() -> None:
         parsing.parse_size("0", field="f")
     with pytest.raises(FieldError, match="must be from 1 to"):
         parsing.parse_size("99999T", field="f")
+
+
+def test_the_manifests_times_are_this_grammar() -> None:
+    """``[[diverged]] after`` is read as the CLI's TIME (it had an ISO parser of its own)."""
+    from pathlib import Path
+
+    from gpuyield.errors import ManifestError
+    from gpuyield.manifest import parse_manifest
+
+    def after_s(value: object, tz: str = "UTC") -> int | None:
+        doc = {"diverged": [{"run": "b", "after": value}]}
+        return parse_manifest(doc, Path("m.toml"), tz=tz).diverged[0].after_s
+
+    written = "2026-11-30T10:10:00"
+    assert after_s(written, tz="Europe/Berlin") == parsing.parse_instant(
+        written, tz="Europe/Berlin", field="f"
+    )
+    assert after_s(datetime(2026, 11, 30, 10, 10)) == parsing.parse_instant(written, field="f")
+    with pytest.raises(ManifestError, match=r"m\.toml: diverged\[0\]\.after is not an ISO 8601"):
+        after_s("soon")
+    with pytest.raises(ManifestError, match=r"diverged\[0\]\.after is outside 2000\.\.2100"):
+        after_s("1999-01-01")
+    with pytest.raises(ManifestError, match="must be a time like"):
+        after_s(5)

@@ -30,10 +30,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
-from gpuyield import tomlfile
-from gpuyield.errors import ManifestError, ParseError, UnknownIdError, closest
+from gpuyield import parsing, tomlfile
+from gpuyield.errors import FieldError, ManifestError, ParseError, UnknownIdError, closest
 from gpuyield.families import (
     Family,
     LadderPolicy,
@@ -367,24 +366,15 @@ def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
     after = item.get("after")
     if after is None:
         return DivergedRun(run=item["run"])
-    if isinstance(after, str):
-        try:
-            after = datetime.fromisoformat(after)
-        except ValueError:
-            raise ManifestError(f"{path}: {where}.after is not an ISO time: {after!r}") from None
-    if not isinstance(after, datetime):
-        raise ManifestError(f"{path}: {where}.after must be a time like 2026-11-30T10:50:00")
-    if after.tzinfo is None:
-        after = after.replace(tzinfo=ZoneInfo(tz))
-    after_s = int(after.timestamp())
-    if not _EARLIEST_S <= after_s <= _LATEST_S:
-        raise ManifestError(f"{path}: {where}.after is outside 2000..2100: {item['after']!r}")
-    return DivergedRun(run=item["run"], after_s=after_s)
-
-
-# The plausible times of the ingest checks (ingest/sacct_checks.py): 2000-01-01 to 2100-01-01.
-_EARLIEST_S = 946_684_800
-_LATEST_S = 4_102_444_800
+    field_name = f"{where}.after"
+    try:
+        # TOML's own datetimes arrive parsed; a string is read by the CLI's grammar of times.
+        value = parsing.read_instant(after, field=field_name) if isinstance(after, str) else after
+        if not isinstance(value, datetime):
+            raise FieldError(field_name, "must be a time like 2026-11-30T10:50:00")
+        return DivergedRun(run=item["run"], after_s=parsing.epoch_s(value, tz=tz, field=field_name))
+    except FieldError as error:
+        raise ManifestError(f"{path}: {error.field} {error.problem}") from None
 
 
 # Every run setting is a duration no longer than this: a checkpoint interval or a restart of a
