@@ -196,3 +196,15 @@ def test_the_manifests_times_are_this_grammar() -> None:
         after_s("1999-01-01")
     with pytest.raises(ManifestError, match="must be a time like"):
         after_s(5)
+
+
+def test_a_scenarios_start_is_this_grammar() -> None:
+    from gpuyield.errors import InputError
+    from gpuyield.simulate.scenario import _parse_start
+
+    assert _parse_start("2026-01-01T02:00:00+02:00") == datetime(2026, 1, 1, tzinfo=UTC)
+    assert _parse_start("2026-01-01") == datetime(2026, 1, 1, tzinfo=UTC)  # naive is UTC
+    with pytest.raises(InputError, match="scenario.start is not an ISO 8601 time"):
+        _parse_start("next monday")
+    with pytest.raises(InputError, match="scenario.start is outside 2000..2100"):
+        _parse_start("1970-01-01")
