@@ -65,6 +65,21 @@ def test_times_durations_and_counts_have_their_types() -> None:
             assert p.type == "FLAG", (p.command, p.names)
 
 
+def test_seeds_top_and_json_say_the_same_everywhere() -> None:
+    # docs/cli.md, "Options that mean the same everywhere": one meaning, said the same way.
+    for p in OPTIONS:
+        if "--seed" in p.names:
+            assert p.help.startswith("Random seed"), (p.command, p.help)
+        if "--seeds" in p.names:
+            assert p.help.startswith("How many independent seeds"), (p.command, p.help)
+            has_seed = any("--seed" in q.names for q in OPTIONS if q.command == p.command)
+            assert ("from --seed" in p.help) == has_seed, (p.command, p.help)
+        if "--top" in p.names:
+            assert "0: all" in p.help, (p.command, p.help)
+        if "--json" in p.names:
+            assert p.help.startswith("Print"), (p.command, p.help)
+
+
 def test_no_shown_option_spells_its_unit() -> None:
     # Durations are 30s/5m/1h/2d values; --timeout-s, --interval-s and --days stay only as
     # hidden deprecated spellings for one release.

@@ -25,7 +25,6 @@ from gpuyield.cli._common import (
     shown,
 )
 from gpuyield.cli._grammar import (
-    SEEDS_HELP,
     count_option,
     duration_option,
     renamed,
@@ -190,7 +189,7 @@ def validate_command(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the cases as a Markdown table.")
     ] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
     from gpuyield.simulate.validate import validate_cases
@@ -261,7 +260,14 @@ def sweep_command(
     policy: Annotated[
         str, typer.Option(help="Comma-separated policies: restart, drop, spares, in-memory.")
     ] = "restart,drop,spares",
-    seeds: Annotated[int, count_option("--seeds", help=SEEDS_HELP, example="3")] = 3,
+    seeds: Annotated[
+        int,
+        count_option(
+            "--seeds",
+            help="How many independent seeds (0, 1, 2, ...) to simulate; each figure is their mean.",
+            example="3",
+        ),
+    ] = 3,
     duration: Annotated[
         float,
         duration_option(
