@@ -204,7 +204,20 @@ def test_a_scenarios_start_is_this_grammar() -> None:
 
     assert _parse_start("2026-01-01T02:00:00+02:00") == datetime(2026, 1, 1, tzinfo=UTC)
     assert _parse_start("2026-01-01") == datetime(2026, 1, 1, tzinfo=UTC)  # naive is UTC
-    with pytest.raises(InputError, match="scenario.start is not an ISO 8601 time"):
+    with pytest.raises(InputError, match=r"scenario\.start is not an ISO 8601 time"):
         _parse_start("next monday")
-    with pytest.raises(InputError, match="scenario.start is outside 2000..2100"):
+    with pytest.raises(InputError, match=r"scenario\.start is outside 2000\.\.2100"):
         _parse_start("1970-01-01")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("0.4", 0.4), ("40%", 0.4), ("1.5e12", 1.5e12), ("70B", 7e10)]
+)
+def test_numbers(text: str, value: float) -> None:
+    assert parsing.parse_number(text, field="plan.mfu") == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["", "lots", "1e999", "0.4.1", "nan"])
+def test_what_is_not_a_number(text: str) -> None:
+    with pytest.raises(FieldError, match="is not a number"):
+        parsing.parse_number(text, field="plan.mfu")

@@ -226,6 +226,19 @@ def number(text: str, *, money: bool = True) -> float | None:
     return value / 100.0 if match["percent"] else value
 
 
+NUMBER_EXAMPLES = "0.4, 40%, 1.5e12 or 70B"
+
+
+def parse_number(text: str, *, field: str, example: str = "0.4") -> float:
+    """One finite number as people type it (``0.4``, ``40%``, ``1.5e12``, ``70B``)."""
+    value = number(text)
+    if value is None or not math.isfinite(value):
+        raise FieldError(
+            field, f"is not a number ({NUMBER_EXAMPLES}): {text[:MAX_TEXT]!r}", example=example
+        )
+    return value
+
+
 def parse_count(
     text: str, *, field: str, at_least: int = 0, at_most: int | None = None, example: str = "16k"
 ) -> int:

@@ -139,6 +139,15 @@ def count_option(
     return typer.Option(*names, parser=_parser(parse), metavar="COUNT", help=help, **kwargs)
 
 
+def number_option(*names: str, help: str, example: str = "0.4", **kwargs: Any) -> Any:
+    """An option whose value is a NUMBER (0.4, 40%, 1.5e12); the command receives a float."""
+
+    def parse(text: str) -> float:
+        return parsing.parse_number(text, field="value", example=example)
+
+    return typer.Option(*names, parser=_parser(parse), metavar="NUMBER", help=help, **kwargs)
+
+
 def size_option(*names: str, help: str, example: str = "4G", **kwargs: Any) -> Any:
     """An option whose value is a SIZE in binary units (4G, 512M, 100k); the command gets bytes."""
 

@@ -8,7 +8,14 @@ from typing import Annotated, Any
 import typer
 
 from gpuyield.cli._common import console, errors_mapped, print_json
-from gpuyield.cli._grammar import SEED_HELP, SEEDS_HELP, count_option, seconds_option, usage_error
+from gpuyield.cli._grammar import (
+    SEED_HELP,
+    SEEDS_HELP,
+    count_option,
+    number_option,
+    seconds_option,
+    usage_error,
+)
 
 #: Library field names -> this command's flags.
 _FLAGS = {
@@ -43,7 +50,12 @@ def plan_command(
         ),
     ] = 1800,
     mfu: Annotated[
-        float, typer.Option(help="Training-step MFU while the job computes (failures simulated).")
+        float,
+        number_option(
+            "--mfu",
+            help="Training-step MFU while the job computes (failures simulated): 0.4 or 40%.",
+            show_default="0.4",
+        ),
     ] = 0.4,
     precision: Annotated[str, typer.Option(help="bf16 or fp8: which dense peak.")] = "bf16",
     seeds: Annotated[int, count_option("--seeds", help=SEEDS_HELP, example="10")] = 10,
