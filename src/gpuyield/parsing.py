@@ -12,6 +12,8 @@
   also a million (no count is a thousandth of anything).
 * **Numbers** (the estimator's inputs): the counts' grammar plus fractions, exponents
   (``1.5e12``), ``$30M`` and ``40%``.
+* **Sizes**: bytes in binary units (``4G`` is 4 GiB, ``512M``, ``100k``), as limits on memory
+  and disk are counted.
 * **Time zones**: IANA names (``UTC``, ``Europe/Berlin``).
 
 Errors are ``FieldError``s naming the library's field (``collect.overlap``); the CLI says the flag

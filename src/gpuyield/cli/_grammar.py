@@ -1,8 +1,8 @@
 """The CLI's grammar (docs/cli.md): the value types and the options every command shares.
 
-A value that does not parse (a duration, count, time or zone) is a usage error, exit 2, raised
-while the command line is read; what the library refuses afterwards is an error, exit 1. Every
-duration, count and time goes through ``gpuyield.parsing``, as serve's query parameters do.
+A value that does not parse (a duration, count, number, size, time or zone) is a usage error,
+exit 2, raised while the command line is read; what the library refuses afterwards is an error,
+exit 1. Every such value goes through ``gpuyield.parsing``, as serve's query parameters do.
 """
 
 from __future__ import annotations
