@@ -29,10 +29,23 @@ from gpuyield.cli._grammar import (
     wait_option,
     zone_option,
 )
+from gpuyield.cli._weights import (
+    check_weight,
+    print_gpu_types,
+    print_waste_line,
+    print_weighted,
+    require_weight,
+)
+from gpuyield.errors import GpuyieldError
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
     "or cluster (each cluster of the store as a report of its own)."
+)
+_WEIGHT_HELP = (
+    "Count in gpu-seconds (default), h100-equiv (dense BF16 peak over the H100 SXM's), flops "
+    "(FLOPs paid for) or dollars (the manifest's [prices]): the table and --by (account, user, "
+    "partition, run). --json always carries every weight (by_gpu_type, weighted)."
 )
 _TOP_HELP = (
     "With --by: the N largest groups, the rest as one row (job, run: 20 unless told; 0: all)."
@@ -43,6 +56,7 @@ def report_command(
     db: Annotated[Path, db_option()] = DEFAULT_DB,
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
     top: Annotated[int | None, count_option("--top", help=_TOP_HELP, example="10")] = None,
+    weight: Annotated[str, typer.Option("--weight", help=_WEIGHT_HELP)] = "gpu-seconds",
     since: Annotated[
         datetime | None, instant_option(help="Window start. Default: cluster registration.")
     ] = None,
@@ -71,6 +85,7 @@ def report_command(
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
     check_flags(html=html, png=png, by=by, top=top)
+    unit = _weight_unit(weight, html=html, as_json=as_json, by=by)
     with errors_mapped():
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
@@ -96,7 +111,13 @@ def report_command(
             from gpuyield.report.summary import build_report_with_breakdown
 
             result = build_report_with_breakdown(
-                db, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
+                db,
+                since_s=since_s,
+                until_s=until_s,
+                by=by,
+                top=top,
+                allow_gaps=allow_gaps,
+                weight=weight,
             )
     if as_json:
         from gpuyield.report.document import report_json_text
@@ -104,9 +125,21 @@ def report_command(
         # One writer for this and `gpuyield serve`'s /api/report, so the two never differ.
         sys.stdout.write(report_json_text(result.report, result.breakdown) + "\n")
         return
-    _print_report(result.report)
+    with errors_mapped():
+        require_weight(result.report, unit)
+        print_waste_line(result.report)
+        _print_report(result.report, unit)
     if result.breakdown is not None:
         _print_breakdown(result.breakdown)
+
+
+def _weight_unit(weight: str, *, html: Path | None, as_json: bool, by: str | None) -> str:
+    """``--weight``'s unit; an unknown weight, or one that would change nothing with the other
+    flags, is a usage error (exit 2) like every flag that does not go with another."""
+    try:
+        return check_weight(weight, html=html, as_json=as_json, by=by)
+    except GpuyieldError as error:
+        usage_error(error.message, hint=error.hint)
 
 
 def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:
@@ -130,34 +163,23 @@ def _share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: Any, unit: str = "gpu_seconds") -> None:
     from rich.table import Table
 
     from gpuyield.report.summary import iso
+    from gpuyield.report.weights import yield_phrase
 
     installed = report.installed_gpu_seconds
     console.print(
-        f"[bold]Yield {_share(report.yield_)}[/]  window {iso(report.window_start_s)} .. "
+        f"[bold]{yield_phrase(report.yield_, report.fleet)}[/]  window {iso(report.window_start_s)} .. "
         f"{iso(report.window_end_s)}  installed {_hours(installed)} GPU-hours  "
         f"utilization {_share(report.utilization)}  goodput {_share(report.goodput)}"
     )
-    table = Table(show_footer=True)
-    table.add_column("category", footer="installed")
-    table.add_column("GPU-hours", justify="right", footer=_hours(installed))
-    table.add_column("GPU-seconds", justify="right", footer=f"{installed:,.0f}")
-    table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
-    for category, value in report.categories.items():
-        subs = [
-            (k.split(".", 1)[1], v)
-            for k, v in report.subcategories.items()
-            if k.startswith(category + ".")
-        ]
-        note = ", ".join(f"{s} {v / installed:.1%}" for s, v in sorted(subs) if installed)
-        label = category + (f" [dim]({note})[/]" if note else "")
-        table.add_row(
-            label, _hours(value), f"{value:,.0f}", _share(value / installed if installed else None)
-        )
-    console.print(table)
+    if unit == "gpu_seconds":
+        console.print(_category_table(report))
+    else:
+        print_weighted(report, unit)
+    print_gpu_types(report)
     essay = Table(title="beside the essay's typical lab", title_justify="left")
     for column in ("essay bucket", "this cluster", "typical lab"):
         essay.add_column(column, justify="left" if column == "essay bucket" else "right")
@@ -189,6 +211,30 @@ def _print_report(report: Any) -> None:
             f"[yellow]not captured:[/] {shown(gap.describe())} ({gap.duration_s / 3600:,.1f} h): "
             "out of installed, not idle"
         )
+
+
+def _category_table(report: Any) -> Any:
+    """Categories in GPU-hours and GPU-seconds, with their subcategories' shares."""
+    from rich.table import Table
+
+    installed = report.installed_gpu_seconds
+    table = Table(show_footer=True)
+    table.add_column("category", footer="installed")
+    table.add_column("GPU-hours", justify="right", footer=_hours(installed))
+    table.add_column("GPU-seconds", justify="right", footer=f"{installed:,.0f}")
+    table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
+    for category, value in report.categories.items():
+        subs = [
+            (k.split(".", 1)[1], v)
+            for k, v in report.subcategories.items()
+            if k.startswith(category + ".")
+        ]
+        note = ", ".join(f"{s} {v / installed:.1%}" for s, v in sorted(subs) if installed)
+        label = category + (f" [dim]({note})[/]" if note else "")
+        table.add_row(
+            label, _hours(value), f"{value:,.0f}", _share(value / installed if installed else None)
+        )
+    return table
 
 
 def _print_skipped_rungs(waste: Any) -> None:
@@ -229,9 +275,11 @@ def _print_breakdown(cut: Any) -> None:
     from rich.table import Table
 
     from gpuyield.categories import Category
+    from gpuyield.report.weights import in_unit, unit_label
 
     largest = f" (the {cut.top} largest of {cut.groups:,})" if cut.top is not None else ""
-    table = Table(title=f"GPU-hours by {cut.by}{largest}", title_justify="left")
+    fmt = lambda v: in_unit(v, cut.unit)  # noqa: E731
+    table = Table(title=f"{unit_label(cut.unit)} by {cut.by}{largest}", title_justify="left")
     table.add_column(cut.by)
     extra = sorted({k for r in cut.rows for k in r.attributes}, key=_ATTRIBUTE_ORDER.index)
     for name in extra:
@@ -244,8 +292,8 @@ def _print_breakdown(cut: Any) -> None:
         table.add_row(
             cell(row.key),
             *[cell(row.attributes.get(name) or "") for name in extra],
-            *[_hours(row.categories[c.value]) for c in Category],
-            _hours(row.total_gpu_seconds),
+            *[fmt(row.categories[c.value]) for c in Category],
+            fmt(row.total_gpu_seconds),
         )
     console.print(table)
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from gpuyield.ledger.ladder import SkippedRungWaste
+    from gpuyield.ledger.weights import FleetYield
     from gpuyield.report.breakdown import Breakdown
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
@@ -76,6 +77,8 @@ class YieldReport:
     """Gaps in the window (``allow_gaps``): left out of installed, never idle."""
     activity: UtilizationSummary | None = None
     """Measured GPU activity; None when no utilization samples were ingested."""
+    fleet: FleetYield | None = None
+    """The ledger by GPU model and weighted (H100-equivalents, FLOPs, dollars): ledger/weights."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -146,6 +149,7 @@ class YieldReport:
             ],
             # Only with samples: a store without them reports exactly what it did before.
             **({} if self.activity is None else {"gpu_activity": self._activity_dict()}),
+            **({} if self.fleet is None else self.fleet.to_dict()),
         }
 
     def category_before_idle(self, category: str) -> float:
@@ -223,15 +227,52 @@ def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
 
 def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
     """Wrap a computed ledger with the store's data-quality and provenance facts."""
+    from gpuyield.ledger.ladder import analyse_ladder
+    from gpuyield.ledger.weights import fleet_yield
+
     rejected: int = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
     sources = con.execute(
         """SELECT ingest_id, source, path, sha256, rows_read, rows_rejected, rows_skipped
            FROM ingests ORDER BY ingest_id"""
     ).fetchall()
-    measured_overhead = ledger.overhead_measured
+    ladder = analyse_ladder(ledger)
+    fleet = fleet_yield(ledger)
+    return YieldReport(
+        window_start_s=ledger.window.start_s,
+        window_end_s=ledger.window.end_s,
+        installed_gpu_seconds=ledger.installed_gpu_seconds,
+        categories=ledger.categories,
+        subcategories=ledger.subcategories,
+        rejected_rows=rejected,
+        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
+        figures=_figures(ledger),
+        warnings=ledger.window.warnings + fleet.warnings,
+        divergence_evidence=ledger.divergence_evidence,
+        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
+        coverage=ledger.window.coverage,
+        not_captured=ledger.window.not_captured,
+        activity=ledger.utilization,
+        fleet=fleet,
+        sources=tuple(dict(zip(_SOURCE_COLUMNS, row, strict=True)) for row in sources),
+    )
+
+
+_SOURCE_COLUMNS = (
+    "ingest_id",
+    "source",
+    "path",
+    "sha256",
+    "rows_read",
+    "rows_rejected",
+    "rows_skipped",
+)
+
+
+def _figures(ledger: Ledger) -> dict[str, str]:
+    """How each derived figure was obtained: measured, estimated, not measured."""
     lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
     figures = {
-        "overhead": _overhead_figure(measured_overhead, ledger.overhead_estimated_runs),
+        "overhead": _overhead_figure(ledger.overhead_measured, ledger.overhead_estimated_runs),
         "lost_progress": (
             "none lost"
             if not any(lost)
@@ -243,45 +284,9 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         ),
         "down": "from node events (sacctmgr show event)",
     }
-    from gpuyield.ledger.ladder import analyse_ladder
-
-    ladder = analyse_ladder(ledger)
     if ledger.utilization is not None:
         figures["gpu_activity"] = "measured (utilization samples)"
-    return YieldReport(
-        window_start_s=ledger.window.start_s,
-        window_end_s=ledger.window.end_s,
-        installed_gpu_seconds=ledger.installed_gpu_seconds,
-        categories=ledger.categories,
-        subcategories=ledger.subcategories,
-        rejected_rows=rejected,
-        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
-        figures=figures,
-        warnings=ledger.window.warnings,
-        divergence_evidence=ledger.divergence_evidence,
-        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
-        coverage=ledger.window.coverage,
-        not_captured=ledger.window.not_captured,
-        activity=ledger.utilization,
-        sources=tuple(
-            dict(
-                zip(
-                    (
-                        "ingest_id",
-                        "source",
-                        "path",
-                        "sha256",
-                        "rows_read",
-                        "rows_rejected",
-                        "rows_skipped",
-                    ),
-                    row,
-                    strict=True,
-                )
-            )
-            for row in sources
-        ),
-    )
+    return figures
 
 
 def build_report(
@@ -292,10 +297,17 @@ def build_report(
     allow_gaps: bool = False,
 ) -> YieldReport:
     """Compute the ledger of the store at ``db`` and summarise it."""
+    from gpuyield.ledger.weights import several_classes
+
     con = store.connect(db, read_only=True)
     try:
+        backend = backend_for(con)
         ledger = compute_ledger(
-            backend_for(con), since_s=since_s, until_s=until_s, allow_gaps=allow_gaps
+            backend,
+            since_s=since_s,
+            until_s=until_s,
+            allow_gaps=allow_gaps,
+            keep_segments=several_classes(backend),
         )
         return report_from_ledger(ledger, con)
     finally:
@@ -327,13 +339,18 @@ def build_report_with_breakdown(
     top: int | None = None,
     allow_gaps: bool = False,
     con: duckdb.DuckDBPyConnection | None = None,
+    weight: str = "gpu-seconds",
 ) -> ReportWithBreakdown:
-    """The report and, when ``by`` is given, its breakdown (one ledger computation for both).
+    """The report and, when ``by`` is given, its breakdown (one ledger computation for both);
+    with a ``weight`` other than GPU-seconds the breakdown is in its unit (report/weights.py).
 
     ``con``: a read-only connection to ``db`` the caller opened (and closes), e.g. to interrupt
     the computation from another thread."""
+    from gpuyield.ledger.weights import several_classes
     from gpuyield.report.breakdown import breakdown
+    from gpuyield.report.weights import unit_of, weighted_breakdown
 
+    weighted = unit_of(weight) != "gpu_seconds"
     own = con is None
     if con is None:
         con = store.connect(db, read_only=True)
@@ -341,9 +358,22 @@ def build_report_with_breakdown(
         backend = backend_for(con)
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
-        rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
-        return ReportWithBreakdown(report=report_from_ledger(ledger, con), breakdown=rows)
+        # A fleet of several GPU classes reads them once more, for the split by class.
+        ledger = compute_ledger(
+            backend,
+            since_s=since_s,
+            until_s=until_s,
+            allow_gaps=allow_gaps,
+            keep_segments=several_classes(backend),
+        )
+        report = report_from_ledger(ledger, con)
+        rows = None
+        if by is not None and weighted:
+            assert report.fleet is not None
+            rows = weighted_breakdown(ledger, report.fleet, by, weight, top=top)
+        elif by is not None:
+            rows = breakdown(ledger, by, top=top, backend=backend)
+        return ReportWithBreakdown(report=report, breakdown=rows)
     finally:
         if own:
             con.close()
