@@ -276,14 +276,25 @@ def utilization_command(
     ] = None,
     until: Annotated[datetime | None, instant_option(help="With --prometheus: window end.")] = None,
     step: Annotated[
-        int,
+        int | None,
         seconds_option(
-            help="Sample interval: each sample covers the step before it.",
+            help="The interval the samples were taken at (30s, 1m), when you know it: the data "
+            "must agree. Left out, each series' spacing is read from its data (the first "
+            "sample of a series covers at most 60s). --prometheus asks at this step (60s).",
             at_least_s=1,
             example="60s",
-            show_default="60s",
         ),
-    ] = 60,
+    ] = None,
+    timeout: Annotated[
+        int,
+        seconds_option(
+            "--timeout",
+            help="With --prometheus: the longest to read all its answers (10m, 1h).",
+            at_least_s=1,
+            example="10m",
+            show_default="30m",
+        ),
+    ] = 1800,
     node_label: Annotated[
         str | None, typer.Option(help="Label naming the node (default: Hostname, instance...).")
     ] = None,
@@ -299,7 +310,12 @@ def utilization_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
 ) -> None:
     """Ingest per-GPU activity, so allocated GPUs measured idle move to idle.allocated."""
-    from gpuyield.ingest.utilization import MetricNames, PrometheusSource, ingest_utilization
+    from gpuyield.ingest.utilization import (
+        Limits,
+        MetricNames,
+        PrometheusSource,
+        ingest_utilization,
+    )
 
     if prometheus is not None and (since is None or until is None):
         usage_error("--prometheus needs --since and --until", hint="the window to read")
@@ -317,6 +333,7 @@ def utilization_command(
                 url=prometheus,
                 since_s=parsing.epoch_s(since, tz=tz, field="--since"),
                 until_s=parsing.epoch_s(until, tz=tz, field="--until"),
+                limits=Limits(deadline_s=timeout),
             )
         results = ingest_utilization(
             db,
