@@ -27,6 +27,7 @@ BENCHES = (
     "utilization",
     "report_html",
     "weights",
+    "whatif",
 )
 
 

@@ -59,6 +59,8 @@ _LAZY = {
     "compute_ledger": "gpuyield.ledger",
     "ingest_slurm": "gpuyield.ingest.slurm",
     "load_manifest": "gpuyield.manifest",
+    "run_fit": "gpuyield.whatif",
+    "run_whatif": "gpuyield.whatif",
 }
 
 __all__ = [
@@ -97,8 +99,10 @@ __all__ = [
     "load_scenario",
     "params_from_budget",
     "params_from_speed",
+    "run_fit",
     "run_scenario",
     "run_sweep",
+    "run_whatif",
     "scan",
     "write_html_report",
 ]

@@ -70,13 +70,19 @@ def session(block: Block) -> list[Step]:
 
 def gpuyield_commands(text: str) -> list[list[str]]:
     """The ``gpuyield`` invocations in a command line: cut at pipes, ``&&``, ``||`` and ``;``
-    outside quotes (a jq or grep program may hold a ``|``), comments dropped."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars="|&;")
+    outside quotes (a jq or grep program may hold a ``|``), comments and redirections
+    (``> FILE``) dropped."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="|&;<>")
     lexer.whitespace_split = True
     groups: list[list[str]] = [[]]
+    redirected = False
     for word in lexer:
         if word in ("|", "||", "&&", ";"):
             groups.append([])
+        elif word in (">", ">>", "<", "2>", "&>"):
+            redirected = True  # the next word is where output goes, not an argument
+        elif redirected:
+            redirected = False
         else:
             groups[-1].append(word)
     return [words[1:] for words in groups if words and words[0] == "gpuyield"]

@@ -55,7 +55,10 @@ def _parse(args: list[str]) -> str:
     ctx = command.make_context("gpuyield", list(args))
     path = ["gpuyield"]
     while hasattr(command, "commands"):
-        name, command, rest = command.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        remaining = [*ctx._protected_args, *ctx.args]
+        if not remaining and command.invoke_without_command:
+            break  # a group that is a command of its own (`gpuyield whatif --db ...`)
+        name, command, rest = command.resolve_command(ctx, remaining)
         path.append(name)
         ctx = command.make_context(name, rest, parent=ctx)
     return " ".join(path)

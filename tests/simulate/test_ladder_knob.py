@@ -18,9 +18,9 @@ from gpuyield.simulate.research import (
     _OUTCOME_CODES,
     LADDER_BAD_OUTCOMES,
     draw_jobs,
-    plan_layout,
     skip_end_states,
 )
+from gpuyield.simulate.research_layout import plan_layout
 from gpuyield.simulate.scenario import FleetConfig, ResearchConfig, Scenario
 
 OUTCOMES = list(RSC1_END_STATES)

@@ -22,6 +22,7 @@ from gpuyield.cli import (
     serve,
     simulate,
     train,
+    whatif,
 )
 from gpuyield.cli import ladder as ladder_cli
 from gpuyield.cli._common import PlainUsageErrors, ViewByDefault
@@ -61,6 +62,7 @@ app.command(name="collect")(collect.collect_command)
 app.command(name="doctor")(doctor.doctor_command)
 app.command(name="plan")(plan.plan_command)
 app.command(name="train-ft")(train.train_ft_command)
+app.add_typer(whatif.app, name="whatif")
 
 # The report views' old top-level names, for one release (docs/cli.md, "Deprecated spellings").
 for _old, _command in (

@@ -10,15 +10,26 @@ Library entry points (the CLI ``gpuyield simulate`` wraps them)::
 from __future__ import annotations
 
 from gpuyield.simulate.api import RunSummary, run_scenario
+from gpuyield.simulate.calibration import LLAMA3_CAUSES as FAILURE_CAUSES
+from gpuyield.simulate.calibration import Cause
 from gpuyield.simulate.cluster import SimulationResult, simulate
 from gpuyield.simulate.ettr import JobModel, ModelResult, run_model
 from gpuyield.simulate.output import write_outputs
-from gpuyield.simulate.scenario import Policy, Scenario, bundled_names, load_scenario
+from gpuyield.simulate.research_layout import expected_research_jobs
+from gpuyield.simulate.scenario import (
+    Policy,
+    Scenario,
+    bundled_names,
+    load_scenario,
+    scenario_from_dict,
+)
 from gpuyield.simulate.sweep import SweepParam, SweepResult, SweepSpec, run_sweep
 from gpuyield.simulate.sweep_files import write_sweep
 from gpuyield.simulate.truth import Interruptions, Truth, compute_truth
 
 __all__ = [
+    "FAILURE_CAUSES",
+    "Cause",
     "Interruptions",
     "JobModel",
     "ModelResult",
@@ -32,10 +43,12 @@ __all__ = [
     "Truth",
     "bundled_names",
     "compute_truth",
+    "expected_research_jobs",
     "load_scenario",
     "run_model",
     "run_scenario",
     "run_sweep",
+    "scenario_from_dict",
     "simulate",
     "write_outputs",
     "write_sweep",

@@ -115,10 +115,14 @@ class RunCosts:
     replica_nodes: int
     planned_stops_per_day: float
     planned_pause_s: int
+    #: Policy drop's own costs when the scenario sets them (-1: detection; swap and start-up).
+    drop_stall_s: float = -1.0
+    drop_rejoin_s: float = -1.0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape."""
         return {
+            **self._drop_dict(),
             "run": self.run,
             "policy": self.policy,
             "num_gpus": self.num_gpus,
@@ -139,6 +143,12 @@ class RunCosts:
             "planned_pause_s": self.planned_pause_s,
         }
 
+    def _drop_dict(self) -> dict[str, Any]:
+        """``drop``'s own stall and rejoin, only where set (other outputs keep their shape)."""
+        if self.drop_stall_s < 0 and self.drop_rejoin_s < 0:
+            return {}
+        return {"drop": {"stall_s": self.drop_stall_s, "rejoin_s": self.drop_rejoin_s}}
+
     def line(self) -> str:
         """One line of the terminal header."""
         text = (
@@ -148,6 +158,12 @@ class RunCosts:
             f"spare swap {duration(self.spare_swap_s)}; "
             + spares_phrase(self.spare_nodes, self.job_nodes, self.spares_for)
         )
+        if self.drop_stall_s >= 0 or self.drop_rejoin_s >= 0:
+            stall = "detection" if self.drop_stall_s < 0 else f"{self.drop_stall_s:g} s"
+            rejoin = "swap + start-up" if self.drop_rejoin_s < 0 else f"{self.drop_rejoin_s:g} s"
+            text += (
+                f"; a dropped replica stalls the rest {stall}, rejoins on a spare after {rejoin}"
+            )
         if self.planned_stops_per_day:
             text += (
                 f"; {self.planned_stops_per_day:g} planned stops a day "
@@ -258,4 +274,6 @@ def _run_costs(scenario: Scenario, run: LineageConfig) -> RunCosts:
         replica_nodes=run.replica_nodes,
         planned_stops_per_day=run.planned_stops_per_day,
         planned_pause_s=run.planned_pause_s,
+        drop_stall_s=run.drop_stall_s,
+        drop_rejoin_s=run.drop_rejoin_s,
     )

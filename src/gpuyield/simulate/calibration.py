@@ -39,6 +39,13 @@ class Cause:
     #: Node-event reason Slurm shows while the node is DOWN (``Not responding`` means DOWN*).
     reason: str
 
+    @property
+    def repair_reason(self) -> str:
+        """The DRAIN reason while the node is repaired: it names the part, and never says
+        maintenance (the ledger reads that word as planned down time; "Host Maintenance" here is
+        Table 5's unplanned kind)."""
+        return "repair: " + self.component.lower().replace("maintenance", "unplanned work")
+
 
 #: Table 5 of arXiv 2407.21783 (counts sum to 419). Reasons are what an admin or health check would
 #: set; "unplanned host maintenance" avoids the word maintenance, which the ledger reads as planned.

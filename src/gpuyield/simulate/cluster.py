@@ -12,12 +12,11 @@ from gpuyield.simulate.research import (
     Lend,
     ResearchJobs,
     ResearchRows,
-    _Layout,
     draw_jobs,
     lent_node_s,
-    plan_layout,
     schedule,
 )
+from gpuyield.simulate.research_layout import _Layout, plan_layout
 from gpuyield.simulate.scenario import Scenario
 
 # Independent random streams (SeedSequence spawn keys), so adding research jobs does not change the

@@ -23,8 +23,8 @@ from gpuyield.simulate.research import (
     _OUTCOME_CODES,
     LADDER_BAD_OUTCOMES,
     draw_jobs,
-    plan_layout,
 )
+from gpuyield.simulate.research_layout import plan_layout
 from gpuyield.simulate.scenario import FleetConfig, ResearchConfig, Scenario
 
 _BAD_CODES = tuple(_OUTCOME_CODES[o] for o in LADDER_BAD_OUTCOMES)

@@ -396,19 +396,26 @@ class _RunSim:
         return best
 
     def _drop_replica(self, stop: _Stop) -> None:
-        """Policy drop: stall for detection, then lose one replica's throughput until it is back
-        (on a spare after swap and start-up, when the run lets drop use spares; else repaired)."""
+        """Policy drop: stall for detection (or ``drop_stall_s``), then lose one replica's
+        throughput until it is back: on a spare after swap and start-up (or ``drop_rejoin_s``
+        after the failure) when the run lets drop use spares and one is free; else repaired."""
         assert stop.cause is not None and stop.failed_node is not None
         self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
         out = self.pool.out_at(stop.failed_node, stop.at_s)
         assert out is not None
         replicas = max(self.need // self.run.replica_nodes, 1)
-        back = min(out[1], self.end)
-        if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, back):
+        stall = stop.end_s - stop.at_s if self.run.drop_stall_s < 0 else self.run.drop_stall_s
+        repaired = min(out[1], self.end)
+        back: float = repaired  # a measured rejoin may end between whole seconds
+        if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, repaired):
             # The replica restarts on a spare (as a restart would) instead of waiting for repair.
-            back = min(back, stop.end_s + self.run.spare_swap_s + self.run.startup_s)
-        reduced = back - stop.end_s
-        self.debt += (stop.end_s - stop.at_s) + reduced // replicas
+            if self.run.drop_rejoin_s < 0:
+                rejoin: float = stop.end_s + self.run.spare_swap_s + self.run.startup_s
+            else:
+                rejoin = stop.at_s + self.run.drop_rejoin_s  # measured: heal and state copy
+            back = min(repaired, rejoin)
+        reduced = max(back - (stop.at_s + stall), 0)
+        self.debt += int(stall) + int(reduced // replicas)
 
     # -- booking ----------------------------------------------------------------------------------
     def _book(self, job_id: int, submit: int, start: int, stop: _Stop, reason: str) -> None:

@@ -86,7 +86,7 @@ def _node_events(result: SimulationResult) -> list[tuple[int, int, str, int, int
                     "DRAIN",
                     min(back, end),
                     back if back < end else None,
-                    f"repair: {cause.component.lower()}",
+                    cause.repair_reason,
                     "root(0)",
                 )
             )
@@ -169,7 +169,7 @@ def _nodes_text(result: SimulationResult) -> str:
             continue
         cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
         if out.drain_s[i] < end:
-            state[int(out.node[i])] = ("IDLE+DRAIN", f"repair: {cause.component.lower()}")
+            state[int(out.node[i])] = ("IDLE+DRAIN", cause.repair_reason)
         else:
             dead = cause.reason == "Not responding"
             state[int(out.node[i])] = ("DOWN*" if dead else "DOWN", cause.reason)

@@ -19,7 +19,12 @@ from heapq import heappop, heappush
 import numpy as np
 
 from gpuyield.simulate.failures import Outages
-from gpuyield.simulate.scenario import JobClass, Scenario
+from gpuyield.simulate.research_layout import (
+    _Layout,
+    borrower_class,
+    expected_jobs,
+)
+from gpuyield.simulate.scenario import Scenario
 
 # Row state codes (arrays cannot hold strings cheaply); ``STATE_NAMES`` maps them to sacct text.
 S_COMPLETED, S_FAILED, S_PREEMPTED, S_REQUEUED, S_TIMEOUT, S_OOM, S_CANCELLED = range(7)
@@ -93,63 +98,6 @@ class ResearchRows:
         return self.nodes[self.node_ptr[row] : self.node_ptr[row + 1]]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Layout:
-    """Nodes of one class's partition and how its units map to them."""
-
-    cls: JobClass
-    first_node: int
-    num_nodes: int
-    #: Units (node slices) per node for small jobs; 0 when jobs take whole nodes.
-    per_node: int
-    #: Nodes per job (1 for small jobs).
-    span: int
-
-    @property
-    def num_units(self) -> int:
-        """Schedulable units: node slices for small jobs, whole nodes for multi-node jobs."""
-        return self.num_nodes * self.per_node if self.per_node else self.num_nodes
-
-    @property
-    def units_per_job(self) -> int:
-        return 1 if self.per_node else self.span
-
-    def unit_node(self) -> np.ndarray:
-        """Node of every unit."""
-        units = np.arange(self.num_units, dtype=np.int64)
-        return self.first_node + (units // self.per_node if self.per_node else units)
-
-
-def plan_layout(scenario: Scenario, first_node: int, num_nodes: int) -> list[_Layout]:
-    """Split ``num_nodes`` research nodes into class partitions by GPU-time share."""
-    gpn = scenario.fleet.gpus_per_node
-    classes = scenario.research.classes
-    total = sum(c.gpu_time_share for c in classes)
-    layouts, cursor = [], first_node
-    for index, cls in enumerate(classes):
-        span = max(cls.num_gpus // gpn, 1)
-        if index == len(classes) - 1:
-            nodes = first_node + num_nodes - cursor
-        else:
-            nodes = round(num_nodes * cls.gpu_time_share / total)
-        nodes -= nodes % span
-        per_node = gpn // cls.num_gpus if cls.num_gpus <= gpn else 0
-        layouts.append(
-            _Layout(cls=cls, first_node=cursor, num_nodes=nodes, per_node=per_node, span=span)
-        )
-        cursor += nodes
-    return layouts
-
-
-def borrower_class(layouts: list[_Layout]) -> int | None:
-    """The class that runs on lent lineage nodes: the largest single-node class."""
-    return max(
-        (i for i, lay in enumerate(layouts) if lay.per_node and lay.num_units),
-        key=lambda i: layouts[i].cls.num_gpus,
-        default=None,
-    )
-
-
 def lent_node_s(lends: tuple[Lend, ...], start_s: int, end_s: int) -> int:
     """Node-seconds lineage nodes are lent to research in the window."""
     return sum((end_s - start_s) - (lend.held_to_s - lend.held_from_s) for lend in lends)
@@ -174,32 +122,6 @@ def skip_end_states(outcomes: list[str], probs: np.ndarray, multiplier: float) -
     return scaled / scaled.sum()
 
 
-def _expected_jobs(
-    lay: _Layout,
-    outcomes: list[str],
-    probs: np.ndarray,
-    gpn: int,
-    span_s: float,
-    lent_node_s: int,
-    load: float,
-) -> float:
-    """Mean number of jobs of one class that keep its nodes ``load`` busy over the window."""
-    cls = lay.cls
-    mean_full = min(cls.median_duration_s * np.exp(cls.duration_sigma**2 / 2), cls.time_limit_s)
-    # Jobs that stop early run half their duration on average (uniform fraction below).
-    mean_run = mean_full * (probs[outcomes.index("completed")] if "completed" in outcomes else 0)
-    mean_run += (
-        mean_full
-        * 0.5
-        * (1 - (probs[outcomes.index("completed")] if "completed" in outcomes else 0))
-    )
-    capacity = lay.num_nodes * gpn * span_s
-    # Lent lineage nodes bring their own demand, so they are not just idle capacity; while the run
-    # holds them the borrowing class queues more (research is squeezed by the big run).
-    capacity += lent_node_s * gpn
-    return float(load * capacity / (mean_run * cls.num_gpus))
-
-
 def draw_jobs(
     scenario: Scenario,
     layouts: list[_Layout],
@@ -209,20 +131,18 @@ def draw_jobs(
 ) -> ResearchJobs:
     """Draw every research job of the window (arrival, duration, outcome); ids in submit order."""
     cfg = scenario.research
-    gpn = scenario.fleet.gpus_per_node
     start, end = scenario.start_s, scenario.end_s
     outcomes = list(cfg.end_states)
     probs = np.array([cfg.end_states[o] for o in outcomes], dtype=float)
     probs /= probs.sum()
     codes = np.array([_OUTCOME_CODES[o] for o in outcomes])
     parts: list[tuple[np.ndarray, ...]] = []
+    means = expected_jobs(scenario, layouts, lent_node_s)
     for index, lay in enumerate(layouts):
         cls = lay.cls
         if lay.num_units == 0:
             continue
-        lent = lent_node_s if index == borrower_class(layouts) else 0
-        expected = _expected_jobs(lay, outcomes, probs, gpn, float(end - start), lent, cfg.load)
-        count = int(rng.poisson(expected))
+        count = int(rng.poisson(means[index]))
         submit = rng.integers(start, end, size=count, dtype=np.int64)
         full = np.exp(rng.normal(np.log(cls.median_duration_s), cls.duration_sigma, size=count))
         full = np.clip(np.rint(full), 60, cls.time_limit_s).astype(np.int64)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,32 +17,11 @@ from gpuyield import parsing, tomlfile
 from gpuyield.errors import FieldError, InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
 from gpuyield.simulate.fleet_types import check_prices, check_typed
+from gpuyield.simulate.policies import Policy, SparesFor
 from gpuyield.simulate.scenario_types import check_table
 
 # Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
 _FOLDER = "scenarios/sim"
-
-
-class Policy(StrEnum):
-    """What a release-lineage job does when one of its nodes fails."""
-
-    # The whole job stops; it is requeued and restarts from its last checkpoint.
-    RESTART = "restart"
-    # The failed data-parallel replica is dropped; the job goes on at reduced throughput.
-    DROP = "drop"
-    # A hot spare node swaps in: a restart from the last checkpoint without the queue wait.
-    SPARES = "spares"
-    # Recover from a peer's in-memory copy (Gemini): little lost, fast restart. Sweeps only.
-    IN_MEMORY = "in-memory"
-
-
-class SparesFor(StrEnum):
-    """Which remedies take a failed node's replacement from a run's spare nodes."""
-
-    # Every remedy: a restarted job starts on a spare, a dropped replica rejoins on one.
-    ALL = "all"
-    # Only a restart: a dropped replica waits for its own node's repair (down_s + repair time).
-    RESTART = "restart"
 
 
 # The largest scenario simulated: a century on ten million GPUs (the 100k-GPU year is the benchmark).
@@ -195,6 +173,13 @@ class LineageConfig:
     policy: Policy = Policy.RESTART
     #: Nodes per data-parallel replica (policy ``drop`` loses one replica per failed node).
     replica_nodes: int = 16
+    #: Policy ``drop``: seconds the surviving replicas stall per failure (heartbeat lapse, new
+    #: quorum); -1 stalls until Slurm detects the fault (``failures.detection_s``).
+    drop_stall_s: float = -1.0
+    #: Policy ``drop``: seconds from the failure until a dropped replica is back on a free spare
+    #: (process restart and state copy); -1 takes ``spare_swap_s`` + ``startup_s`` from
+    #: detection. Without a free spare (or with ``spares_for`` restart) it waits for the repair.
+    drop_rejoin_s: float = -1.0
     #: Planned stops (firmware updates, changes to training) per day; each stops after a checkpoint.
     planned_stops_per_day: float = 0.0
     #: How long a planned stop keeps the run off the cluster.
@@ -234,6 +219,13 @@ class LineageConfig:
         _non_negative(self.spare_swap_s, f"{where}.spare_swap_s")
         _non_negative(self.spare_nodes, f"{where}.spare_nodes")
         _positive(self.replica_nodes, f"{where}.replica_nodes")
+        for name in ("drop_stall_s", "drop_rejoin_s"):
+            if not (getattr(self, name) >= 0 or getattr(self, name) == -1):
+                raise InputError(
+                    f"{where}.{name} must be >= 0 (or -1 for the default), got "
+                    f"{getattr(self, name)!r}",
+                    hint="seconds, e.g. 15",
+                )
         if self.policy is Policy.IN_MEMORY:
             raise InputError(
                 f"{where}.policy in-memory is modelled only by sweeps",
