@@ -19,6 +19,7 @@ BENCHES = (
     "guard",
     "serve",
     "ladder",
+    "preflight",
     "collect",
     "collect_output",
     "hostile",

@@ -40,9 +40,18 @@ def test_sweep_jobs_is_a_field() -> None:
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [
-        (["simulate", "run", "ledger-check", "--days", "0"], "--days must be > 0", "--days 7"),
+        (
+            ["simulate", "run", "ledger-check", "--duration", "0s"],
+            "--duration must be > 0",
+            "--duration 7d",
+        ),
+        (
+            ["simulate", "run", "ledger-check", "--days", "0"],
+            "--duration must be > 0",
+            "--duration 7d",
+        ),
         (["simulate", "run", "ledger-check", "--seed", "-1"], "--seed must be >= 0", "--seed 7"),
-        (["simulate", "sweep", "--days", "0"], "--days must be > 0", "--days 30"),
+        (["simulate", "sweep", "--duration", "0s"], "--duration must be > 0", "--duration 30d"),
         (["simulate", "sweep", "--seeds", "0"], "--seeds must be >= 1", "--seeds 3"),
         (["simulate", "sweep", "--jobs", "0"], "--jobs must be >= 1", "--jobs 1"),
     ],

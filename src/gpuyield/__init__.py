@@ -1,16 +1,15 @@
 """gpuyield: of every GPU-second a training cluster paid for, how much ended up in a released model?
 
-The public surface. Light names (errors, categories, the in-job ``Recorder`` and ``DivergenceWatch``)
-import eagerly; the ledger and report, which need DuckDB and Ibis, import on first use so that training
-jobs importing ``gpuyield.Recorder`` do not pay for them.
+The public surface. The errors import eagerly; every other name on first use, so that training jobs
+importing ``gpuyield.Recorder`` do not pay for DuckDB and Ibis, and ``gpuyield preflight`` (at every
+``sbatch``) not for the guard either.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuyield.categories import CancelCause, Category, DownCause, FailedCause
 from gpuyield.errors import (
     ConservationError,
     DataConsistencyError,
@@ -22,11 +21,20 @@ from gpuyield.errors import (
     UnknownFormat,
     UnknownIdError,
 )
-from gpuyield.guard import DivergenceWatch, Recorder
+
+if TYPE_CHECKING:
+    from gpuyield.categories import CancelCause, Category, DownCause, FailedCause
+    from gpuyield.guard import DivergenceWatch, Recorder
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "CancelCause": "gpuyield.categories",
+    "Category": "gpuyield.categories",
+    "DownCause": "gpuyield.categories",
+    "FailedCause": "gpuyield.categories",
+    "DivergenceWatch": "gpuyield.guard",
+    "Recorder": "gpuyield.guard",
     "check_essay": "gpuyield.estimate",
     "estimate_lab": "gpuyield.estimate",
     "estimate_train": "gpuyield.estimate",

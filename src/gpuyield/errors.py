@@ -20,7 +20,6 @@ print the message and the hint, and exit with status 1 (no traceback)::
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,7 +44,7 @@ class FieldError(InputError):
     """A value given to the library is invalid; ``field`` names it as the library does.
 
     The message is ``"<field> <problem>"`` (``simulate.days must be > 0``). The CLI maps ``field``
-    to its flag (``--days``) so a user reads the name they typed; ``example`` is a valid value for
+    to its flag (``--duration``) so a user reads the name they typed; ``example`` is a valid value for
     the hint in either spelling.
     """
 
@@ -133,4 +132,6 @@ class MissingExtraError(GpuyieldError):
 
 def closest(value: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The known names closest to ``value`` (for "did you mean" hints)."""
+    import difflib  # only when a name is wrong: the submit-time check never needs it
+
     return difflib.get_close_matches(value, list(known), n=n, cutoff=0.5)

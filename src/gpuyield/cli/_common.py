@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import TyperGroup
 
-from gpuyield.errors import FieldError, GpuyieldError, InputError
+from gpuyield.errors import FieldError, GpuyieldError
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
@@ -55,6 +55,21 @@ class PlainUsageErrors(TyperGroup):
         return _main(self, rich_markup_mode=mode, **kwargs)
 
 
+class ViewByDefault(TyperGroup):
+    """A group with a default command: ``gpuyield report --by user`` is ``report summary --by
+    user``. A first word that names no view (an option, or nothing) goes to the first command;
+    ``--help`` alone is the group's help, listing the views."""
+
+    #: What a first word that names no view runs (the CLI snapshot shows it).
+    default_command = "summary"
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # ctx is typed loosely: typer vendors its own click.
+        if args[:1] != ["--help"] and (not args or args[0] not in self.commands):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
 console = _Console()
 err_console = _Console(stderr=True)
 
@@ -90,17 +105,31 @@ def fail(error: GpuyieldError) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-def as_flag(error: FieldError, flags: Mapping[str, str]) -> GpuyieldError:
-    """The same error in the user's words: the library's field name replaced by the flag typed."""
-    flag = flags.get(error.field)
-    if flag is None:
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A flag whose value is in other units than the library field's: ``simulate.days`` is
+    ``--duration``, whose example ``7`` reads ``7d``."""
+
+    name: str
+    unit: str = ""
+
+
+def as_flag(error: FieldError, flags: Mapping[str, str | Flag]) -> GpuyieldError:
+    """The same error in the user's words: the library's field name replaced by the flag typed.
+
+    A field spelled as a flag (``--now``: a value only the CLI has) is its own flag.
+    """
+    found = flags.get(error.field) or (error.field if error.field.startswith("--") else None)
+    if found is None:
         return error
-    hint = f"pass e.g. {flag} {error.example}" if error.example is not None else error.hint
-    return GpuyieldError(f"{flag} {error.problem}", hint=hint)
+    flag = found if isinstance(found, Flag) else Flag(found)
+    example = None if error.example is None else f"{error.example}{flag.unit}"
+    hint = f"pass e.g. {flag.name} {example}" if example is not None else error.hint
+    return GpuyieldError(f"{flag.name} {error.problem}", hint=hint)
 
 
 @contextmanager
-def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
+def errors_mapped(flags: Mapping[str, str | Flag] | None = None) -> Iterator[None]:
     """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback.
 
     ``flags`` maps library field names (``simulate.days``) to the command's flags (``--days``).
@@ -113,31 +142,12 @@ def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
         fail(error)
 
 
-_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, option: str) -> int:
-    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
-    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
-    if match is None:
-        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
-    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
-
-
-#: ``--wait`` of the commands that read the store (report, ladder, idle-now).
-WAIT_HELP = (
-    "When another process is writing the store (a collection: seconds), wait up to this long "
-    "for it instead of failing (30s, 2m; 0: do not wait). Default: 5s."
-)
-DEFAULT_WAIT = "5s"
-
-
 @contextmanager
-def waiting_for_store(wait: str) -> Iterator[None]:
+def waiting_for_store(wait_s: int) -> Iterator[None]:
     """Opening the store inside the block waits up to ``--wait`` for a writer to finish."""
     from gpuyield.store import waiting_for_writer
 
-    with waiting_for_writer(parse_duration(wait, "--wait")):
+    with waiting_for_writer(wait_s):
         yield
 
 

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from gpuyield.cli._common import (
-    DEFAULT_WAIT,
-    WAIT_HELP,
     cell,
     console,
     err_console,
     errors_mapped,
     shown,
     waiting_for_store,
+)
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_WAIT_S,
+    DEFAULT_ZONE,
+    count_option,
+    db_option,
+    epoch_s,
+    instant_option,
+    usage_error,
+    wait_option,
+    zone_option,
 )
 from gpuyield.cli._weights import (
     check_weight,
@@ -25,8 +36,7 @@ from gpuyield.cli._weights import (
     print_weighted,
     require_weight,
 )
-from gpuyield.cli.ingest import parse_instant
-from gpuyield.errors import InputError
+from gpuyield.errors import GpuyieldError
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
@@ -43,21 +53,17 @@ _TOP_HELP = (
 
 
 def report_command(
-    db: Annotated[
-        Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")
-    ] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
-    top: Annotated[int | None, typer.Option("--top", help=_TOP_HELP)] = None,
+    top: Annotated[int | None, count_option("--top", help=_TOP_HELP, example="10")] = None,
     weight: Annotated[str, typer.Option("--weight", help=_WEIGHT_HELP)] = "gpu-seconds",
     since: Annotated[
-        str | None, typer.Option(help="Window start (ISO time). Default: cluster registration.")
+        datetime | None, instant_option(help="Window start. Default: cluster registration.")
     ] = None,
     until: Annotated[
-        str | None, typer.Option(help="Window end (ISO time). Default: the data's capture time.")
+        datetime | None, instant_option(help="Window end. Default: the data's capture time.")
     ] = None,
-    tz: Annotated[
-        str, typer.Option(help="Time zone of --since/--until without an offset.")
-    ] = "UTC",
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (docs/contracts.md shape).")
     ] = False,
@@ -75,14 +81,14 @@ def report_command(
             "(out of installed, never idle) instead of failing.",
         ),
     ] = False,
-    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
+    check_flags(html=html, png=png, by=by, top=top)
+    unit = _weight_unit(weight, html=html, as_json=as_json, by=by)
     with errors_mapped():
-        check_flags(html=html, png=png, by=by, top=top)
-        unit = check_weight(weight, html=html, as_json=as_json, by=by)
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         if html is not None:
             from gpuyield.cli._progress import RichProgress
             from gpuyield.report.html import write_html_report
@@ -127,17 +133,26 @@ def report_command(
         _print_breakdown(result.breakdown)
 
 
+def _weight_unit(weight: str, *, html: Path | None, as_json: bool, by: str | None) -> str:
+    """``--weight``'s unit; an unknown weight, or one that would change nothing with the other
+    flags, is a usage error (exit 2) like every flag that does not go with another."""
+    try:
+        return check_weight(weight, html=html, as_json=as_json, by=by)
+    except GpuyieldError as error:
+        usage_error(error.message, hint=error.hint)
+
+
 def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:
-    """Flags that would do nothing together are errors, not silently ignored."""
+    """Flags that would do nothing together are usage errors (exit 2), not silently ignored."""
     if png is not None and html is None:
-        raise InputError("--png works only with --html", hint="add --html FILE, or drop --png")
+        usage_error("--png works only with --html", hint="add --html FILE, or drop --png")
     if by is not None and html is not None:
-        raise InputError(
+        usage_error(
             "--by does not apply to --html (the page has its own breakdowns)",
             hint="run --by without --html for the table or JSON",
         )
     if top is not None and by is None:
-        raise InputError("--top works only with --by", hint="add --by, e.g. --by user")
+        usage_error("--top works only with --by", hint="add --by, e.g. --by user")
 
 
 def _hours(gpu_seconds: float) -> str:
@@ -230,7 +245,7 @@ def _print_skipped_rungs(waste: Any) -> None:
             f"{_hours(side.wasted_gpu_seconds)} failed/cancelled/diverged "
             f"({_share(side.waste_share)})"
         )
-    console.print("[dim]waste_in_skipped_rungs: `gpuyield ladder` lists the runs[/]")
+    console.print("[dim]waste_in_skipped_rungs: `gpuyield report ladder` lists the runs[/]")
 
 
 def _print_activity(report: Any) -> None:

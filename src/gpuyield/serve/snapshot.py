@@ -59,7 +59,7 @@ class Snapshot:
     idle_now: IdleNow
     """Who holds GPUs measured idle in that second (from the same ledger as ``now``)."""
     idle_now_json: str
-    """``idle_now`` exactly as ``gpuyield idle-now --json`` prints it."""
+    """``idle_now`` exactly as ``gpuyield report idle-now --json`` prints it."""
     waiting: Waiting
     """Jobs waiting for GPUs at the capture time."""
     down_nodes: tuple[DownNode, ...]

@@ -129,7 +129,7 @@ def run_ladder_sweep(
     """Waste of the research workload at each skip share, against the ladder enforced."""
     if num_gpus < 8 or seeds < 1 or not skip_shares or days <= 0:
         raise InputError(
-            "the ladder sweep needs --gpus >= 8, --seeds >= 1, --days > 0 and some --values",
+            "the ladder sweep needs --gpus >= 8, --seeds >= 1, --duration > 0 and some --values",
             hint="e.g. --gpus 100000 --values 0.1,0.3,0.5",
         )
     base = research or ResearchConfig(enabled=True)
