@@ -18,6 +18,7 @@ import ibis.expr.types as ir
 from gpuyield.categories import Category
 from gpuyield.families import LadderPolicy
 from gpuyield.ledger.ledger import Ledger
+from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.rungs import family_jobs_sql
 from gpuyield.store import connection_of
 
@@ -252,10 +253,11 @@ def _run_categories(
     keys = family_jobs.select("job_key", "family", family_run="run")
     joined = segments.join(keys, "job_key")
     gpu_s = (joined.end_s - joined.start_s) * joined.gpus
-    totals = joined.group_by(["family", "family_run", "category"]).aggregate(gpu_s=gpu_s.sum())
+    totals = joined.group_by(["family", "family_run", "category"]).aggregate(gpu_s=exact_sum(gpu_s))
     spent: dict[tuple[str, str], dict[str, float]] = {}
-    for row in totals.to_pyarrow().to_pylist():
-        value = float(row["gpu_s"] or 0.0)
+    rows = totals.to_pyarrow().to_pylist()
+    for row in sorted(rows, key=lambda r: (r["family"], r["family_run"], r["category"])):
+        value = gpu_seconds(row["gpu_s"])
         if abs(value) > 1e-9:
             spent.setdefault((row["family"], row["family_run"]), {})[row["category"]] = value
     return spent
