@@ -40,6 +40,7 @@ from gpuyield.report.page_model import (
     TableGroup,
     render,
 )
+from gpuyield.report.source import ReportSource
 from gpuyield.report.summary import iso
 
 _SECTIONS = (
@@ -53,7 +54,7 @@ _SECTIONS = (
 
 
 def write_html_report(
-    db: str | Path,
+    db: ReportSource,
     html_path: str | Path,
     *,
     since_s: int | None = None,
@@ -61,7 +62,7 @@ def write_html_report(
     png_dir: str | Path | None = None,
     allow_gaps: bool = False,
 ) -> Path:
-    """Write the HTML report of the store at ``db`` (and slide PNGs into ``png_dir``).
+    """Write the HTML report of the store at ``db`` or of a lake (and slide PNGs into ``png_dir``).
 
     Returns the path written.
     """

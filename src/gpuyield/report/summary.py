@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuyield import store
+import ibis
+
 from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
-from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.ledger import Ledger, compute_ledger
 from gpuyield.ledger.coverage import CoverageSpan
 from gpuyield.ledger.utilization import UtilizationSummary
+from gpuyield.report.source import ReportSource, ledger_backend
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
@@ -210,6 +211,12 @@ def _number(value: float) -> float | int:
     return round(value) if abs(value - round(value)) < 1e-6 else value
 
 
+# What the report says of each ingest (``sources``), in this order.
+_SOURCE_FIELDS = (
+    "ingest_id", "source", "path", "sha256", "rows_read", "rows_rejected", "rows_skipped",
+)  # fmt: skip
+
+
 def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
     """How overhead was found: measured from telemetry, estimated from run_settings, or neither."""
     if estimated_runs:
@@ -219,13 +226,13 @@ def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
     return "measured" if measured else "not measured (no run telemetry)"
 
 
-def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
-    """Wrap a computed ledger with the store's data-quality and provenance facts."""
-    rejected: int = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
-    sources = con.execute(
-        """SELECT ingest_id, source, path, sha256, rows_read, rows_rejected, rows_skipped
-           FROM ingests ORDER BY ingest_id"""
-    ).fetchall()
+def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) -> YieldReport:
+    """Wrap a computed ledger with the data-quality and provenance facts of the tables it was
+    computed from (``backend``: the ledger's own when None)."""
+    backend = backend if backend is not None else ledger.jobs._find_backend()
+    rejected = int(backend.table("rejects").count().to_pyarrow().as_py())
+    ingests = backend.table("ingests").select(*_SOURCE_FIELDS).order_by("ingest_id")
+    sources = tuple(ingests.to_pyarrow().to_pylist())
     measured_overhead = ledger.overhead_measured
     lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
     figures = {
@@ -261,43 +268,21 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         coverage=ledger.window.coverage,
         not_captured=ledger.window.not_captured,
         activity=ledger.utilization,
-        sources=tuple(
-            dict(
-                zip(
-                    (
-                        "ingest_id",
-                        "source",
-                        "path",
-                        "sha256",
-                        "rows_read",
-                        "rows_rejected",
-                        "rows_skipped",
-                    ),
-                    row,
-                    strict=True,
-                )
-            )
-            for row in sources
-        ),
+        sources=sources,
     )
 
 
 def build_report(
-    db: str | Path,
+    db: ReportSource,
     *,
     since_s: int | None = None,
     until_s: int | None = None,
     allow_gaps: bool = False,
 ) -> YieldReport:
-    """Compute the ledger of the store at ``db`` and summarise it."""
-    con = store.connect(db, read_only=True)
-    try:
-        ledger = compute_ledger(
-            backend_for(con), since_s=since_s, until_s=until_s, allow_gaps=allow_gaps
-        )
-        return report_from_ledger(ledger, con)
-    finally:
-        con.close()
+    """Compute the ledger of the store at ``db`` (or of a lake) and summarise it."""
+    with ledger_backend(db) as backend:
+        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
+        return report_from_ledger(ledger, backend)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -317,7 +302,7 @@ class ReportWithBreakdown:
 
 
 def build_report_with_breakdown(
-    db: str | Path,
+    db: ReportSource,
     *,
     since_s: int | None = None,
     until_s: int | None = None,
@@ -328,13 +313,9 @@ def build_report_with_breakdown(
     """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
     from gpuyield.report.breakdown import breakdown
 
-    con = store.connect(db, read_only=True)
-    try:
-        backend = backend_for(con)
+    with ledger_backend(db) as backend:
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
         ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
         rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
-        return ReportWithBreakdown(report=report_from_ledger(ledger, con), breakdown=rows)
-    finally:
-        con.close()
+        return ReportWithBreakdown(report=report_from_ledger(ledger, backend), breakdown=rows)
