@@ -1,13 +1,12 @@
 """The same Ibis ledger on Spark: identical categories to DuckDB on the real sample.
 
 Spark reads the store's tables as Parquet (how records that outgrow one machine would arrive); the
-ledger code is unchanged. Needs the `spark` extra and Java; CI installs both.
+ledger code is unchanged. It runs on the session's standalone cluster (``spark_session`` in
+tests/conftest.py). Needs the `spark` extra and Java; CI installs both.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -30,35 +29,6 @@ pytestmark = [
 
 TABLES = ("ingests", "jobs", "job_nodes", "node_events", "cluster_events", "nodes", "telemetry",
           "divergence_events", "coverage")  # fmt: skip
-
-
-def _need(what: str, ok: bool) -> None:
-    if not ok:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{what} is missing in CI")
-        pytest.skip(f"{what} is not installed")
-
-
-@pytest.fixture(scope="module")
-def spark_session():
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        _need("pyspark (pip install 'gpuyield[spark]')", False)
-    _need("java", shutil.which("java") is not None)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.mark.slow

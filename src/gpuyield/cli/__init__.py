@@ -17,6 +17,7 @@ from gpuyield.cli import (
     estimate,
     idle_now,
     ingest,
+    lake,
     report,
     serve,
     simulate,
@@ -35,6 +36,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(ingest.app, name="ingest")
+app.add_typer(lake.app, name="lake")
 app.command(name="report")(report.report_command)
 app.add_typer(estimate.app, name="estimate")
 app.add_typer(simulate.app, name="simulate")

@@ -10,6 +10,7 @@ import typer
 
 from gpuyield.cli._common import console, errors_mapped, print_json
 from gpuyield.cli.ingest import parse_instant
+from gpuyield.cli.lake import SyncOption, print_sync, sync_after, with_sync
 from gpuyield.errors import InputError
 
 _UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -70,6 +71,7 @@ def collect_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
     ] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Run sacct, sacctmgr and scontrol since the last collection and ingest them in one transaction (for cron)."""
     from gpuyield.cli._progress import RichProgress
@@ -91,8 +93,9 @@ def collect_command(
                 manifest=manifest,
                 progress=progress,
             )
+    synced = sync_after(db, lake)
     if as_json:
-        print_json(outcome.to_dict())
+        print_json(with_sync(outcome.to_dict(), synced))
         return
     if quiet:
         return
@@ -107,3 +110,5 @@ def collect_command(
     )
     for warning in outcome.ingest.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    if synced is not None:
+        print_sync(synced)

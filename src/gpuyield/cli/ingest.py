@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import typer
 
 from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli.lake import SyncOption, print_sync, sync_after, with_sync
 from gpuyield.errors import InputError
 
 app = typer.Typer(
@@ -118,6 +119,7 @@ def slurm_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary.")
     ] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
@@ -150,11 +152,14 @@ def slurm_command(
                 cluster=cluster,
                 progress=progress,
             )
+    synced = sync_after(db, lake)
     if as_json:
-        print_json(summary.to_dict())
+        print_json(with_sync(summary.to_dict(), synced))
         return
     if not quiet:
         _print_summary(summary)
+        if synced is not None:
+            print_sync(synced)
 
 
 def _print_summary(summary: Any) -> None:
@@ -191,14 +196,19 @@ def telemetry_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest run telemetry: measured lost progress, overhead, and divergence found in the loss curve."""
     from gpuyield.ingest.runlog import ingest_telemetry_files
 
     with errors_mapped():
         results = ingest_telemetry_files(db, run, files, fmt=fmt)
+    synced = sync_after(db, lake)
     if as_json:
+        # The list as before; what --lake wrote goes to stderr, not into the record.
         print_json([dataclasses.asdict(r) for r in results])
+        if synced is not None:
+            print_sync(synced, to_stderr=True)
         return
     for r in results:
         status = (
@@ -215,6 +225,8 @@ def telemetry_command(
             )
         )
         console.print(f"{r.run}: {r.path}: {status}")
+    if synced is not None:
+        print_sync(synced)
 
 
 @app.command("utilization")
@@ -257,6 +269,7 @@ def utilization_command(
     tz: Annotated[str, typer.Option(help="Time zone of --since/--until.")] = "UTC",
     db: DbOption = Path("gpuyield.duckdb"),
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest per-GPU activity, so allocated GPUs measured idle move to idle.allocated."""
     from gpuyield.ingest.utilization import MetricNames, PrometheusSource, ingest_utilization
@@ -291,12 +304,17 @@ def utilization_command(
             names=names,
             cluster=cluster,
         )
+    synced = sync_after(db, lake)
     if as_json:
         print_json([dataclasses.asdict(r) for r in results])
+        if synced is not None:
+            print_sync(synced, to_stderr=True)
         return
     for r in results:
         status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"
         console.print(f"{r.path}: {status}")
+    if synced is not None:
+        print_sync(synced)
 
 
 def _seconds(text: str) -> int:

@@ -14,6 +14,8 @@ from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
 from gpuyield.safetext import visible
 
+# Library fields named by the flags that set them.
+_FLAGS = {"lake.engine": "--engine", "lake.spark_master": "--spark-master"}
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
     "or cluster (each cluster of the store as a report of its own)."
@@ -25,8 +27,32 @@ _TOP_HELP = (
 
 def report_command(
     db: Annotated[
-        Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")
-    ] = Path("gpuyield.duckdb"),
+        Path | None,
+        typer.Option(
+            "--db", help="DuckDB file written by `gpuyield ingest` [default: gpuyield.duckdb]."
+        ),
+    ] = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            "--lake",
+            help="Report on a lake (`gpuyield lake export`, `ingest --lake`) instead of a store.",
+        ),
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="With --lake: duckdb (in this process) or spark [default: duckdb].",
+        ),
+    ] = None,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-master",
+            help="With --engine spark: the master, spark://HOST:PORT [default: local[*]].",
+        ),
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
     top: Annotated[int | None, typer.Option("--top", help=_TOP_HELP)] = None,
     since: Annotated[
@@ -57,23 +83,31 @@ def report_command(
     ] = False,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
-    with errors_mapped():
+    from gpuyield.report.source import describe
+
+    with errors_mapped(_FLAGS):
         check_flags(html=html, png=png, by=by, top=top)
+        source = report_source(db=db, lake=lake, engine=engine, spark_master=spark_master)
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with err_console.status(f"computing the ledger of {db}"):
+        with err_console.status(f"computing the ledger of {describe(source)}"):
             if html is not None:
                 from gpuyield.report.html import write_html_report
 
                 written = write_html_report(
-                    db, html, since_s=since_s, until_s=until_s, png_dir=png, allow_gaps=allow_gaps
+                    source,
+                    html,
+                    since_s=since_s,
+                    until_s=until_s,
+                    png_dir=png,
+                    allow_gaps=allow_gaps,
                 )
             else:
                 from gpuyield.report.summary import build_report_with_breakdown
 
                 result = build_report_with_breakdown(
-                    db, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
+                    source, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
                 )
         if html is not None:
             console.print(f"HTML report written to {written}")
@@ -87,6 +121,25 @@ def report_command(
     _print_report(result.report)
     if result.breakdown is not None:
         _print_breakdown(result.breakdown)
+
+
+def report_source(
+    *, db: Path | None, lake: Path | None, engine: str | None, spark_master: str | None
+) -> Any:
+    """The store or the lake (with its engine) the flags name."""
+    from gpuyield.lake import LakeSource
+
+    if lake is None:
+        if engine is not None or spark_master is not None:
+            flag = "--engine" if engine is not None else "--spark-master"
+            raise InputError(f"{flag} works only with --lake", hint="add --lake DIR, or drop it")
+        return Path("gpuyield.duckdb") if db is None else db
+    if db is not None:
+        raise InputError("give --db or --lake, not both", hint="a report reads one of them")
+    if spark_master is not None and engine not in (None, "spark"):
+        raise InputError("--spark-master works only with --engine spark", hint="add --engine spark")
+    chosen = "spark" if spark_master is not None and engine is None else engine or "duckdb"
+    return LakeSource(path=lake, engine=chosen, spark_master=spark_master)
 
 
 def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:

@@ -118,13 +118,18 @@ def duckdb_lake(lake: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def _view(con: duckdb.DuckDBPyConnection, contents: LakeContents, table: str) -> None:
-    """Replace the empty schema table by a view over the lake's files (none: it stays empty)."""
+    """Replace the empty schema table by a view over the lake's files (none: it stays empty).
+
+    The columns are the files' own: the partition directories' names (``cluster=``, ``day=``)
+    organise the files, they are not read as columns (a cluster's name is escaped there).
+    """
     files = contents.files(table)
     if not files:
         return
     columns = table_columns(con, table)
     selects = [
-        f"SELECT {_select(columns, f.index)} FROM read_parquet({_quoted_list(f.paths)})"
+        f"SELECT {_select(columns, f.index)} FROM read_parquet({_quoted_list(f.paths)}, "
+        "hive_partitioning = false)"
         for f in files
     ]
     con.execute(f"DROP TABLE {table}")

@@ -110,7 +110,8 @@ def _table_frame(
         return _empty_frame(session, schema, table)
     frames = []
     for writer in files:
-        frame = session.read.parquet(*writer.paths)
+        # No partition discovery: the columns are the files' own (see read._view).
+        frame = session.read.option("recursiveFileLookup", "true").parquet(*writer.paths)
         frame = frame.select(
             *[
                 F.expr(f"{moved} AS {c}") if (moved := moved_ids(c, writer.index)) else F.col(c)

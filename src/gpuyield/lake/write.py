@@ -80,6 +80,16 @@ def export_lake(db: str | Path, lake: str | Path) -> LakeSync:
         con.close()
 
 
+def sync_store(db: str | Path, lake: str | Path) -> LakeSync:
+    """After an ingest into the store at ``db``: write what it changed into ``lake`` (the
+    partitions ingests since the last sync touched, and every partition of small tables)."""
+    con = store.connect(db, read_only=False)
+    try:
+        return sync_lake(con, Path(lake), store_path=str(db), full=False)
+    finally:
+        con.close()
+
+
 def sync_lake(
     con: duckdb.DuckDBPyConnection, lake: Path, *, store_path: str, full: bool = False
 ) -> LakeSync:

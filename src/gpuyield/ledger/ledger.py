@@ -32,6 +32,7 @@ from gpuyield.ledger.down import (
 from gpuyield.ledger.estimated import estimated_overhead_intervals, estimated_runs
 from gpuyield.ledger.jobs import SEGMENT_JOB_ATTRIBUTES, clipped_jobs, job_segments
 from gpuyield.ledger.scan import scan_sweep
+from gpuyield.ledger.spark_plan import checkpoint, is_spark
 from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.ledger.telemetry import (
     has_telemetry,
@@ -387,11 +388,14 @@ def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table
 def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
     """Compute an intermediate once instead of once per query that uses it.
 
-    A temp table where the backend has them (DuckDB); otherwise a temporary view, cached (Spark):
-    the view binds a table built in memory (the capacity) to this backend, where a bare
-    ``cache()`` would run it on Ibis' default backend.
+    A temp table where the backend has them (DuckDB); on Spark its rows, checkpointed
+    (``spark_plan.checkpoint``); otherwise a temporary view, cached: the view binds a table built
+    in memory (the capacity) to this backend, where a bare ``cache()`` would run it on Ibis'
+    default backend.
     """
     unique = f"{name}_{uuid.uuid4().hex[:12]}"
+    if is_spark(backend):
+        return checkpoint(backend, unique, table)
     try:
         return backend.create_table(unique, table, temp=True)
     except NotImplementedError:

@@ -1,0 +1,60 @@
+"""One ledger, the store and the lake: ``report --json`` (every breakdown) and the HTML page,
+byte for byte, from the DuckDB store and from DuckDB reading the lake (Spark: test_spark.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuyield.lake import LakeSource
+from gpuyield.report.breakdown import DIMENSIONS
+from gpuyield.report.html import write_html_report
+from tests.lake import data
+from tests.lake.data import Ingested, report_text
+
+
+def _lake(path: Path) -> LakeSource:
+    return LakeSource(path=path, engine="duckdb")
+
+
+@pytest.mark.parametrize("by", [None, *DIMENSIONS])
+def test_the_bundled_capture_reports_the_same_from_its_lake(sample: Ingested, by: str) -> None:
+    assert report_text(_lake(sample.lake), by) == report_text(sample.db, by)
+
+
+def test_the_html_page_is_the_same_from_the_lake(sample: Ingested, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from_store = write_html_report(sample.db, tmp_path / "store.html").read_bytes()
+    from_lake = write_html_report(_lake(sample.lake), tmp_path / "lake.html").read_bytes()
+    assert from_lake == from_store
+    assert b'data-key="yield"' in from_store
+
+
+@pytest.mark.parametrize("by", [None, "account", "day"])
+def test_the_simulators_cluster_with_utilization_reports_the_same(
+    simulated: Ingested, by: str
+) -> None:
+    text = report_text(simulated.db, by)
+    assert '"gpu_activity"' in text  # the samples were attributed: utilization is in the report
+    assert report_text(_lake(simulated.lake), by) == text
+
+
+@pytest.mark.parametrize("by", [None, "cluster", "job"])
+def test_a_two_cluster_lake_reports_per_cluster_and_in_total(
+    two_clusters: dict[str, Path], by: str
+) -> None:
+    text = report_text(two_clusters["db"], by)
+    assert report_text(_lake(two_clusters["lake"]), by) == text
+
+
+def test_two_stores_writing_one_lake_report_as_one_store_holding_both(
+    two_clusters: dict[str, Path],
+) -> None:
+    """Each cluster collected into a store of its own, both writing one lake: the same report as
+    one store holding both, but for the ingest ids (each store numbers its own)."""
+    both = report_text(two_clusters["db"], "cluster")
+    shared = report_text(_lake(two_clusters["shared"]), "cluster")
+    assert data.without_ingest_ids(shared) == data.without_ingest_ids(both)
+    rows = data.without_ingest_ids(shared)["breakdown"]["rows"]  # type: ignore[index]
+    assert [r["key"] for r in rows] == ["check", "east"]
