@@ -125,8 +125,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_cluster(work: Path) -> Iterator[SparkCluster]:
-    """Start a master and a worker under ``work``; stop both (and their executors) after."""
+def running_cluster(work: Path, *, worker_memory: str = "1536m") -> Iterator[SparkCluster]:
+    """Start a master and a worker under ``work`` (``worker_memory`` for its executors); stop
+    both (and their executors) after."""
     for sub in ("logs", "worker", "scratch"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     env = _environment(work)
@@ -140,7 +141,7 @@ def running_cluster(work: Path) -> Iterator[SparkCluster]:
         ))  # fmt: skip
         processes.append(_start(
             ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-             "--webui-port", str(_free_port()), "--cores", str(WORKER_CORES), "--memory", "1536m",
+             "--webui-port", str(_free_port()), "--cores", str(WORKER_CORES), "--memory", worker_memory,
              "--work-dir", str(work / "worker"), master_url], env, work / "logs" / "worker.out",
         ))  # fmt: skip
         _wait_for_worker(web_url, processes, work / "logs")

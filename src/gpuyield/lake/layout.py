@@ -165,7 +165,7 @@ class LakeFile:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LakeFile:
         """Read back ``to_dict``'s shape."""
-        return cls(**{k: data[k] for k in cls.__slots__})  # type: ignore[attr-defined]
+        return cls(**{k: data[k] for k in cls.__slots__})
 
     @property
     def partition(self) -> tuple[str, str | None, int | None]:

@@ -14,6 +14,7 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import CancelCause, Category, FailedCause
 from gpuyield.ledger.estimated import progress_elapsed
+from gpuyield.ledger.plan import is_spark, reused_on_spark
 from gpuyield.ledger.window import Window
 from gpuyield.manifest import Manifest
 
@@ -133,6 +134,9 @@ def job_segments(
         state_subcategory=subcategory,
         head_end_s=jobs.full_end_s - jobs.lost_s,
     )
+    # Read by every segment kind below (head, tail, overhead): computed once where an engine
+    # would run it once per reader.
+    jobs = reused_on_spark(backend, "gy_job_states", jobs)
     # A lineage job keeps its time as released, up to the progress it lost at its end.
     head = _segment(
         jobs,
@@ -153,7 +157,7 @@ def job_segments(
     if overhead is not None:
         segments = segments.union(_overhead_segments(jobs, overhead))
     segments = segments.filter(segments.end_s > segments.start_s)
-    return _split_diverged(segments, manifest, window)
+    return _split_diverged(segments, manifest, window, spark=is_spark(backend))
 
 
 def _overhead_segments(jobs: ir.Table, overhead: ir.Table) -> ir.Table:
@@ -320,21 +324,27 @@ def _segment(
     )
 
 
-def _split_diverged(segments: ir.Table, manifest: Manifest, window: Window) -> ir.Table:
+def _split_diverged(
+    segments: ir.Table, manifest: Manifest, window: Window, *, spark: bool = False
+) -> ir.Table:
     """Time of a diverged run (after its ``after`` instant, if given) becomes ``diverged``."""
     if not manifest.diverged:
         return segments
-    after = ibis.cases(
-        *[
-            (
-                segments.run == d.run,
-                ibis.literal(float(d.after_s if d.after_s is not None else window.start_s - 1)),
-            )
-            for d in manifest.diverged
-        ],
-        else_=ibis.null("float64"),
-    )
-    segments = segments.mutate(div_after_s=after)
+    after_s: dict[str, float] = {}
+    for d in manifest.diverged:  # a run named twice: its first entry, as a CASE would take
+        after_s.setdefault(d.run, float(d.after_s if d.after_s is not None else window.start_s - 1))
+    if spark:
+        # A join with the small table of runs: Spark compiles a CASE of hundreds of runs into
+        # one Java method past the JVM's 64 KB limit, then falls back to interpreting every row.
+        runs = ibis.memtable({"d_run": list(after_s), "div_after_s": list(after_s.values())})
+        joined = segments.left_join(runs, segments.run == runs.d_run)
+        segments = joined.select(*segments.columns, "div_after_s")
+    else:
+        after = ibis.cases(
+            *[(segments.run == run, ibis.literal(v)) for run, v in after_s.items()],
+            else_=ibis.null("float64"),
+        )
+        segments = segments.mutate(div_after_s=after)
     plain = segments.filter(segments.div_after_s.isnull())
     div = segments.filter(segments.div_after_s.notnull())
     before = div.mutate(end_s=ibis.least(div.end_s, div.div_after_s))

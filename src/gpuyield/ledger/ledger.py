@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,8 +30,8 @@ from gpuyield.ledger.down import (
 )
 from gpuyield.ledger.estimated import estimated_overhead_intervals, estimated_runs
 from gpuyield.ledger.jobs import SEGMENT_JOB_ATTRIBUTES, clipped_jobs, job_segments
+from gpuyield.ledger.plan import materialize, reused_on_spark
 from gpuyield.ledger.scan import scan_sweep
-from gpuyield.ledger.spark_plan import checkpoint, is_spark
 from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.ledger.telemetry import (
     has_telemetry,
@@ -195,6 +194,8 @@ def _compute_window(
     jobs = clipped_jobs(backend, window, manifest)
     if keep_segments or telemetry:
         jobs = materialize(backend, "gy_jobs", jobs)
+    else:
+        jobs = reused_on_spark(backend, "gy_jobs", jobs)
     allocations = materialize(
         backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
     )
@@ -208,6 +209,8 @@ def _compute_window(
     if has_samples(backend):  # the job segments are read twice then: once for the samples' cut
         segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
         util = _utilization(backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold)  # fmt: skip
+    else:
+        segments_jobs = reused_on_spark(backend, "gy_job_segments", segments_jobs)
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)
@@ -383,23 +386,6 @@ def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table
             for c in segments.columns
         ]
     )
-
-
-def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
-    """Compute an intermediate once instead of once per query that uses it.
-
-    A temp table where the backend has them (DuckDB); on Spark its rows, checkpointed
-    (``spark_plan.checkpoint``); otherwise a temporary view, cached: the view binds a table built
-    in memory (the capacity) to this backend, where a bare ``cache()`` would run it on Ibis'
-    default backend.
-    """
-    unique = f"{name}_{uuid.uuid4().hex[:12]}"
-    if is_spark(backend):
-        return checkpoint(backend, unique, table)
-    try:
-        return backend.create_table(unique, table, temp=True)
-    except NotImplementedError:
-        return backend.create_view(unique, table).cache()
 
 
 def _swept(

@@ -15,7 +15,7 @@ import ibis.expr.types as ir
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ledger import Ledger
-from gpuyield.ledger.ledger import materialize
+from gpuyield.ledger.plan import materialize
 from gpuyield.ledger.sums import exact_sum, gpu_seconds, units_sum
 from gpuyield.times import iso_utc
 

@@ -1,0 +1,54 @@
+"""Where the ledger's plan differs by engine (chosen here, never by the caller).
+
+Ibis hands Spark each query as SQL text over the ledger's expressions, which nest deeply (a
+segment is a job clipped, allocated, blamed, split): Spark analyses and optimises the whole tree
+of every query again, and evaluates a subtree once per branch that reads it. An intermediate the
+ledger reads more than once is therefore computed once and its lineage cut (``localCheckpoint``):
+later queries start from its rows, not from its plan. DuckDB, which plans a query in milliseconds
+and shares common subtrees itself, stores only the intermediates worth a write as temporary tables.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import ibis
+import ibis.expr.types as ir
+
+
+def is_spark(backend: ibis.BaseBackend) -> bool:
+    """True for Ibis' PySpark backend."""
+    return backend.name == "pyspark"
+
+
+def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
+    """Compute an intermediate once instead of once per query that uses it.
+
+    A temp table where the backend has them (DuckDB); on Spark its rows, checkpointed
+    (``_checkpoint``); otherwise a temporary view, cached: the view binds a table built in memory
+    (the capacity) to this backend, where a bare ``cache()`` would run it on Ibis' default
+    backend.
+    """
+    unique = f"{name}_{uuid.uuid4().hex[:12]}"
+    if is_spark(backend):
+        return _checkpoint(backend, unique, table)
+    try:
+        return backend.create_table(unique, table, temp=True)
+    except NotImplementedError:
+        return backend.create_view(unique, table).cache()
+
+
+def reused_on_spark(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
+    """``table`` materialized on Spark, where every query would plan and run it again; as it is
+    elsewhere (DuckDB runs it where it is read, cheaper than writing it)."""
+    return materialize(backend, name, table) if is_spark(backend) else table
+
+
+def _checkpoint(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
+    """``table`` computed now on the executors, kept there (memory, then disk), as a view
+    ``name`` whose plan is a scan of those rows."""
+    backend._run_pre_execute_hooks(table)  # in-memory tables (the capacity) reach Spark first
+    session = backend._session
+    frame = session.sql(backend.compile(table)).localCheckpoint(eager=True)
+    frame.createOrReplaceTempView(name)
+    return backend.table(name)
