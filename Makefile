@@ -19,7 +19,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -e '.[dev,html,telemetry,train,spark,serve]'
 	touch $@
 
-.PHONY: demo test test-quick bench bench-quick lint install clean
+.PHONY: demo test test-quick bench bench-quick lint install clean docs-figures
 install: $(VENV)/.core
 
 demo: $(VENV)/.core
@@ -47,6 +47,11 @@ test: $(VENV)/.dev
 test-quick: $(VENV)/.dev
 	$(PY) -m pytest -q -m "not slurm and not slow"
 
+# Rewrite every figure in README.md and docs/ from the commands printed beside it (docs/figures.py;
+# `make test` fails on a stale one: tests/docs/test_figures.py). Review the diff, then commit it.
+docs-figures: $(VENV)/.dev
+	$(PY) docs/figures.py
+
 # The full run writes about 2.6 GB of generated data under bench/out/ and takes many minutes.
 bench: $(VENV)/.dev
 	$(PY) -m bench
@@ -55,9 +60,10 @@ bench-quick: $(VENV)/.dev
 	$(PY) -m bench --quick
 
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench docs/figures.py
+	$(VENV)/bin/ruff format --check src tests bench docs/figures.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy docs/figures.py
 	$(VENV)/bin/lint-imports --no-logo
 
 clean:

@@ -17,6 +17,7 @@ BENCHES = (
     "hostile",
     "ft",
     "utilization",
+    "report_html",
     "lake",
 )
 

@@ -157,11 +157,13 @@ def _healthy_prefix(first: Point, cadence: int, rng: random.Random, n: int = 100
 
 
 def _replay(points: list[Point], config: WatchConfig) -> list[tuple[int, EventKind]]:
+    """(step reported at, kind) of every event: a jump is reported once it has persisted
+    (``reported_step``), later than the step it names."""
     watch = DivergenceWatch(config, act_on=())
     found = []
     for p in points:
         events = watch.update(p.step, loss=p.loss, grad_norm=p.grad_norm, loss_scale=p.loss_scale)
-        found += [(e.step, e.kind) for e in events]
+        found += [(e.reported_step or e.step, e.kind) for e in events]
     return found
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
@@ -71,37 +69,14 @@ def session(block: Block) -> list[Step]:
 
 
 def gpuyield_commands(text: str) -> list[list[str]]:
-    """The ``gpuyield`` invocations in a command line: pipes, ``&&``, ``;`` and comments cut off."""
-    text = re.sub(r"\s+#.*$", "", text)
-    found = []
-    for part in re.split(r"\s&&\s|\s\|\s|;\s", text):
-        words = shlex.split(part)
-        if words and words[0] == "gpuyield":
-            found.append(words[1:])
-    return found
-
-
-def jq(data: Any, program: list[str]) -> str:
-    """The two jq forms the manual uses: a path (``.a.b[0]``) and ``-c '{a, b}'``."""
-    compact = program[0] == "-c"
-    expr = program[-1]
-    if expr.startswith("{"):
-        keys = [k.strip() for k in expr.strip("{}").split(",")]
-        data = {k: data[k] for k in keys}
-    else:
-        for key, index in re.findall(r"\.(\w+)|\[(\d+)\]", expr):
-            data = data[key] if key else data[int(index)]
-    if compact:
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return json.dumps(data, indent=2, ensure_ascii=False)
-
-
-def shown_in(shown: str, actual: str) -> bool:
-    """Whether the output the manual shows is in the real output, whitespace aside.
-
-    Rich wraps long lines at the terminal's width, so only the words and their order count.
-    """
-    want, got = shown.split(), actual.split()
-    if not want:
-        return True
-    return any(got[i : i + len(want)] == want for i in range(len(got) - len(want) + 1))
+    """The ``gpuyield`` invocations in a command line: cut at pipes, ``&&``, ``||`` and ``;``
+    outside quotes (a jq or grep program may hold a ``|``), comments dropped."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="|&;")
+    lexer.whitespace_split = True
+    groups: list[list[str]] = [[]]
+    for word in lexer:
+        if word in ("|", "||", "&&", ";"):
+            groups.append([])
+        else:
+            groups[-1].append(word)
+    return [words[1:] for words in groups if words and words[0] == "gpuyield"]

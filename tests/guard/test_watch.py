@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import statistics
 
 import pytest
 from hypothesis import assume, given, settings
@@ -20,10 +22,12 @@ from gpuyield.guard import (
 
 # Small windows keep the series short; the rules are the same at the defaults.
 _CONFIG = WatchConfig(warmup_points=10, window=20, sustain_points=5)
+# The threshold rules, one point at a time (spike_points=1: report the first point above).
+_SINGLE = WatchConfig(warmup_points=10, window=20, sustain_points=5, spike_points=1)
 _LEVEL = 2.0
 # With a flat history the MAD is 0, so sigma is the noise floor: rel_noise_floor x level.
 _FLOOR_SIGMA = _CONFIG.rel_noise_floor * _LEVEL
-_SPIKE_THRESHOLD = _LEVEL + _CONFIG.spike_z * _FLOOR_SIGMA  # 2.06
+_SPIKE_THRESHOLD = _LEVEL + _CONFIG.spike_z * _FLOOR_SIGMA  # 2.12
 
 
 def _feed(watch: DivergenceWatch, losses: list[float], start: int = 0) -> list[DivergenceEvent]:
@@ -38,22 +42,50 @@ def _kinds(events: list[DivergenceEvent] | tuple[DivergenceEvent, ...]) -> list[
 
 
 def test_spike_threshold_on_a_flat_history() -> None:
-    below = DivergenceWatch(_CONFIG)
+    below = DivergenceWatch(_SINGLE)
     assert _feed(below, [_LEVEL] * 20 + [_SPIKE_THRESHOLD - 1e-9]) == []
-    above = DivergenceWatch(_CONFIG)
+    above = DivergenceWatch(_SINGLE)
     (event,) = _feed(above, [_LEVEL] * 20 + [_SPIKE_THRESHOLD + 1e-6])
     assert (event.step, event.kind, event.metric) == (20, EventKind.LOSS_SPIKE, "loss")
     assert event.baseline == _LEVEL
     assert event.threshold == pytest.approx(_SPIKE_THRESHOLD)
 
 
-def test_spike_threshold_follows_the_mad() -> None:
-    # 1.9/2.0/2.1 repeated: median 2.0, MAD 0.1, sigma 0.14826 (above the floor of 0.01).
-    history = [1.9, 2.0, 2.1] * 7
-    threshold = 2.0 + _CONFIG.spike_z * 1.4826 * 0.1
-    assert _feed(DivergenceWatch(_CONFIG), [*history, threshold - 1e-6]) == []
-    (event,) = _feed(DivergenceWatch(_CONFIG), [*history, threshold + 1e-6])
-    assert event.threshold == pytest.approx(threshold)
+def _mad_sigma(values: list[float]) -> float:
+    """The documented noise: 1.4826 x the MAD of consecutive differences, over sqrt 2."""
+    diffs = [b - a for a, b in itertools.pairwise(values)]
+    centre = statistics.median(diffs)
+    return 1.4826 * statistics.median(abs(d - centre) for d in diffs) / math.sqrt(2)
+
+
+def test_spike_threshold_follows_the_mad_of_the_differences() -> None:
+    # Irregular noise around 2.0: sigma from the differences' MAD (above the 0.02 floor).
+    history = [2.0 + 0.1 * math.sin(1.7 * i) for i in range(20)]
+    level = statistics.median(history[-_CONFIG.level_points :])
+    threshold = level + _CONFIG.spike_z * _mad_sigma(history)
+    assert _mad_sigma(history) > _FLOOR_SIGMA
+    assert _feed(DivergenceWatch(_SINGLE), [*history, threshold - 1e-6]) == []
+    (event,) = _feed(DivergenceWatch(_SINGLE), [*history, threshold + 1e-6])
+    assert event.threshold == pytest.approx(threshold) and event.baseline == pytest.approx(level)
+
+
+def test_a_falling_curve_is_not_noise() -> None:
+    # Falling 0.05 per point with +-0.5% wiggles: the values' spread (about 0.5) would put the
+    # threshold 3 loss units up; the differences' spread is the wiggle alone.
+    falling = [10.0 - 0.05 * i + 0.05 * ((i * 7) % 3 - 1) for i in range(60)]
+    jumped = [x * 1.6 if i >= 40 else x for i, x in enumerate(falling)]
+    events = _feed(DivergenceWatch(WatchConfig()), jumped)
+    assert _kinds(events)[:1] == [EventKind.LOSS_SPIKE]
+    assert events[0].step == 40 and events[0].reported_step == 42
+    assert events[0].threshold - events[0].baseline < 1.5
+    assert _feed(DivergenceWatch(WatchConfig()), falling) == []
+
+
+def test_one_bad_batch_is_not_a_spike_but_three_times_the_level_is() -> None:
+    # Healthy per-step logs lift one point up to 1.93x and fall back (tests/data/training-curves).
+    assert _feed(DivergenceWatch(_CONFIG), [_LEVEL] * 20 + [_LEVEL * 1.93] + [_LEVEL] * 20) == []
+    (event,) = _feed(DivergenceWatch(_CONFIG), [_LEVEL] * 20 + [_LEVEL * 3.0] + [_LEVEL] * 5)
+    assert (event.step, event.kind, event.reported_step) == (20, EventKind.LOSS_SPIKE, None)
 
 
 def test_no_spike_during_warmup() -> None:
@@ -71,7 +103,9 @@ def test_sustained_excursion_is_a_divergence_after_k_points() -> None:
     watch = DivergenceWatch(_CONFIG)
     events = _feed(watch, [_LEVEL] * 20 + [5.0] * 30)
     assert _kinds(events) == [EventKind.LOSS_SPIKE, EventKind.DIVERGENCE]
-    # The spike is point 1 of the excursion, so the K-th point above is K-1 steps later.
+    # The spike names the jump's first step, reported once it lasted spike_points points.
+    assert (events[0].step, events[0].reported_step) == (20, 20 + _CONFIG.spike_points - 1)
+    # The jump is point 1 of the excursion, so the K-th point above is K-1 steps later.
     assert events[1].step == 20 + _CONFIG.sustain_points - 1
     assert events[1].baseline == _LEVEL
     assert events[1].threshold == pytest.approx(_LEVEL + _CONFIG.sustain_z * _FLOOR_SIGMA)
@@ -80,10 +114,10 @@ def test_sustained_excursion_is_a_divergence_after_k_points() -> None:
 def test_diverged_points_do_not_become_the_new_normal() -> None:
     watch = DivergenceWatch(_CONFIG)
     _feed(watch, [_LEVEL] * 20 + [5.0] * 100)
-    # Back to normal, then a new spike: detected against the healthy level, not 5.0.
-    events = _feed(watch, [_LEVEL] * 5 + [3.0], start=120)
+    # Back to normal, then a new jump: detected against the healthy level, not 5.0.
+    events = _feed(watch, [_LEVEL] * 5 + [3.0] * 3, start=120)
     assert _kinds(events) == [EventKind.LOSS_SPIKE]
-    assert events[0].baseline == _LEVEL
+    assert events[0].baseline == _LEVEL and events[0].step == 125
 
 
 def test_a_restart_ends_the_excursion() -> None:
@@ -169,6 +203,10 @@ def test_act_on_limits_the_kinds_acted_on() -> None:
         {"grad_norm_factor": 1.0},
         {"sustain_z": 7.0, "spike_z": 6.0},
         {"spike_z": -1.0},
+        {"spike_points": 0},
+        {"level_points": 0},
+        {"immediate_factor": 1.0},
+        {"spike_points": 30, "sustain_points": 25},
     ],
 )
 def test_config_validation(kwargs: dict[str, float]) -> None:
@@ -203,7 +241,7 @@ def test_a_non_increasing_loss_never_alarms(losses: list[float]) -> None:
 )
 def test_flat_history_spike_rule(level: float, jump: float) -> None:
     # Flat history: fires iff loss > level * (1 + spike_z * rel_noise_floor).
-    config = WatchConfig(warmup_points=5, window=8)
+    config = WatchConfig(warmup_points=5, window=8, spike_points=1)
     loss = level * (1 + jump)
     events = _feed(DivergenceWatch(config), [level] * 8 + [loss])
     threshold = level + config.spike_z * config.rel_noise_floor * level

@@ -66,5 +66,6 @@ def test_the_sweep_uses_measured_costs_and_says_so(tmp_path: Path) -> None:
     for gpus in (16384.0, 98304.0):
         assert by[(Policy.DROP, gpus)] > by[(Policy.RESTART, gpus)]
     summary = result.to_dict()
-    assert summary["recovery_costs"]["calibration"].endswith("ft-costs.toml")
-    assert set(summary["recovery_costs"]["by_value"]) == {"16384", "98304"}
+    assert summary["assumptions"]["ft_calibration"]["path"].endswith("ft-costs.toml")
+    assert set(summary["costs"]) == {"16384", "98304"}
+    assert summary["costs"]["16384"]["rejoin_s"] == pytest.approx(cal.costs_at(16384).rejoin_s)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpuyield.simulate.api import RunSummary
-from gpuyield.simulate.sweep import SweepParam, SweepSpec, run_sweep
+from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, run_sweep
 from gpuyield.simulate.sweep_files import write_sweep
 
 
@@ -29,7 +29,15 @@ def test_ledger_check_files(ledger_check: RunSummary, golden: Callable[[str, str
 
 
 def test_sweep_files(tmp_path: Path, golden: Callable[[str, str], None]) -> None:
-    spec = SweepSpec(param=SweepParam.INTERVAL_S, values=(600.0, 1800.0), seeds=1)
+    # Built as the CLI builds it, so the stated assumptions are pinned too.
+    base = base_model(days=30, gpus=16384)
+    spec = SweepSpec(
+        param=SweepParam.INTERVAL_S,
+        values=(600.0, 1800.0),
+        seeds=1,
+        base=base.model,
+        assumptions=base.assumptions,
+    )
     write_sweep(run_sweep(spec), tmp_path, plots=False)
     golden("sweep-interval.csv", (tmp_path / "sweep.csv").read_text())
     golden("sweep-interval.json", (tmp_path / "sweep.json").read_text())

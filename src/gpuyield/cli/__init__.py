@@ -18,14 +18,17 @@ from gpuyield.cli import (
     idle_now,
     ingest,
     lake,
+    plan,
     report,
     serve,
     simulate,
     train,
 )
 from gpuyield.cli import ladder as ladder_cli
+from gpuyield.cli._common import PlainUsageErrors
 
 app = typer.Typer(
+    cls=PlainUsageErrors,
     name="gpuyield",
     help=(
         "Yield of AI training clusters: of every GPU-second you paid for, how much ended up in a "
@@ -47,6 +50,7 @@ app.command(name="ladder")(ladder_cli.ladder_command)
 app.command(name="preflight")(ladder_cli.preflight_command)
 app.command(name="collect")(collect.collect_command)
 app.command(name="doctor")(doctor.doctor_command)
+app.command(name="plan")(plan.plan_command)
 app.command(name="train-ft")(train.train_ft_command)
 app.command(name="ft-loss")(train.ft_loss_command)
 

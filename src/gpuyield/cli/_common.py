@@ -11,14 +11,50 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from gpuyield.errors import FieldError, GpuyieldError
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _Console(Console):
+    """Rich's console, except that a message is never re-wrapped off a terminal.
+
+    Off a terminal (cron mail, logs, a test's pipe) Rich hard-wraps text at 80 columns and splits
+    a path mid-word; a message printed as a string stays one line there (on a terminal the terminal
+    wraps it). Tables and other renderables keep Rich's layout: cropping them would lose data.
+    """
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None and all(isinstance(o, str) for o in objects):
+            soft_wrap = not self.is_terminal
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+class PlainUsageErrors(TyperGroup):
+    """The root command: off a terminal a usage error (exit 2) is click's plain lines.
+
+    Typer draws usage errors in a box 80 columns wide, re-wrapping the message inside it; cron
+    mail, logs and tests get ``Error: ...`` on one line instead. On a terminal, the box.
+    """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # typer.core._main is what TyperGroup.main calls; its rich_markup_mode only chooses how
+        # a click error is printed (help keeps this group's own mode). tests/test_cli_messages.py
+        # fails if a typer upgrade changes that.
+        from typer.core import _main
+
+        boxed = sys.stderr.isatty()
+        names = ("args", "prog_name", "complete_var", "standalone_mode", "windows_expand_args")
+        kwargs.update(zip(names, args, strict=False))
+        mode = self.rich_markup_mode if boxed else None
+        return _main(self, rich_markup_mode=mode, **kwargs)
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 
 def fail(error: GpuyieldError) -> NoReturn:

@@ -7,6 +7,7 @@ from types import TracebackType
 from rich.progress import (
     BarColumn,
     DownloadColumn,
+    MofNCompleteColumn,
     Progress,
     SpinnerColumn,
     TaskID,
@@ -20,16 +21,18 @@ from gpuyield.cli._common import err_console
 class RichProgress:
     """One bar per phase on stderr (stdout stays clean for --json)."""
 
-    def __init__(self, *, enabled: bool = True) -> None:
+    def __init__(self, *, enabled: bool = True, counts: bool = False) -> None:
+        # Phases count bytes read (ingest, collect) or, with ``counts``, steps (the report's charts).
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
-            DownloadColumn(),
+            MofNCompleteColumn() if counts else DownloadColumn(),
             TimeElapsedColumn(),
             console=err_console,
             transient=True,
-            disable=not enabled,
+            # Off a terminal (cron, logs, a pipe) Rich would still print a blank line at the end.
+            disable=not enabled or not err_console.is_terminal,
         )
         self._task: TaskID | None = None
 

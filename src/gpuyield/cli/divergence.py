@@ -50,7 +50,7 @@ def scan_command(
     if as_json:
         print_json(result.to_json())
         return
-    from rich.table import Table
+    from rich.table import Column, Table
 
     console.print(
         f"{result.path}: {result.num_steps} steps read as {result.format}"
@@ -59,7 +59,18 @@ def scan_command(
     if not result.events:
         console.print("no divergence events found")
         return
-    table = Table("step", "kind", "metric", "value", "threshold", "baseline", "roll back to")
+    # The kind names the event (loss_spike, nonfinite, ...): never wrapped mid-word on a narrow
+    # terminal, where the numeric columns give way instead.
+    table = Table(
+        "step",
+        Column("kind", no_wrap=True),
+        "metric",
+        "value",
+        "threshold",
+        "baseline",
+        "reported at",
+        "roll back to",
+    )
     for e in result.events:
         table.add_row(
             str(e.step),
@@ -68,6 +79,7 @@ def scan_command(
             f"{e.value:.6g}",
             f"{e.threshold:.6g}",
             "" if e.baseline is None else f"{e.baseline:.6g}",
+            str(e.reported_step or e.step),
             "" if e.rollback_step is None else str(e.rollback_step),
         )
     console.print(table)

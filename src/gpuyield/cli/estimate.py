@@ -101,12 +101,20 @@ def train(
 
 def _print_two_mfus(result: Any, mfu: str) -> None:
     """One line saying which MFU gave which GPU-hours."""
-    from gpuyield.estimate.numbers import format_percent, format_range
+    from gpuyield.estimate.numbers import format_number, format_percent, format_range
 
     console.print(
         f"GPU-hours {format_range(result.gpu_hours)} at training-step MFU "
         f"{mfu}; {format_range(result.gpu_hours_range)} at the effective, all-in MFU "
         f"{format_percent(result.effective_mfu)} of {result.effective_basis}.",
+        markup=False,
+        highlight=False,
+    )
+    cal, hours = result.calibrated_mfu, result.gpu_hours_calibrated
+    console.print(
+        f"Expected {format_number(hours.central)} GPU-hours ({cal.coverage:.0%} interval "
+        f"{format_number(hours.low)} - {format_number(hours.high)}, from {cal.support} "
+        f"leave-one-out residuals of {cal.basis}).",
         markup=False,
         highlight=False,
     )
@@ -126,26 +134,27 @@ def validate(json_out: JsonOpt = False, markdown: MarkdownOpt = False) -> None:
         return
     from gpuyield.estimate.numbers import format_number
 
-    columns = ("run", "on", "reported GPU-h", "predicted", "range", "ratio", "eff. MFU", "in")
+    columns = ("run", "on", "reported GPU-h", "expected", "80% interval", "ratio", "in", "range in")
     rows = [
         (
             r.id,
             r.accelerator,
             format_number(r.reported_gpu_hours),
-            format_number(r.predicted_gpu_hours.central),
-            f"{format_number(r.predicted_gpu_hours.low)} - "
-            f"{format_number(r.predicted_gpu_hours.high)}",
-            f"{r.ratio:.2f}",
-            f"{r.effective_mfu:.1%}",
+            format_number(r.expected_gpu_hours),
+            f"{format_number(r.interval_gpu_hours[0])} - {format_number(r.interval_gpu_hours[1])}",
+            f"{r.expected_ratio:.2f}",
+            "yes" if r.in_interval else "no",
             "yes" if r.in_range else "no",
         )
         for r in report.rows
     ]
-    console.print(_table("Published runs: reported vs predicted GPU-hours", columns, rows))
-    inside = sum(r.in_range for r in report.rows)
+    console.print(_table("Published runs: reported vs expected GPU-hours", columns, rows))
+    s = report.overall
     console.print(
-        f"in range: {inside} of {len(report.rows)} ({report.share_in_range:.0%}); ranges are the "
-        "lowest-highest effective MFU of the other runs on the same accelerator generation",
+        f"80% interval, leave-one-out: {s.coverage:.0%} of {s.runs} runs inside, median width "
+        f"{s.median_width:.2f}x; expected hours off by {s.median_ratio:.2f}x at the median, "
+        f"{s.worst_ratio:.2f}x at worst. Old range (lowest-highest effective MFU of the "
+        f"generation): {report.share_in_range:.0%} in range.",
         markup=False,
         highlight=False,
     )
@@ -343,7 +352,9 @@ def _emit(sheet: Worksheet, data: dict[str, Any], json_out: bool, markdown: bool
     else:
         console.print(_sheet_table(sheet))
         for note in sheet.notes:
-            console.print(f"note: {note}", markup=False, highlight=False)
+            # A warning (an implied figure bounded by physics, and why) is labelled as one.
+            shown = note if note.startswith("warning: ") else f"note: {note}"
+            console.print(shown, markup=False, highlight=False)
 
 
 def _sheet_table(sheet: Worksheet) -> Any:

@@ -218,6 +218,8 @@ def ladder_sweep_command(
     if as_json:
         print_json(ladder_sweep_dict(sweep))
         return
+    for line in sweep.assumption_lines():
+        console.print(line, markup=False, highlight=False)
     table = Table(
         title=f"research waste by rung-skipping share, {gpus:,} GPUs, {days:g} days "
         f"(skippers fail x{multiplier:g}; {out / 'ladder-sweep.json'})"

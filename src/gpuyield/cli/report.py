@@ -90,11 +90,12 @@ def report_command(
         source = report_source(db=db, lake=lake, engine=engine, spark_master=spark_master)
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
-        # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with err_console.status(f"computing the ledger of {describe(source)}"):
-            if html is not None:
-                from gpuyield.report.html import write_html_report
+        if html is not None:
+            from gpuyield.cli._progress import RichProgress
+            from gpuyield.report.html import write_html_report
 
+            # One bar per phase on stderr (nothing when it is not a terminal).
+            with RichProgress(counts=True) as progress:
                 written = write_html_report(
                     source,
                     html,
@@ -102,16 +103,17 @@ def report_command(
                     until_s=until_s,
                     png_dir=png,
                     allow_gaps=allow_gaps,
+                    progress=progress,
                 )
-            else:
-                from gpuyield.report.summary import build_report_with_breakdown
-
-                result = build_report_with_breakdown(
-                    source, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
-                )
-        if html is not None:
             console.print(f"HTML report written to {written}")
             return
+        # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
+        with err_console.status(f"computing the ledger of {describe(source)}"):
+            from gpuyield.report.summary import build_report_with_breakdown
+
+            result = build_report_with_breakdown(
+                source, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
+            )
     if as_json:
         from gpuyield.report.document import report_json_text
 

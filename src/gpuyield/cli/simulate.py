@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, errors_mapped, fail, print_json
+from gpuyield.cli._common import call, console, err_console, errors_mapped, fail, print_json
 from gpuyield.errors import InputError
 
 E = TypeVar("E", bound=StrEnum)
@@ -99,6 +99,9 @@ def _print_summary(summary: Any) -> None:
     from rich.table import Table
 
     truth = summary.truth
+    if truth.assumptions is not None:
+        for line in truth.assumptions.lines():
+            console.print(line, markup=False, highlight=False)
     table = Table(title=f"{summary.scenario}: truth ({summary.out_dir})")
     table.add_column("category")
     table.add_column("GPU-hours", justify="right")
@@ -113,10 +116,13 @@ def _print_summary(summary: Any) -> None:
         f"{inter.planned} planned; effective training time "
         + ", ".join(f"{k} {v:.1%}" for k, v in truth.effective_training_time.items())
     )
-    console.print(
-        f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs; simulated in "
-        f"{summary.simulate_s:.1f} s, written in {summary.write_s:.1f} s"
-    )
+    console.print(f"{summary.num_events:,} events, {summary.research_jobs:,} research jobs")
+    if err_console.is_terminal:
+        # How long it took, like a progress bar: on a terminal only, so the output on a pipe
+        # (a log, a doc's figure) is the same in every run.
+        err_console.print(
+            f"simulated in {summary.simulate_s:.1f} s, written in {summary.write_s:.1f} s"
+        )
 
 
 @app.command("list")
@@ -131,6 +137,9 @@ def list_command() -> None:
 @app.command("validate")
 def validate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the cases as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the cases as a Markdown table.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
@@ -140,25 +149,44 @@ def validate_command(
     if as_json:
         print_json({"cases": [r.to_json() for r in results]})
         return
+    if markdown:
+        from gpuyield.simulate.validate import cases_markdown
+
+        typer.echo(cases_markdown(results), nl=False)
+        return
     from rich.table import Table
 
     table = Table(title="Published reliability cases: predicted vs published")
-    for col in ("case", "table", "predicted", "simulated", "published", "band / ETTR", "ok"):
+    for col in (
+        "case",
+        "table",
+        "GPUs",
+        "MTBF min",
+        "predicted",
+        "simulated",
+        "published",
+        "ETTR",
+        "ok",
+    ):
         table.add_column(col)
     for r in results:
         c = r.case
         published = (
             str(c.published_interruptions)
             if c.published_interruptions is not None
+            else f"> {c.published_min_interruptions}"
+            if c.published_min_interruptions is not None
             else f"ETTR {c.published_ettr or c.published_min_ettr}"
         )
         table.add_row(
             c.id + (" (in-sample)" if c.in_sample else ""),
             c.table,
-            f"{r.predicted_interruptions:.1f}",
-            str(r.simulated_interruptions),
+            f"{c.gpus:,}",
+            f"{r.mtbf_minutes:,.0f}",
+            f"{r.predicted_interruptions:,.1f} ({r.band[0]:,.0f}-{r.band[1]:,.0f})",
+            f"{r.simulated_interruptions:,}",
             published,
-            f"{r.band[0]:.0f}-{r.band[1]:.0f}; ETTR {r.simulated_ettr:.3f}",
+            f"{r.simulated_ettr:.3f}",
             "yes" if r.within else "no (documented)" if c.expect_outside else "NO",
         )
     console.print(table)
@@ -205,7 +233,20 @@ def sweep_command(
             "or a path; replaces the assumed restart, stall and rejoin times.",
         ),
     ] = None,
+    spares_for: Annotated[
+        str | None,
+        typer.Option(
+            "--spares-for",
+            help="Which remedies take a failed node's replacement from the spare nodes: all "
+            "(restart and drop alike) or restart (a dropped replica waits for its node's repair). "
+            "Default: the scenario's run (all unless it says otherwise).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="Print the assumptions and a Markdown table of values."),
+    ] = False,
     skip_failure_multiplier: Annotated[
         float, typer.Option(help="ladder-skip-share: how much likelier a skipping job fails.")
     ] = 2.0,
@@ -223,16 +264,28 @@ def sweep_command(
         ladder_sweep_command(out, values, seeds, days, gpus, skip_failure_multiplier, as_json)
         return
     from gpuyield.simulate.ft_costs import load_ft_calibration
-    from gpuyield.simulate.scenario import Policy
+    from gpuyield.simulate.scenario import Policy, SparesFor
     from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
     from gpuyield.simulate.sweep_files import run_and_write_sweep
 
     which = _choice(SweepParam, param, "--param")
     chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
     parsed = _numbers(values, "--values") if values else call(default_values, which)
+    use = None if spares_for is None else _choice(SparesFor, spares_for, "--spares-for")
     with errors_mapped(_SWEEP_FLAGS):
+        costs = (
+            None
+            if ft_calibration is None
+            else load_ft_calibration(None if ft_calibration == "measured" else ft_calibration)
+        )
         base = base_model(
-            days=days, gpus=gpus, interval_s=interval_s, write_s=write_s, scenario=scenario
+            days=days,
+            gpus=gpus,
+            interval_s=interval_s,
+            write_s=write_s,
+            scenario=scenario,
+            spares_for=use,
+            costs=costs,
         )
         spec = SweepSpec(
             param=which,
@@ -241,16 +294,27 @@ def sweep_command(
             seeds=seeds,
             base=base.model,
             gpus_per_node=base.gpus_per_node,
-            costs=None
-            if ft_calibration is None
-            else load_ft_calibration(None if ft_calibration == "measured" else ft_calibration),
+            costs=costs,
+            assumptions=base.assumptions,
         )
         result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
+    _print_sweep(result, out, as_json=as_json, markdown=markdown)
+
+
+def _print_sweep(result: Any, out: Path, *, as_json: bool, markdown: bool) -> None:
     if as_json:
         print_json(result.to_dict())
         return
+    if markdown:
+        from gpuyield.simulate.sweep_table import sweep_markdown
+
+        typer.echo(sweep_markdown(result), nl=False)
+        return
     from rich.table import Table
 
+    if result.spec.assumptions is not None:
+        for line in result.spec.assumptions.lines():
+            console.print(line, markup=False, highlight=False)
     table = Table(title=f"sweep over {result.spec.param.value} ({out})")
     for col in ("policy", result.spec.param.value, "ETTR", "yield", "interruptions", "MTTF h"):
         table.add_column(col, justify="right")

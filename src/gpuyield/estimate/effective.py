@@ -153,3 +153,17 @@ def _stats(dimension: str, group: str, values: list[float]) -> GroupStats:
         quartile_3=q3,
         high=ordered[-1],
     )
+
+
+def distribution_markdown() -> str:
+    """The effective-MFU table of docs/estimate.md (regenerated, never typed)."""
+    lines = [
+        "| by | group | runs | lowest | 1st quartile | median | 3rd quartile | highest |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in distribution():
+        lines.append(
+            f"| {s.dimension} | {s.group} | {s.count} | {s.low:.1%} | {s.quartile_1:.1%} "
+            f"| {s.median:.1%} | {s.quartile_3:.1%} | {s.high:.1%} |"
+        )
+    return "\n".join(lines) + "\n"

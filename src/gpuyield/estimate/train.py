@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuyield.errors import InputError
 from gpuyield.estimate import formulas as f
+from gpuyield.estimate.calibrated import CalibratedMfu
 from gpuyield.estimate.catalog import (
     Accelerator,
     Model,
@@ -14,13 +15,20 @@ from gpuyield.estimate.catalog import (
     get_model,
     parse_precision,
 )
-from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for, step_to_effective_ratio
+from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for
+from gpuyield.estimate.implied import implied_mfu_step, step_mfu_step
 from gpuyield.estimate.numbers import (
     NumberLike,
     Range,
     as_range,
     require_fraction,
     require_positive,
+)
+from gpuyield.estimate.train_effective import (
+    EffectiveInputs,
+    calibrated_for,
+    calibrated_steps,
+    effective_steps,
 )
 from gpuyield.estimate.worksheet import DOWN, UP, Step, Worksheet, compute, given
 
@@ -59,8 +67,17 @@ class TrainEstimate:
     #: Training-step MFU implied by reported hours (implied effective MFU over the
     #: effective/step ratio of runs that report both); None without reported hours.
     implied_step_mfu: Range | None
+    #: Expected GPU-hours (central) and their calibrated interval (low, high), all-in.
+    gpu_hours_calibrated: Range
+    #: Expected wall days and their interval on ``num_gpus`` GPUs.
+    wall_days_calibrated: Range | None
+    #: The calibrated effective MFU behind them: expected, interval, coverage and support.
+    calibrated_mfu: CalibratedMfu
     #: The shown work.
     worksheet: Worksheet
+    #: What the output must not be read without (each also a worksheet note): an implied
+    #: training-step MFU bounded by the peak, and why.
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
@@ -76,12 +93,33 @@ class TrainEstimate:
             else [self.wall_days_range.low, self.wall_days_range.high]
         )
         data["effective_mfu_range"] = [self.effective_mfu.low, self.effective_mfu.high]
+        data.update(self._calibrated_json())
         data["mfu_used"] = {
             "gpu_hours": "training-step MFU (--mfu)",
             "gpu_hours_range": f"effective, all-in MFU of {self.effective_basis}",
         }
+        data["mfu_used"]["gpu_hours_expected"] = (
+            f"calibrated effective MFU of {self.calibrated_mfu.basis} "
+            f"({self.calibrated_mfu.support} leave-one-out residuals)"
+        )
         data["worksheet"] = self.worksheet.to_json()
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data
+
+    def _calibrated_json(self) -> dict[str, Any]:
+        hours, days, mfu = self.gpu_hours_calibrated, self.wall_days_calibrated, self.calibrated_mfu
+        return {
+            "gpu_hours_expected": hours.central,
+            "gpu_hours_interval": [hours.low, hours.high],
+            "interval_coverage": mfu.coverage,
+            "interval_support": mfu.support,
+            "interval_basis": mfu.basis,
+            "wall_days_expected": None if days is None else days.central,
+            "wall_days_interval": None if days is None else [days.low, days.high],
+            "effective_mfu_expected": mfu.expected,
+            "effective_mfu_interval": [mfu.low, mfu.high],
+        }
 
 
 def _json(value: Range | None) -> Any:
@@ -146,18 +184,28 @@ def estimate_train(
     steps = _input_steps(inputs, chip, peak, mfu_r)
     flops, hours = _compute_steps(inputs, peak, mfu_r)
     effective = effective_mfu_for(chip.generation if chip else None)
+    all_in = EffectiveInputs(
+        flops=flops.value,
+        peak_bf16=inputs.peak_tflops or _bf16(chip),
+        active_params=inputs.active_params,
+        generation=chip.generation if chip else None,
+        num_gpus=inputs.num_gpus,
+    )
+    calibrated = calibrated_for(all_in)
     # The training-step result comes last: the essay's claims read a worksheet's final step.
-    steps += [flops]
-    steps += _effective_steps(inputs, flops.value, inputs.peak_tflops or _bf16(chip), effective)
+    steps += [flops, *effective_steps(all_in, effective), *calibrated_steps(all_in, calibrated)]
     steps += [hours, *_gpu_steps(inputs, hours.value)]
     if batch_tokens is not None:
         b = require_positive(as_range(batch_tokens, arg="--batch-tokens"), arg="--batch-tokens")
         steps += _batch_steps(inputs, b, peak, mfu_r)
     if price_per_gpu_hour is not None:
         steps += _cost_steps(hours.value, price_per_gpu_hour)
+    warnings: tuple[str, ...] = ()
     if inputs.reported is not None:
-        steps += _reported_steps(inputs, inputs.reported, flops.value, peak)
-    return _result(inputs, steps, effective)
+        reported_steps, warning = _reported_steps(inputs, inputs.reported, flops.value, peak)
+        steps += reported_steps
+        warnings = (warning,) if warning else ()
+    return _result(inputs, steps, effective, calibrated, warnings)
 
 
 def _chip(chip: Accelerator | None) -> Accelerator:
@@ -169,9 +217,18 @@ def _bf16(chip: Accelerator | None) -> Range:
     return Range.point(_chip(chip).peak_tflops_bf16)
 
 
-def _result(inputs: _Inputs, steps: list[Step], effective: EffectiveMfu) -> TrainEstimate:
+def _result(
+    inputs: _Inputs,
+    steps: list[Step],
+    effective: EffectiveMfu,
+    calibrated: CalibratedMfu,
+    warnings: tuple[str, ...],
+) -> TrainEstimate:
     results = {step.name: step.value for step in steps}
     return TrainEstimate(
+        gpu_hours_calibrated=results["gpu_hours_calibrated"],
+        wall_days_calibrated=results.get("wall_days_calibrated"),
+        calibrated_mfu=calibrated,
         gpu_hours_range=results["gpu_hours_effective"],
         wall_days_range=results.get("wall_days_effective"),
         effective_mfu=effective.value,
@@ -185,7 +242,10 @@ def _result(inputs: _Inputs, steps: list[Step], effective: EffectiveMfu) -> Trai
         cost_usd=results.get("cost_usd"),
         implied_mfu=results.get("implied_mfu"),
         reported_wall_days=results.get("reported_wall_days"),
-        worksheet=Worksheet(title=_title(inputs), steps=tuple(steps), notes=_notes(inputs)),
+        worksheet=Worksheet(
+            title=_title(inputs), steps=tuple(steps), notes=(*warnings, *_notes(inputs))
+        ),
+        warnings=warnings,
     )
 
 
@@ -212,48 +272,6 @@ def _input_steps(inputs: _Inputs, chip: Accelerator | None, peak: Range, mfu: Ra
         peak_step,
         given("mfu", "training-step MFU (the essay's 40%)", mfu, "%"),
     ]
-
-
-def _effective_steps(
-    inputs: _Inputs, flops: Range, peak_bf16: Range, effective: EffectiveMfu
-) -> list[Step]:
-    """GPU-hours and days at the effective (all-in) MFU of published runs."""
-    mfu = given(
-        "effective_mfu",
-        "effective MFU, all-in (lowest:median:highest)",
-        effective.value,
-        "%",
-        f"6ND / (reported hours x BF16 peak) of {effective.basis} ({effective.count}) in the "
-        "catalog; see gpuyield estimate validate",
-    )
-    hours = compute(
-        "gpu_hours_effective",
-        "GPU-hours at effective MFU (what reported hours look like)",
-        "H_eff = C / (peak_bf16 * MFU_eff) / 3600",
-        "{flops} / ({peak_tflops}e12 * {mfu}) / 3600",
-        f.gpu_hours_for,
-        {"flops": UP, "peak_tflops": DOWN, "mfu": DOWN},
-        "GPU-h",
-        flops=flops,
-        peak_tflops=peak_bf16,
-        mfu=effective.value,
-    )
-    steps = [mfu, hours]
-    if inputs.num_gpus is not None:
-        steps.append(
-            compute(
-                "wall_days_effective",
-                "wall-clock days at effective MFU",
-                "T_eff = H_eff / G / 24",
-                "{gpu_hours} / {num_gpus} / 24",
-                f.wall_days,
-                {"gpu_hours": UP, "num_gpus": DOWN},
-                "days",
-                gpu_hours=hours.value,
-                num_gpus=inputs.num_gpus,
-            )
-        )
-    return steps
 
 
 def flops_step(active_params: Range, tokens: Range) -> Step:
@@ -468,7 +486,16 @@ def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Ste
     return steps
 
 
-def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range) -> list[Step]:
+def _reported_steps(
+    inputs: _Inputs, reported: Range, flops: Range, peak: Range
+) -> tuple[list[Step], str]:
+    where = (
+        "--reported-gpu-hours"
+        if inputs.reported_source == "given"
+        else f"the catalog's reported_gpu_hours of {inputs.model.id if inputs.model else 'the model'}"
+    )
+    implied = implied_mfu_step(reported, flops, peak, where=where)
+    step_mfu = step_mfu_step(implied.value)
     steps = [
         given(
             "reported_gpu_hours",
@@ -477,20 +504,9 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
             "GPU-h",
             inputs.reported_source,
         ),
-        compute(
-            "implied_mfu",
-            "effective (all-in) MFU implied by reported hours",
-            "MFU = C / (H_r * 3600 * peak)",
-            "{flops} / ({gpu_hours} * 3600 * {peak_tflops}e12)",
-            f.implied_mfu,
-            {"flops": UP, "gpu_hours": DOWN, "peak_tflops": DOWN},
-            "%",
-            flops=flops,
-            gpu_hours=reported,
-            peak_tflops=peak,
-        ),
+        implied,
+        step_mfu.step,
     ]
-    steps.append(_step_mfu_step(steps[-1].value))
     if inputs.num_gpus is not None:
         steps.append(
             compute(
@@ -505,22 +521,7 @@ def _reported_steps(inputs: _Inputs, reported: Range, flops: Range, peak: Range)
                 num_gpus=inputs.num_gpus,
             )
         )
-    return steps
-
-
-def _step_mfu_step(implied: Range) -> Step:
-    ratio = step_to_effective_ratio()
-    return compute(
-        "implied_step_mfu",
-        "training-step MFU implied (effective / ratio of runs reporting both)",
-        "MFU_step = MFU_eff / r",
-        "{mfu} / {ratio}",
-        lambda mfu, ratio: mfu / ratio,
-        {"mfu": UP, "ratio": DOWN},
-        "%",
-        mfu=implied,
-        ratio=ratio,
-    )
+    return steps, step_mfu.warning
 
 
 def _src(model: Model | None, field_name: str) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuyield.categories import Category, DownCause, FailedCause
 from gpuyield.errors import MissingExtraError
+from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.figures import ReportFigures
 from gpuyield.safetext import chart_label
 
@@ -48,6 +49,13 @@ COLORS = {
 _ALLOCATED = [c.value for c in reversed(Category) if c not in (Category.DOWN, Category.IDLE)]
 # Most models in one lineage chart; the table under it lists them all.
 _MAX_LINEAGE_PANELS = 4
+# Past this many job parts in a panel, lanes are drawn as time bins (_draw_lineage_binned).
+_MAX_LINEAGE_BARS = 300
+_LINEAGE_BINS = 240
+# Kept at the bottom of a lane's stack, losses above it.
+_LINEAGE_ORDER = ("released", "overhead", "diverged", "cancelled", "failed")
+_LOST = (Category.FAILED.value, Category.CANCELLED.value)
+_SECONDS_PER_DAY = 86400.0
 _MAX_EVENT_REASONS = 8
 _MAX_LEMONS = 10
 # Keys typed loosely: matplotlib's stubs list every rcParam as a Literal.
@@ -86,9 +94,13 @@ def require_matplotlib() -> None:
         raise MissingExtraError("html", "jinja2") from None
 
 
-def render_charts(figures: ReportFigures, png_dir: Path | None = None) -> list[RenderedChart]:
+def render_charts(
+    figures: ReportFigures, png_dir: Path | None = None, *, progress: Progress | None = None
+) -> list[RenderedChart]:
     """Draw every chart; write slide PNGs into ``png_dir`` when given."""
     require_matplotlib()
+    progress = progress or NoProgress()
+    progress.phase("drawing the charts", total=len(CHART_IDS))
     import matplotlib
 
     drawers: dict[str, Callable[[ReportFigures], Figure]] = {
@@ -107,6 +119,7 @@ def render_charts(figures: ReportFigures, png_dir: Path | None = None) -> list[R
                 png = png_dir / f"{chart_id}.png"
                 fig.savefig(png, format="png", dpi=SLIDE_DPI, metadata={"Software": None})
             rendered.append(RenderedChart(chart_id=chart_id, svg=svg, png_path=png))
+            progress.advance(1)
     return rendered
 
 
@@ -372,12 +385,16 @@ def draw_lineage(figures: ReportFigures) -> Figure:
         return fig
     axes = fig.subplots(len(lineages), 1, squeeze=False, sharex=True,
                         height_ratios=[len(x.runs) + 1 for x in lineages])[:, 0]  # fmt: skip
-    for ax, lineage in zip(axes, lineages, strict=True):
-        _draw_one_lineage(ax, lineage)
     window = figures.report
+    span = (
+        float(window.window_start_s),
+        float(max(window.window_end_s, window.window_start_s + 1)),
+    )
+    for ax, lineage in zip(axes, lineages, strict=True):
+        _draw_one_lineage(ax, lineage, span)
     if window.window_end_s > window.window_start_s:
         axes[0].set_xlim(*_datetimes([window.window_start_s, window.window_end_s]))
-    fig.legend(handles=_lineage_legend(), loc="outside lower center", ncols=5, frameon=False)
+    fig.legend(handles=_lineage_legend(), loc="outside lower center", ncols=3, frameon=False)
     shown = len(figures.lineages)
     more = f" (first {_MAX_LINEAGE_PANELS} of {shown} models)" if shown > len(lineages) else ""
     fig.suptitle(f"Release lineage: the jobs behind each released model{more}", fontsize=16,
@@ -394,32 +411,34 @@ def _lineage_legend() -> list[Any]:
         Patch(facecolor=COLORS["failed"], hatch="///", label="lost: failure"),
         Patch(facecolor=COLORS["cancelled"], hatch="///", label="lost: preemption, cancel"),
         Patch(facecolor=COLORS["diverged"], label="diverged"),
+        Patch(facecolor=COLORS["overhead"], label="overhead: start-up, checkpoints"),
         Line2D([], [], marker="X", color="black", linestyle="none", label="interrupted job"),
     ]
 
 
-def _draw_one_lineage(ax: Axes, lineage: Any) -> None:
+def _draw_one_lineage(ax: Axes, lineage: Any, window: tuple[float, float]) -> None:
     import matplotlib.dates as mdates
 
-    lanes = {run: i for i, run in enumerate(lineage.runs)}
-    seconds_per_day = 86400.0
-    for job in lineage.jobs:
-        y = lanes[job.run]
-        for part in job.parts:
-            lost = part.category in (Category.FAILED.value, Category.CANCELLED.value)
-            start = mdates.date2num(datetime.fromtimestamp(part.start_s, UTC))
-            width = (part.end_s - part.start_s) / seconds_per_day
-            ax.broken_barh([(start, width)], (y - 0.35, 0.7),
-                           facecolors=COLORS[part.category], edgecolor="white", linewidth=0.5,
-                           hatch="///" if lost else None)  # fmt: skip
-        if job.interrupted:
-            end = mdates.date2num(datetime.fromtimestamp(job.end_s, UTC))
-            ax.plot([end], [y], marker="X", color="black", markersize=9, linestyle="none")
+    parts = sum(len(job.parts) for job in lineage.jobs)
+    if parts <= _MAX_LINEAGE_BARS:
+        _draw_lineage_bars(ax, lineage)
+        binned = ""
+    else:
+        binned = _draw_lineage_binned(ax, lineage, window)
+    interrupted = [j for j in lineage.jobs if j.interrupted]
+    if interrupted:
+        # One marker set for every interrupted job: a chart of thousands stays one element.
+        ends = mdates.date2num(_datetimes([float(j.end_s) for j in interrupted]))
+        lanes = {run: i for i, run in enumerate(lineage.runs)}
+        # Binned, the marks go on a strip above the lane: hundreds would cover its bins.
+        lift = 0.44 if binned else 0.0
+        ax.plot(ends, [lanes[j.run] - lift for j in interrupted], marker="X", color="black",
+                markersize=5 if binned else 9, linestyle="none")  # fmt: skip
     ax.set_yticks(range(len(lineage.runs)), list(lineage.runs))
     ax.set_ylim(len(lineage.runs) - 0.5, -0.5)
     ett = lineage.effective_training_time
     ax.set_title(f"{lineage.model}: effective training time {_share_text(ett)}, "
-                 f"{lineage.num_interrupted} interrupted job(s) (X)", loc="left",
+                 f"{lineage.num_interrupted} interrupted job(s) (X){binned}", loc="left",
                  fontsize=13)  # fmt: skip
     ax.xaxis_date(tz=UTC)
     locator = mdates.AutoDateLocator()
@@ -427,3 +446,64 @@ def _draw_one_lineage(ax: Axes, lineage: Any) -> None:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
     if not lineage.jobs:
         _empty_note(ax, "no jobs of this lineage in the window")
+
+
+def _draw_lineage_bars(ax: Axes, lineage: Any) -> None:
+    """Each job's parts as bars: one call per lane and category (broken_barh per part rescaled
+    the axes each time: a 16k-GPU run's 16,000 parts took four minutes)."""
+    import matplotlib.dates as mdates
+
+    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    lanes = {run: i for i, run in enumerate(lineage.runs)}
+    for job in lineage.jobs:
+        for part in job.parts:
+            start = float(mdates.date2num(datetime.fromtimestamp(part.start_s, UTC)))
+            width = (part.end_s - part.start_s) / _SECONDS_PER_DAY
+            bars.setdefault((lanes[job.run], part.category), []).append((start, width))
+    for (y, category), spans in bars.items():
+        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=COLORS[category], edgecolor="white",
+                       linewidth=0.5, hatch="///" if category in _LOST else None)  # fmt: skip
+
+
+def _draw_lineage_binned(ax: Axes, lineage: Any, window: tuple[float, float]) -> str:
+    """Past a few hundred bars, each lane is a stack of category shares per time bin.
+
+    A bar per job part became one black band on a 54-day, 16k-GPU run (their white edges
+    outweighed the bars) and 7.5 MB of SVG; binned, the chart is a few paths per lane whatever
+    the number of jobs, and each bin still shows where the lane's GPU-time went.
+    """
+    import matplotlib.dates as mdates
+    import numpy as np
+
+    start_s, end_s = window
+    edges = np.linspace(start_s, end_s, _LINEAGE_BINS + 1)
+    bin_s = (end_s - start_s) / _LINEAGE_BINS
+    x = mdates.date2num(_datetimes([float(e) for e in edges]))
+    for y, run in enumerate(lineage.runs):
+        jobs = [j for j in lineage.jobs if j.run == run]
+        peak = max((j.num_gpus or 0 for j in jobs), default=0)
+        if not peak:
+            continue
+        shares = {c: np.zeros(_LINEAGE_BINS) for c in _LINEAGE_ORDER}
+        for job in jobs:
+            for part in job.parts:
+                shares[part.category] += _overlap(edges, part.start_s, part.end_s) * (
+                    part.gpu_seconds / max(part.end_s - part.start_s, 1e-9)
+                )
+        bottom = np.full(_LINEAGE_BINS, y + 0.35)
+        for category in _LINEAGE_ORDER:
+            height = shares[category] / (peak * bin_s) * 0.7
+            if not height.any():
+                continue
+            ax.stairs(bottom - height, x, baseline=bottom, fill=True, color=COLORS[category],
+                      hatch="///" if category in _LOST else None, linewidth=0)  # fmt: skip
+            bottom = bottom - height
+    hours = bin_s / 3600
+    return f"; columns of {hours:.3g} h"
+
+
+def _overlap(edges: Any, start: float, end: float) -> Any:
+    """Seconds of ``[start, end)`` in each bin between ``edges``."""
+    import numpy as np
+
+    return np.clip(np.minimum(edges[1:], end) - np.maximum(edges[:-1], start), 0.0, None)

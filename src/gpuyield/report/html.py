@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuyield.errors import InputError
+from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.charts import RenderedChart, render_charts, require_matplotlib
 from gpuyield.report.figures import ReportFigures, build_figures
+from gpuyield.report.html_ladder import skipped_rungs_tables
 from gpuyield.report.html_tables import (
     failures_caption,
     failures_tables,
@@ -61,11 +63,13 @@ def write_html_report(
     until_s: int | None = None,
     png_dir: str | Path | None = None,
     allow_gaps: bool = False,
+    progress: Progress | None = None,
 ) -> Path:
     """Write the HTML report of the store at ``db`` or of a lake (and slide PNGs into ``png_dir``).
 
-    Returns the path written.
+    ``progress`` hears each phase (the ledger, each chart, the page). Returns the path written.
     """
+    progress = progress or NoProgress()
     require_matplotlib()  # before the ledger runs, so a missing extra fails fast with the pip line
     target = Path(html_path)
     if not target.parent.is_dir():
@@ -73,11 +77,14 @@ def write_html_report(
             f"cannot write {target}: no directory {target.parent}",
             hint="create the directory first, or pick another --html path",
         )
+    progress.phase("computing the ledger")
     figures = build_figures(db, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     pngs = None if png_dir is None else Path(png_dir)
     if pngs is not None:
         pngs.mkdir(parents=True, exist_ok=True)
-    page = render_page(figures, render_charts(figures, pngs))
+    charts = render_charts(figures, pngs, progress=progress)
+    progress.phase("writing the page")
+    page = render_page(figures, charts)
     # Write beside the target and rename, so a reader never sees half a report.
     partial = target.with_name(f".{target.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -104,6 +111,7 @@ def render_page(figures: ReportFigures, charts: list[RenderedChart]) -> str:
             "failures",
             _figure("failures", svg, failures_caption()),
             failures_tables(figures, data),
+            *_present(skipped_rungs_tables(data)),
         ),
         _section(
             "lineage",
@@ -126,6 +134,10 @@ def render_page(figures: ReportFigures, charts: list[RenderedChart]) -> str:
         window=(iso(figures.report.window_start_s), iso(figures.report.window_end_s)),
     )
     return render(page)
+
+
+def _present(block: Block | None) -> tuple[Block, ...]:
+    return () if block is None else (block,)
 
 
 def _section(section_id: str, figure: Figure | None, *blocks: Block) -> Section:

@@ -11,7 +11,9 @@ between failures are exponential and the whole run-year is a handful of numpy op
 * ``drop``: the job stalls ``detection_s``, then runs without the failed node's data-parallel replica
   until it rejoins after ``rejoin_s``; nothing since the last checkpoint is lost.
 * ``in-memory``: like restart, but from a peer's in-memory copy (every ``memory_interval_s``) after
-  ``memory_restart_s`` (Gemini, SOSP'23: goodput 85% to 97%).
+  ``memory_restart_s``: in-memory checkpoints as in Gemini (Wang et al., SOSP'23); Google
+  DeepMind's Gemini report (arXiv 2312.11805, a different Gemini) credits recovery "from an intact
+  model replica" with raising goodput "from 85% to 97%".
 
 Besides node failures, a share of failures needs a person (``manual_delay_s`` more), faults that
 a reboot does not clear need a replacement node (``replacement_s`` more, unless a hot spare
@@ -49,17 +51,18 @@ class JobModel:
     spare_restart_s: float = 120.0
     #: Stall while the failed replica is dropped (policy drop).
     detection_s: float = 120.0
-    #: Until the dropped replica rejoins (replacement found and caught up).
+    #: Until the dropped replica rejoins (on a spare, or its node repaired; caught up).
     rejoin_s: float = 3600.0
     replica_nodes: int = 16
-    #: Hot spare nodes held (installed, idle) for policy spares.
+    #: Spare nodes held (installed, idle until used): in every policy's installed GPU-time.
     spare_nodes: int = 0
     policy: Policy = Policy.RESTART
     #: Share of failures a person must restart by hand, and the extra delay they take.
     manual_share: float = 0.0
     manual_delay_s: float = 0.0
     #: Share of faults a reboot or reset clears; the rest need a replacement node, which costs
-    #: ``replacement_s`` more before a restart (0 with a hot spare, policy spares).
+    #: ``replacement_s`` more before a restart (0 when a spare stands in, and always for policy
+    #: spares).
     recoverable_share: float = 1.0
     replacement_s: float = 0.0
     #: Divergence rollbacks per day: restart from a checkpoint ``rollback_s`` of progress earlier
@@ -67,12 +70,18 @@ class JobModel:
     rollbacks_per_day: float = 0.0
     rollback_s: float = 0.0
     #: Policy in-memory: a peer's in-memory copy every ``memory_interval_s``, restart in
-    #: ``memory_restart_s`` (Gemini, SOSP'23); disk checkpoints still stall ``write_s``.
+    #: ``memory_restart_s`` (in-memory checkpoints, Gemini SOSP'23); disk checkpoints still stall
+    #: ``write_s``.
     memory_interval_s: float = 60.0
     memory_restart_s: float = 60.0
     #: Lemon nodes: this share of nodes fails ``lemon_factor`` times as often as the rest.
     lemon_share: float = 0.0
     lemon_factor: float = 1.0
+    #: Job size law of the failure table: the per-node rate is ``node_failures_per_day`` at
+    #: ``reference_nodes`` and scales as ``(num_nodes / reference_nodes) ** size_exponent``
+    #: (0: a constant rate per node), so a sweep over sizes applies it.
+    size_exponent: float = 0.0
+    reference_nodes: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("num_nodes", "duration_s", "interval_s", "replica_nodes"):
@@ -91,6 +100,8 @@ class JobModel:
             "rollbacks_per_day",
             "rollback_s",
             "memory_restart_s",
+            "size_exponent",
+            "reference_nodes",
         ):
             if not getattr(self, name) >= 0:
                 raise InputError(f"model.{name} must be >= 0", hint="fix the sweep parameters")
@@ -103,12 +114,25 @@ class JobModel:
             raise InputError("model.lemon_factor must be >= 1", hint="e.g. 5 (lemons fail 5x)")
         if not self.memory_interval_s > 0:
             raise InputError("model.memory_interval_s must be > 0", hint="e.g. 60")
+        if self.size_exponent and not self.reference_nodes > 0:
+            raise InputError(
+                "model.reference_nodes must be > 0 with a size_exponent",
+                hint="the job size at which node_failures_per_day was observed",
+            )
+
+    @property
+    def size_factor(self) -> float:
+        """How much the job's size multiplies the per-node rate (1 without a size law)."""
+        if not self.size_exponent:
+            return 1.0
+        return float((self.num_nodes / self.reference_nodes) ** self.size_exponent)
 
     @property
     def failure_rate_per_s(self) -> float:
         """Job failure rate (N * r, lemons included), per second."""
         lemons = 1.0 + self.lemon_share * (self.lemon_factor - 1.0)
-        return self.num_nodes * self.node_failures_per_day * lemons / SECONDS_PER_DAY
+        per_node = self.node_failures_per_day * self.size_factor
+        return self.num_nodes * per_node * lemons / SECONDS_PER_DAY
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -235,12 +259,28 @@ def _in_memory_kept(
 
 
 def _drop(model: JobModel, fails: np.ndarray) -> ModelResult:
+    """Every replica stalls ``detection_s`` after a failure; then the failed node's replica is out
+    until it rejoins. Productive time is the integral, over the window, of "not stalled" times the
+    share of replicas training: overlapping stalls count once, and never more replicas are out than
+    there are (at a failure every minute, summing each failure's loss counted time twice)."""
     replicas = max(model.num_nodes // model.replica_nodes, 1)
-    stall = np.minimum(model.detection_s, model.duration_s - fails)
-    reduced = np.clip(model.duration_s - fails - model.detection_s, 0.0, model.rejoin_s)
-    lost = float(stall.sum() + reduced.sum() / replicas)
+    end = model.duration_s
+    stall_end = fails + model.detection_s
+    out_end = stall_end + model.rejoin_s
+    edges = np.unique(np.clip(np.concatenate(([0.0, end], fails, stall_end, out_end)), 0.0, end))
+    starts, widths = edges[:-1], np.diff(edges)
+    # Failures with f <= t < f + detection (stalled) and with f + detection <= t < f + detection
+    # + rejoin (a replica out), for each piece [t, t + width) between consecutive edges.
+    order = np.sort(fails)
+    stalled = np.searchsorted(order, starts, side="right") - np.searchsorted(
+        np.sort(stall_end), starts, side="right"
+    )
+    out = np.searchsorted(np.sort(stall_end), starts, side="right") - np.searchsorted(
+        np.sort(out_end), starts, side="right"
+    )
+    training = np.where(stalled > 0, 0.0, 1.0 - np.minimum(out, replicas) / replicas)
     write_share = model.write_s / model.interval_s
-    productive = (model.duration_s - lost) * (1.0 - write_share)
+    productive = float((training * widths).sum()) * (1.0 - write_share)
     checkpoints = int(model.duration_s // model.interval_s)
     return _result(model, int(fails.size), checkpoints, productive)
 
@@ -248,7 +288,8 @@ def _drop(model: JobModel, fails: np.ndarray) -> ModelResult:
 def _result(
     model: JobModel, interruptions: int, checkpoints: int, productive: float
 ) -> ModelResult:
-    installed = model.num_nodes + (model.spare_nodes if model.policy is Policy.SPARES else 0)
+    # The spare pool is installed whichever remedy uses it: every policy pays for it alike.
+    installed = model.num_nodes + model.spare_nodes
     return ModelResult(
         interruptions=interruptions,
         checkpoints=checkpoints,

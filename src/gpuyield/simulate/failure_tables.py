@@ -3,7 +3,10 @@ them (``gpuyield/data/failures/*.toml``).
 
 A table gives one rate, interruptions per 1,000 node-days of wall time, with its source and
 derivation; the cause mix stays Table 5 of the Llama 3 paper (the only published per-cause table),
-scaled to the table's total (``calibration.LLAMA3_*``).
+scaled to the table's total (``calibration.LLAMA3_*``). A table may also say how the rate of one
+job's interruptions per GPU-hour grows with the job's size (``size_exponent``): Meta's two Hopper
+figures, Llama 3 at 16,384 GPUs and FT-HSDP at about 100,000, are 1.7x apart per GPU-hour, which a
+constant rate cannot reproduce (see ``tables.toml``).
 """
 
 from __future__ import annotations
@@ -38,10 +41,32 @@ class FailureTable:
     #: Nodes and days of the observation, where it was one run.
     nodes: int | None = None
     days: float | None = None
+    #: A job of G GPUs sees ``rate x (G / reference_gpus) ** size_exponent`` per node (0: constant).
+    size_exponent: float = 0.0
+    #: Job size at which ``rate_per_1000_node_days`` was observed (with ``size_exponent``).
+    reference_gpus: int = 0
+    #: GPUs per node of the clusters behind the rate (per GPU-hour = per node-day / this / 24).
+    gpus_per_node: int = 8
 
     def __post_init__(self) -> None:
         if not self.rate_per_1000_node_days > 0:
             raise ValueError(f"table {self.id}: rate_per_1000_node_days must be > 0")
+        if self.size_exponent and self.reference_gpus <= 0:
+            raise ValueError(f"table {self.id}: size_exponent needs reference_gpus > 0")
+
+    def size_factor(self, gpus: float) -> float:
+        """How much a job of ``gpus`` GPUs multiplies the table's rate (1 without a size law)."""
+        if not self.size_exponent:
+            return 1.0
+        return float((gpus / self.reference_gpus) ** self.size_exponent)
+
+    def rate_at(self, gpus: float) -> float:
+        """Interruptions per 1,000 node-days of a job of ``gpus`` GPUs."""
+        return self.rate_per_1000_node_days * self.size_factor(gpus)
+
+    def per_gpu_hour(self, gpus: float) -> float:
+        """Interruptions per GPU-hour of a job of ``gpus`` GPUs."""
+        return self.rate_at(gpus) / 1000.0 / self.gpus_per_node / 24.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,18 +81,37 @@ class PublishedCase:
     days: float
     url: str
     states: str
-    #: Published interruption count (checked within its Poisson band).
+    #: Published interruption count (checked within its Poisson band), or a lower bound on it.
     published_interruptions: int | None = None
-    #: Published ETTR (checked within 5%) or a published lower bound on it.
+    published_min_interruptions: int | None = None
+    #: Published ETTR (checked within ``ettr_tolerance``) or a published lower bound on it.
     published_ettr: float | None = None
     published_min_ettr: float | None = None
-    #: Checkpoint interval and restart cost of the job, for ETTR cases.
+    #: Checkpoint interval, its write stall and the restart cost of the job, for ETTR cases.
     interval_s: float = 1800.0
+    write_s: float = 0.0
     restart_s: float = 300.0
+    #: What the job does on a failure (restart, drop, in-memory) and that policy's costs.
+    policy: str = "restart"
+    detection_s: float = 120.0
+    rejoin_s: float = 3600.0
+    replica_nodes: int = 16
+    memory_interval_s: float = 60.0
+    memory_restart_s: float = 60.0
+    gpus_per_node: int = 8
+    #: Random stream; cases sharing one see the same failures (common random numbers).
+    stream: str = ""
     #: The table came from the same statement: a check of the machinery, not a prediction.
     in_sample: bool = False
     #: Why this case falls outside its band (documented, not hidden).
     expect_outside: str = ""
+    #: What the case assumes that the source does not state (restart costs, interval).
+    assumes: str = ""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the job."""
+        return self.nodes * self.gpus_per_node
 
 
 def _load(name: str, key: str) -> tuple[str, list[dict[str, Any]]]:

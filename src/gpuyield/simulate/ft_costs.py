@@ -58,6 +58,21 @@ class FtCalibration:
     link_gbps: float
     checkpoint_load_s: float
 
+    def to_dict(self) -> dict[str, object]:
+        """The JSON shape: where the costs come from and every figure the rules use."""
+        return {
+            "path": self.path,
+            "measured_groups": self.measured_groups,
+            "stall_s": self.stall_s,
+            "heal_s": self.heal_s,
+            "restart_s": self.restart_s,
+            "gpus_per_group": self.gpus_per_group,
+            "replacement_s": self.replacement_s,
+            "state_gb_per_gpu": self.state_gb_per_gpu,
+            "link_gbps": self.link_gbps,
+            "checkpoint_load_s": self.checkpoint_load_s,
+        }
+
     def costs_at(self, gpus: int) -> RecoveryCosts:
         """The recovery costs of a job of ``gpus`` GPUs."""
         groups = max(gpus // self.gpus_per_group, 2)

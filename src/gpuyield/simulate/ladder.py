@@ -28,6 +28,8 @@ from gpuyield.simulate.research import (
 from gpuyield.simulate.scenario import FleetConfig, ResearchConfig, Scenario
 
 _BAD_CODES = tuple(_OUTCOME_CODES[o] for o in LADDER_BAD_OUTCOMES)
+#: Where the default end-state mix comes from.
+END_STATES_SOURCE = "RSC-1, Kokolis et al., arXiv 2410.21680"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,6 +69,22 @@ class LadderSweep:
     """Share 0: the ladder enforced (no climb cost counted here)."""
     points: tuple[LadderPoint, ...]
     """One per skip share asked."""
+    research: ResearchConfig
+    """The research workload drawn (its classes, load and end-state mix), stated on the output."""
+
+    def assumption_lines(self) -> list[str]:
+        """What shaped the numbers, one line each (the terminal header)."""
+        r = self.research
+        classes = ", ".join(f"{c.num_gpus} GPUs {c.gpu_time_share:.0%}" for c in r.classes)
+        return [
+            f"research workload: load {r.load:g}; classes by GPU-time share: {classes}",
+            "end states: "
+            + ", ".join(f"{k} {v:.1%}" for k, v in r.end_states.items())
+            + f" ({END_STATES_SOURCE}); diverged runs {r.diverged_share:.0%}",
+            f"a skipping job ends failed, cancelled or OOM x{self.multiplier:g} as often; "
+            "enforcing runs its lower rung first (one size class down, for as long); "
+            f"mean of {self.seeds} seed(s)",
+        ]
 
 
 def _drawn(scenario: Scenario, seed: int) -> tuple[float, float, np.ndarray, np.ndarray]:
@@ -148,6 +166,7 @@ def run_ladder_sweep(
         seeds=seeds,
         enforced=points[0],
         points=tuple(points[1:]),
+        research=scenarios[0].research,
     )
 
 
@@ -164,12 +183,21 @@ def ladder_sweep_dict(sweep: LadderSweep) -> dict[str, object]:
             "saved_gpu_hours": p.saved_gpu_s / 3600,
         }
 
+    r = sweep.research
     return {
         "param": "ladder-skip-share",
         "num_gpus": sweep.num_gpus,
         "days": sweep.days,
         "skip_failure_multiplier": sweep.multiplier,
         "seeds": sweep.seeds,
+        "assumptions": {
+            "research_load": r.load,
+            "classes": [dataclasses.asdict(c) for c in r.classes],
+            "end_states": dict(r.end_states),
+            "end_states_source": END_STATES_SOURCE,
+            "diverged_share": r.diverged_share,
+            "climb": "the lower rung: one size class down, for as long as the job",
+        },
         "enforced": point(sweep.enforced),
         "points": [point(p) for p in sweep.points],
     }

@@ -32,7 +32,7 @@ from gpuyield.simulate.records import (
     JobRow,
     Tally,
 )
-from gpuyield.simulate.scenario import LineageConfig, Policy, Scenario
+from gpuyield.simulate.scenario import LineageConfig, Policy, Scenario, SparesFor
 
 _NEVER = np.iinfo(np.int64).max
 
@@ -131,6 +131,7 @@ class _NodePool:
         self._returns: list[tuple[int, int]] = []  # heap of (back, node) of outages under way
         self.out: dict[int, int] = {}  # node -> outages under way
         self._t = -1
+        self.lent: list[int] = []  # heap: until when each spare lent to a dropped replica is busy
 
     def out_at(self, node: int, t: int) -> tuple[int, int] | None:
         """The outage covering ``t`` on ``node``, if any."""
@@ -138,6 +139,16 @@ class _NodePool:
             if fail <= t < back:
                 return fail, back
         return None
+
+    def lend_spare(self, t: int, until: int) -> bool:
+        """Lend a healthy spare from ``t`` to ``until`` to a dropped replica, if one is free."""
+        self._advance(t)
+        while self.lent and self.lent[0] <= t:
+            heapq.heappop(self.lent)
+        if sum(n not in self.out for n in self.spares) <= len(self.lent):
+            return False
+        heapq.heappush(self.lent, until)
+        return True
 
     def _advance(self, t: int) -> None:
         assert t >= self._t, (t, self._t)
@@ -168,6 +179,7 @@ class _NodePool:
             short = need - len(healthy)
             assert short >= 0, (need, len(healthy))
             if short <= len(spare_ok):
+                self.lent.clear()  # a new job: every dropped replica's stand-in is given back
                 used = spare_ok[:short]
                 self.spares = sorted((set(self.spares) - set(used)) | bad)
                 return healthy + used, bad, used, t
@@ -384,13 +396,18 @@ class _RunSim:
         return best
 
     def _drop_replica(self, stop: _Stop) -> None:
-        """Policy drop: stall for detection, then lose one replica's throughput until repair."""
+        """Policy drop: stall for detection, then lose one replica's throughput until it is back
+        (on a spare after swap and start-up, when the run lets drop use spares; else repaired)."""
         assert stop.cause is not None and stop.failed_node is not None
         self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
         out = self.pool.out_at(stop.failed_node, stop.at_s)
         assert out is not None
         replicas = max(self.need // self.run.replica_nodes, 1)
-        reduced = min(out[1], self.end) - stop.end_s
+        back = min(out[1], self.end)
+        if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, back):
+            # The replica restarts on a spare (as a restart would) instead of waiting for repair.
+            back = min(back, stop.end_s + self.run.spare_swap_s + self.run.startup_s)
+        reduced = back - stop.end_s
         self.debt += (stop.end_s - stop.at_s) + reduced // replicas
 
     # -- booking ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuyield.errors import MissingExtraError
-from gpuyield.simulate.sweep import SweepParam, SweepResult
+from gpuyield.simulate.sweep import SweepParam, SweepResult, value_label
 
 
 def _pyplot() -> Any:
@@ -79,10 +79,32 @@ def _html(result: SweepResult, png: bytes) -> str:
         "</style></head><body>"
         f"<h1>Sweep over {html.escape(param)}</h1>"
         f"<img alt='sweep plot' src='data:image/png;base64,{image}'>"
+        + _assumptions_html(result)
         + (f"<h2>Best checkpoint interval</h2><ul>{optimum}</ul>" if optimum else "")
         + "<h2>Points</h2><table><tr><th>policy</th><th>"
         + html.escape(param)
         + "</th>"
         "<th>ETTR</th><th>std</th><th>yield</th><th>interruptions</th><th>MTTF h</th></tr>"
         f"{rows}</table></body></html>\n"
+    )
+
+
+def _assumptions_html(result: SweepResult) -> str:
+    """What the numbers assumed: the scenario's costs and policies, and each value's costs."""
+    spec = result.spec
+    items = (
+        ""
+        if spec.assumptions is None
+        else "".join(f"<li>{html.escape(line)}</li>" for line in spec.assumptions.lines())
+    )
+    costs = {value_label(v): spec.costs_at(v) for v in spec.values}
+    keys = list(next(iter(costs.values())))
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+    body = "".join(
+        f"<tr><td>{html.escape(v)}</td>" + "".join(f"<td>{c[k]:g}</td>" for k in keys) + "</tr>"
+        for v, c in costs.items()
+    )
+    return (
+        f"<h2>Assumptions</h2><ul>{items}</ul><h2>Costs at each value</h2>"
+        f"<table><tr><th>{html.escape(spec.param.value)}</th>{head}</tr>{body}</table>"
     )

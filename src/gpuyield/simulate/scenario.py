@@ -36,6 +36,15 @@ class Policy(StrEnum):
     IN_MEMORY = "in-memory"
 
 
+class SparesFor(StrEnum):
+    """Which remedies take a failed node's replacement from a run's spare nodes."""
+
+    # Every remedy: a restarted job starts on a spare, a dropped replica rejoins on one.
+    ALL = "all"
+    # Only a restart: a dropped replica waits for its own node's repair (down_s + repair time).
+    RESTART = "restart"
+
+
 def _positive(value: float, name: str) -> None:
     if not value > 0:
         raise InputError(f"{name} must be > 0, got {value!r}", hint="fix the scenario file")
@@ -162,6 +171,8 @@ class LineageConfig:
     spare_swap_s: int = 30
     #: Hot spare / replacement nodes kept for this run (idle while unused).
     spare_nodes: int = 0
+    #: Which remedies may use the spares: the same for drop and restart unless this says so.
+    spares_for: SparesFor = SparesFor.ALL
     policy: Policy = Policy.RESTART
     #: Nodes per data-parallel replica (policy ``drop`` loses one replica per failed node).
     replica_nodes: int = 16
@@ -385,8 +396,13 @@ class Scenario:
         """Nodes held by all lineage groups (jobs plus their spares)."""
         return sum(self.run_nodes(r) + r.spare_nodes for r in self.lineage)
 
-    def failure_rates(self) -> dict[str, float]:
-        """Rate per node-second by cause, after defaults and ``rate_scale``."""
+    def failure_rates(self, *, job_gpus: float | None = None) -> dict[str, float]:
+        """Rate per node-second by cause, after defaults, the table's size law and ``rate_scale``.
+
+        A table with a size law (``size_exponent``) describes a job of ``job_gpus`` GPUs; by
+        default the largest lineage run's (every node of the fleet fails at that job's rate, which
+        is exact for a fleet holding one job and first-order for a mixed one), else the fleet's.
+        """
         from gpuyield.simulate.calibration import llama3_rate_per_1000_node_days
 
         rates = {c.id: llama3_rate_per_1000_node_days(c) for c in CAUSES_BY_ID.values()}
@@ -394,12 +410,17 @@ class Scenario:
             from gpuyield.simulate.failure_tables import get_failure_table
 
             # The table sets the total; Table 5 (the only per-cause table published) the mix.
-            total = get_failure_table(self.failures.table).rate_per_1000_node_days
+            table = get_failure_table(self.failures.table)
+            total = table.rate_at(self.job_gpus() if job_gpus is None else job_gpus)
             share = total / sum(rates.values())
             rates = {cause: rate * share for cause, rate in rates.items()}
         rates.update(self.failures.rates_per_1000_node_days)
         scale = self.failures.rate_scale / 1000.0 / 86400.0
         return {cause: rate * scale for cause, rate in rates.items()}
+
+    def job_gpus(self) -> int:
+        """GPUs of the largest lineage run (the fleet's without one): the size a table's law uses."""
+        return max((run.num_gpus for run in self.lineage), default=self.fleet.num_gpus)
 
     def with_overrides(self, **changes: Any) -> Scenario:
         """A copy with top-level fields replaced (``days``, ``seed``, ``fleet``, ...)."""
@@ -509,6 +530,13 @@ def _parse_start(value: Any) -> datetime:
 
 def _lineage(data: dict[str, Any]) -> LineageConfig:
     data = dict(data)
+    if "spares_for" in data:
+        try:
+            data["spares_for"] = SparesFor(data["spares_for"])
+        except ValueError as error:
+            raise UnknownIdError(
+                "spares_for", str(data["spares_for"]), [s.value for s in SparesFor]
+            ) from error
     if "policy" in data:
         try:
             data["policy"] = Policy(data["policy"])

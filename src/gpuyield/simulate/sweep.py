@@ -26,7 +26,8 @@ from gpuyield.simulate.ettr import (
     young_interval_s,
 )
 from gpuyield.simulate.ft_costs import FtCalibration
-from gpuyield.simulate.scenario import Policy
+from gpuyield.simulate.scenario import Policy, SparesFor
+from gpuyield.simulate.sweep_assumptions import SweepAssumptions
 
 #: Where a sweep takes its failure model and restart costs unless told otherwise.
 DEFAULT_SCENARIO = "llama3-405b"
@@ -61,8 +62,20 @@ class SweepSpec:
     gpus_per_node: int = 8
     #: Measured recovery costs (``python -m bench ft``): restart/stall/rejoin at each point's size.
     costs: FtCalibration | None = None
+    #: The scenario and settings behind ``base``, stated on every output (None: a library caller
+    #: built ``base`` itself; the outputs then give the model's own figures only).
+    assumptions: SweepAssumptions | None = None
 
     def __post_init__(self) -> None:
+        if self.assumptions is not None:
+            # What the sweep does, stated as it does it: an interval sweep's points use their own
+            # interval, and the measured costs are the ones given here. Frozen: set once, here.
+            stated = dataclasses.replace(
+                self.assumptions,
+                interval_swept=self.param is SweepParam.INTERVAL_S,
+                ft_calibration=self.costs,
+            )
+            object.__setattr__(self, "assumptions", stated)
         if not self.values:
             raise FieldError("sweep.values", "must not be empty", example="1024,4096")
         if self.seeds < 1:
@@ -85,13 +98,38 @@ class SweepSpec:
         if self.costs is None:
             return model
         costs = self.costs.costs_at(model.num_nodes * self.gpus_per_node)
+        # Measured rejoin assumes a node to restart on at once (a spare); without one for drop,
+        # the replica still waits for its node's repair, as with the assumed costs.
+        wait = 0.0 if self._drop_has_spares() else self.base.rejoin_s
         return dataclasses.replace(
             model,
             restart_s=costs.restart_s,
             detection_s=costs.detection_s,
-            rejoin_s=costs.rejoin_s,
+            rejoin_s=costs.rejoin_s + wait,
             replica_nodes=max(self.costs.gpus_per_group // self.gpus_per_node, 1),
         )
+
+    def _drop_has_spares(self) -> bool:
+        a = self.assumptions
+        return a is None or (a.spare_nodes > 0 and a.spares_for is SparesFor.ALL)
+
+    def costs_at(self, value: float) -> dict[str, float]:
+        """The costs the point ``value`` used (they scale with its size), for the outputs."""
+        m = self.model(Policy.RESTART, value)
+        return {
+            "job_nodes": m.num_nodes,
+            "spare_nodes": m.spare_nodes,
+            # At this point's size (the table's size law applied), per node.
+            "node_failures_per_day": m.node_failures_per_day * m.size_factor,
+            "interval_s": m.interval_s,
+            "write_s": m.write_s,
+            "restart_s": m.restart_s,
+            "spare_restart_s": m.spare_restart_s,
+            "replacement_s": m.replacement_s,
+            "drop_stall_s": m.detection_s,
+            "rejoin_s": m.rejoin_s,
+            "replica_nodes": m.replica_nodes,
+        }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,41 +178,40 @@ class SweepResult:
     optimum: dict[str, IntervalOptimum]
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape: ``sweep.json`` and ``gpuyield simulate sweep --json``."""
-        return {
-            "param": self.spec.param.value,
-            "seeds": self.spec.seeds,
-            **({} if self.spec.costs is None else {"recovery_costs": self._recovery_costs()}),
-            "points": [
-                {
-                    "policy": p.policy.value,
-                    "value": p.value,
-                    "ettr_mean": p.ettr_mean,
-                    "ettr_std": p.ettr_std,
-                    "yield_mean": p.yield_mean,
-                    "interruptions_mean": p.interruptions_mean,
-                    "mttf_h": p.mttf_h,
-                    # Seed s is the same failure draws for every policy (common random numbers).
-                    "ettr_by_seed": list(p.ettr_by_seed),
-                }
-                for p in self.points
-            ],
-            "optimum": {policy: o.to_dict() for policy, o in self.optimum.items()},
-        }
+        """The JSON shape: ``sweep.json`` and ``gpuyield simulate sweep --json``.
 
-    def _recovery_costs(self) -> dict[str, object]:
-        """The measured restart/stall/rejoin costs (``--ft-calibration``) at each point's size."""
-        spec, costs = self.spec, self.spec.costs
-        assert costs is not None
-        return {
-            "calibration": costs.path,
-            "by_value": {
-                value_label(v): dataclasses.asdict(
-                    costs.costs_at(spec.model(Policy.RESTART, v).num_nodes * spec.gpus_per_node)
-                )
-                for v in spec.values
-            },
+        ``assumptions`` (the scenario, its failure source, every cost and who may use the spares)
+        and ``costs`` (what each value's points used) come first; ``optimum`` is there for
+        interval sweeps only.
+        """
+        spec = self.spec
+        data: dict[str, Any] = {
+            "param": spec.param.value,
+            "seeds": spec.seeds,
+            "policies": [p.value for p in spec.policies],
         }
+        if spec.assumptions is not None:
+            data["assumptions"] = spec.assumptions.to_dict()
+        elif spec.costs is not None:
+            data["assumptions"] = {"ft_calibration": spec.costs.to_dict()}
+        data["costs"] = {value_label(v): spec.costs_at(v) for v in spec.values}
+        data["points"] = [
+            {
+                "policy": p.policy.value,
+                "value": p.value,
+                "ettr_mean": p.ettr_mean,
+                "ettr_std": p.ettr_std,
+                "yield_mean": p.yield_mean,
+                "interruptions_mean": p.interruptions_mean,
+                "mttf_h": p.mttf_h,
+                # Seed s is the same failure draws for every policy (common random numbers).
+                "ettr_by_seed": list(p.ettr_by_seed),
+            }
+            for p in self.points
+        ]
+        if self.optimum:
+            data["optimum"] = {policy: o.to_dict() for policy, o in self.optimum.items()}
+        return data
 
 
 def value_label(value: float) -> str:
@@ -269,32 +306,49 @@ def base_model(
     interval_s: float | None = None,
     write_s: float | None = None,
     scenario: str = DEFAULT_SCENARIO,
+    spares_for: SparesFor | None = None,
+    costs: FtCalibration | None = None,
 ) -> SweepBase:
     """The job a sweep varies (the whole cluster for ``days``), with its failure model and restart
     costs from ``scenario`` (bundled name or TOML path), and the scenario's GPUs per node.
 
-    ``interval_s`` and ``write_s`` replace the scenario run's checkpoint interval and write stall.
+    ``interval_s`` and ``write_s`` replace the scenario run's checkpoint interval and write stall;
+    ``spares_for`` which remedies may use its spare nodes (default: the scenario's, which is both
+    unless it says otherwise). ``costs`` are measured recovery costs, stated in the assumptions.
     """
-    from gpuyield.simulate.from_scenario import job_model
+    from gpuyield.simulate.from_scenario import first_run, job_model
     from gpuyield.simulate.scenario import load_scenario
+    from gpuyield.simulate.sweep_assumptions import sweep_assumptions
 
     if not days > 0:
         raise FieldError("sweep.days", "must be > 0", example="30")
     loaded = load_scenario(scenario)
     gpn = loaded.fleet.gpus_per_node
+    use = spares_for if spares_for is not None else first_run(loaded).spares_for
     model = job_model(
         loaded,
         num_nodes=max(gpus // gpn, 1),
         duration_s=days * 86400.0,
         interval_s=None if interval_s is None else float(interval_s),
         write_s=None if write_s is None else float(write_s),
+        spares_for=use,
     )
-    return SweepBase(model=model, gpus_per_node=gpn)
+    assumptions = sweep_assumptions(
+        loaded,
+        days=days,
+        interval_s=model.interval_s,
+        write_s=model.write_s,
+        spares_for=use,
+        ft_calibration=costs,
+    )
+    return SweepBase(model=model, gpus_per_node=gpn, assumptions=assumptions)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SweepBase:
-    """What ``base_model`` gives a sweep: the job it varies and the fleet's node size."""
+    """What ``base_model`` gives a sweep: the job it varies, the fleet's node size, and what it
+    assumed."""
 
     model: JobModel
     gpus_per_node: int
+    assumptions: SweepAssumptions

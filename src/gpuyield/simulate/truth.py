@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuyield.categories import SUBCATEGORIES, Category
+from gpuyield.simulate.assumptions import RunAssumptions, run_assumptions
 from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
@@ -73,6 +74,8 @@ class Truth:
     effective_training_time: dict[str, float]
     gpu_activity: UtilizationTruth | None = None
     """Idle allocated time of the simulated DCGM series (``simulate run --utilization``)."""
+    assumptions: RunAssumptions | None = None
+    """Every cost and policy that shaped the run (the scenario's), stated beside its figures."""
 
     def to_dict(self) -> dict[str, Any]:
         """``truth.json``: the report's JSON shape plus interruptions and effective training time."""
@@ -110,6 +113,7 @@ class Truth:
                     }
                 }
             ),
+            **({} if self.assumptions is None else {"assumptions": self.assumptions.to_dict()}),
         }
 
 
@@ -151,6 +155,7 @@ def compute_truth(result: SimulationResult) -> Truth:
             rollbacks=_rollbacks(result),
         ),
         effective_training_time={r.run: r.effective_training_time for r in result.lineage},
+        assumptions=run_assumptions(sc),
     )
 
 

@@ -69,14 +69,20 @@ def scan(
     return scan_log(read(path, format), config)
 
 
+def _rollback(checkpoints: list[int], step: int) -> int | None:
+    """The last checkpoint saved at or before ``step`` (None without one)."""
+    earlier = [c for c in checkpoints if c <= step]
+    return max(earlier) if earlier else None
+
+
 def scan_log(log: TelemetryLog, config: WatchConfig | None = None) -> ScanResult:
     """Replay an already-read telemetry log through the watch (no second read of the file)."""
     watch = DivergenceWatch(config, action="warn", act_on=())
-    last_checkpoint: int | None = None
+    checkpoints: list[int] = []
     events: list[DivergenceEvent] = []
     for record in log.records:
         if isinstance(record, CheckpointSaved):
-            last_checkpoint = record.step
+            checkpoints.append(record.step)
         elif isinstance(record, StepRecord):
             found = watch.update(
                 record.step,
@@ -85,13 +91,11 @@ def scan_log(log: TelemetryLog, config: WatchConfig | None = None) -> ScanResult
                 loss_scale=record.loss_scale,
                 t=record.t,
             )
-            # A checkpoint saved after the event's step holds diverged weights: not a rollback.
-            rollback = (
-                last_checkpoint
-                if last_checkpoint is not None and last_checkpoint <= record.step
-                else None
-            )
-            events += [dataclasses.replace(e, rollback_step=rollback) for e in found]
+            # A checkpoint saved after the event's step holds diverged weights: not a rollback
+            # (a jump is reported a few points after its first step, which the event names).
+            events += [
+                dataclasses.replace(e, rollback_step=_rollback(checkpoints, e.step)) for e in found
+            ]
     return ScanResult(
         path=log.path,
         format=log.format.value,

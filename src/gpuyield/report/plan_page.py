@@ -1,0 +1,204 @@
+"""The one-page HTML of `gpuyield plan`: the estimate, the simulated variants, the assumptions.
+
+Rendered by a Jinja2 template with autoescaping (``data/html/plan.html.j2``); the chart is a small
+SVG drawn by the template from coordinates computed here (no plotting library, no script, nothing
+fetched). Every number shown carries its ``--json`` key and exact value (``data-key``,
+``data-value``), so the page can be checked against ``gpuyield plan --json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+from gpuyield.errors import MissingExtraError
+from gpuyield.simulate.plan_result import PlanResult, Variant
+
+_COLORS = ("#1f77b4", "#2ca02c", "#ff7f0e")
+_WIDTH, _LEFT, _RIGHT, _ROW = 760, 190, 30, 34
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Num:
+    """A number as shown, with its JSON key and value."""
+
+    key: str
+    value: Any
+    text: str
+
+
+def _n(key: str, value: float, fmt: str) -> Num:
+    return Num(key=key, value=value, text=format(value, fmt))
+
+
+def render_plan_html(result: PlanResult) -> str:
+    """The HTML document of ``result``."""
+    try:
+        import jinja2
+    except ImportError:
+        raise MissingExtraError("html", "jinja2") from None
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("gpuyield", "data/html"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["json"] = json.dumps
+    return env.get_template("plan.html.j2").render(page=_page(result))
+
+
+def write_plan_html(result: PlanResult, path: str | Path) -> Path:
+    """Write the page to ``path``; returns it."""
+    out = Path(path)
+    out.write_text(render_plan_html(result), encoding="utf-8")
+    return out
+
+
+def _page(result: PlanResult) -> dict[str, Any]:
+    data = result.to_dict()
+    inputs, planned = data["inputs"], data["variants"][0]
+    css = resources.files("gpuyield").joinpath("data", "html", "report.css").read_text("utf-8")
+    return {
+        "title": f"Plan: {inputs['params']} parameters, {inputs['tokens']} tokens",
+        "css": css,
+        "cluster": f"{result.gpus:,} {inputs['accelerator']}",
+        "planned_name": planned["name"],
+        "headline": _n("variants.0.wall_days.median", planned["wall_days"]["median"], ".1f"),
+        "kpis": _kpis(data),
+        "estimate_rows": _estimate_rows(data["estimate"]),
+        "estimate_note": _estimate_note(data),
+        "chart": _chart(result.variants),
+        "seeds": inputs["seeds"],
+        "variants": [_variant_row(i, v, data) for i, v in enumerate(data["variants"])],
+        "assumptions": data["assumptions"],
+        "rate": _n(
+            "failure_model.rate_per_gpu_hour", data["failure_model"]["rate_per_gpu_hour"], ".2e"
+        ),
+        "mtbf": _n("failure_model.mtbf_minutes", data["failure_model"]["mtbf_minutes"], ".0f"),
+        "table": data["failure_model"]["table"],
+        "table_url": data["failure_model"]["source"],
+        "version": metadata.version("gpuyield"),
+    }
+
+
+def _kpis(data: dict[str, Any]) -> list[dict[str, Any]]:
+    planned, est = data["variants"][0], data["estimate"]
+    return [
+        {
+            "label": "GPU-hours held",
+            "value": _n("variants.0.gpu_hours.median", planned["gpu_hours"]["median"], ",.0f"),
+        },
+        {
+            "label": "yield",
+            "value": _n("variants.0.yield.median", planned["yield"]["median"], ".1%"),
+        },
+        {
+            "label": "expected GPU-hours (published runs)",
+            "value": _n("estimate.gpu_hours_expected", est["gpu_hours_expected"], ",.0f"),
+        },
+        {
+            "label": "MTBF, minutes",
+            "value": _n("failure_model.mtbf_minutes", data["failure_model"]["mtbf_minutes"], ".0f"),
+        },
+    ]
+
+
+def _estimate_rows(est: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [
+        {
+            "label": "GPU-hours, all-in (calibrated on published runs)",
+            "value": _n("estimate.gpu_hours_expected", est["gpu_hours_expected"], ",.0f"),
+            "low": _n("estimate.gpu_hours_interval.0", est["gpu_hours_interval"][0], ",.0f"),
+            "high": _n("estimate.gpu_hours_interval.1", est["gpu_hours_interval"][1], ",.0f"),
+        },
+        {
+            "label": "wall days, all-in",
+            "value": _n("estimate.wall_days_expected", est["wall_days_expected"], ".1f"),
+            "low": _n("estimate.wall_days_interval.0", est["wall_days_interval"][0], ".1f"),
+            "high": _n("estimate.wall_days_interval.1", est["wall_days_interval"][1], ".1f"),
+        },
+    ]
+    for key, label, fmt in (
+        ("gpu_hours", "GPU-hours at the training-step MFU, no failures", ",.0f"),
+        ("wall_days", "wall days at the training-step MFU, no failures", ".1f"),
+    ):
+        # A range input makes the figure a {"low", "central", "high"} object: show its centre.
+        path, value = (
+            (f"estimate.{key}", est[key])
+            if isinstance(est[key], (int, float))
+            else (f"estimate.{key}.central", est[key]["central"])
+        )
+        rows.append({"label": label, "value": _n(path, value, fmt), "low": None, "high": None})
+    return rows
+
+
+def _estimate_note(data: dict[str, Any]) -> str:
+    est = data["estimate"]
+    return (
+        f"The all-in figures come from {est['interval_support']} leave-one-out residuals of "
+        f"{est['interval_basis']} (stated coverage {est['interval_coverage']:.0%}): what runs like "
+        "this one took, everything included. The simulation below adds failures, restarts and "
+        f"planned stops to compute at the training-step MFU {data['inputs']['mfu']:g}, and nothing else."
+    )
+
+
+def _variant_row(i: int, v: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    p = f"variants.{i}"
+    saved = data["days_saved_vs_plan"].get(v["name"])
+    return {
+        "name": v["name"],
+        "policy": v["policy"],
+        "why": v["why"],
+        "interval": Num(
+            key=f"{p}.checkpoint_interval_s",
+            value=v["checkpoint_interval_s"],
+            text=f"{v['checkpoint_interval_s']} s",
+        ),
+        "days": _n(f"{p}.wall_days.median", v["wall_days"]["median"], ".1f"),
+        "days_low": _n(f"{p}.wall_days.interval.0", v["wall_days"]["interval"][0], ".1f"),
+        "days_high": _n(f"{p}.wall_days.interval.1", v["wall_days"]["interval"][1], ".1f"),
+        "hours": _n(f"{p}.gpu_hours.median", v["gpu_hours"]["median"], ",.0f"),
+        "hours_low": _n(f"{p}.gpu_hours.interval.0", v["gpu_hours"]["interval"][0], ",.0f"),
+        "hours_high": _n(f"{p}.gpu_hours.interval.1", v["gpu_hours"]["interval"][1], ",.0f"),
+        "yield_": _n(f"{p}.yield.median", v["yield"]["median"], ".1%"),
+        "yield_low": _n(f"{p}.yield.interval.0", v["yield"]["interval"][0], ".1%"),
+        "yield_high": _n(f"{p}.yield.interval.1", v["yield"]["interval"][1], ".1%"),
+        "interruptions": _n(f"{p}.interruptions_mean", v["interruptions_mean"], ",.0f"),
+        "saved": None if saved is None else _n(f"days_saved_vs_plan.{v['name']}", saved, "+.1f"),
+    }
+
+
+def _chart(variants: tuple[Variant, ...]) -> dict[str, Any]:
+    top = max(v.wall_days.high for v in variants) * 1.05
+    span = _WIDTH - _LEFT - _RIGHT
+
+    def x(days: float) -> float:
+        return round(_LEFT + span * days / top, 1)
+
+    step = _tick_step(top)
+    ticks = [{"x": x(k * step), "label": f"{k * step:g}"} for k in range(int(top // step) + 1)]
+    bars = [
+        {
+            "name": v.name,
+            "y": 24 + i * _ROW,
+            "label_x": _LEFT - 10,
+            "x_low": x(v.wall_days.low),
+            "x_high": x(v.wall_days.high),
+            "x_median": x(v.wall_days.median),
+            "color": _COLORS[i % len(_COLORS)],
+        }
+        for i, v in enumerate(variants)
+    ]
+    return {"width": _WIDTH, "height": 24 + len(variants) * _ROW + 28, "ticks": ticks, "bars": bars}
+
+
+def _tick_step(top: float) -> float:
+    for step in (1, 2, 5, 10, 20, 50, 100, 200, 500):
+        if top / step <= 8:
+            return float(step)
+    return 1000.0
