@@ -32,8 +32,11 @@ from bench.gen_slurm import GenParams, cached
 from bench.ledger import OUT, gpuyield_argv, machine, measure
 
 CORES = 2
-FULL_JOBS, QUICK_JOBS = 10_000_000, 100_000
-FULL_GPUS, QUICK_GPUS = 8_000, 800
+# Two sizes per input at full size: the report's fixed part and its cost per row are the line
+# through them (``fitted``); one at --quick, which writes no costs.
+FULL_JOBS, QUICK_JOBS = (1_000_000, 10_000_000), (100_000,)
+FULL_GPUS, QUICK_GPUS = (800, 8_000), (800,)
+COSTS = Path(__file__).resolve().parents[1] / "src/gpuyield/data/calibration/lake-costs.toml"
 TARGET_RATIO = 5.0
 EXECUTOR_MEMORY, DRIVER_MEMORY, WORKER_MEMORY = "4g", "2g", "4g"
 
@@ -67,17 +70,21 @@ def _store_and_lake(case: str, size: int) -> tuple[Path, Path, int, dict[str, An
     return db, lake, rows, built
 
 
-class _TreeMemory:
-    """Peak resident memory of a process and its descendants, plus Spark executors (children of
-    the worker, not of the driver), summed; polled every 0.2 s from ``/proc``."""
+class _TreeUsage:
+    """Peak resident memory and CPU time of a process and its descendants, plus Spark executors
+    (children of the worker, not of the driver), polled every 0.2 s from ``/proc``. CPU time,
+    unlike wall time, does not grow when other work shares the cores."""
 
-    def __init__(self, pid: int, executors_under: Path | None) -> None:
-        self.pid, self.executors_under, self.peak_mb = pid, executors_under, 0.0
+    def __init__(self, pid: int, executors: bool) -> None:
+        self.pid, self.executors, self.peak_mb = pid, executors, 0.0
+        self.cpu_s: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
 
-    def _pids(self) -> set[int]:
+    def _processes(self) -> dict[int, str]:
+        """Every process's ``stat`` line, by pid, of the tree (and the executors)."""
+        stats: dict[int, str] = {}
         parents: dict[int, int] = {}
         executors = set()
         for entry in Path("/proc").iterdir():
@@ -85,51 +92,74 @@ class _TreeMemory:
                 continue
             try:
                 stat = (entry / "stat").read_text()
-                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-            if self.executors_under and "CoarseGrainedExecutorBackend" in cmdline:
-                executors.add(int(entry.name))
+            pid = int(entry.name)
+            stats[pid] = stat
+            parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+            if self.executors and b"CoarseGrainedExecutorBackend" in cmdline:
+                executors.add(pid)
         tree, frontier = {self.pid}, [self.pid]
         while frontier:
             parent = frontier.pop()
             children = [p for p, pp in parents.items() if pp == parent and p not in tree]
             tree.update(children)
             frontier += children
-        return tree | executors
+        return {p: stats[p] for p in tree | executors if p in stats}
 
     def _poll(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
         while not self._stop.wait(0.2):
             total = 0.0
-            for pid in self._pids():
-                try:
-                    status = Path(f"/proc/{pid}/status").read_text()
-                except OSError:
-                    continue
-                line = next((x for x in status.splitlines() if x.startswith("VmRSS")), None)
-                total += int(line.split()[1]) / 1024 if line else 0.0
+            for pid, stat in self._processes().items():
+                fields = stat.rsplit(")", 1)[1].split()
+                self.cpu_s[pid] = max(
+                    self.cpu_s.get(pid, 0.0), (int(fields[11]) + int(fields[12])) / tick
+                )
+                total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 2**20  # rss pages
             self.peak_mb = max(self.peak_mb, total)
 
-    def stop(self) -> float:
+    def stop(self) -> dict[str, float]:
         self._stop.set()
         self._thread.join()
-        return round(self.peak_mb, 1)
+        return {"peak_rss_mb": round(self.peak_mb, 1), "cpu_s": round(sum(self.cpu_s.values()), 1)}
 
 
-def _engine(engine: str, source: Path, master: str | None, env: dict[str, str]) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "bench.lake_run", engine, str(source)]
+def _engine(
+    engine: str, source: Path, master: str | None, env: dict[str, str], reports: int
+) -> dict[str, Any]:
+    """``bench.lake_run`` in a process of its own: its figures, wall time, peak memory, CPU."""
+    argv = [sys.executable, "-m", "bench.lake_run", engine, str(source), str(reports)]
     argv += [master] if master else []
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)  # fmt: skip
-    memory = _TreeMemory(proc.pid, Path("/") if engine == "spark" else None)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    usage = _TreeUsage(proc.pid, executors=engine == "spark")
     out, err = proc.communicate()
-    peak = memory.stop()
-    figures: dict[str, Any] = {"wall_s": round(time.perf_counter() - began, 2), "peak_rss_mb": peak}
+    figures: dict[str, Any] = {"wall_s": round(time.perf_counter() - began, 2), **usage.stop()}
     if proc.returncode != 0:
         return {**figures, "returncode": proc.returncode, "stderr_tail": err[-3000:]}
     return {**figures, **json.loads(out.strip().splitlines()[-1])}
+
+
+def _measured(engine: str, source: Path, master: str | None, env: dict[str, str]) -> dict[str, Any]:
+    """One engine: opened only (its start-up's CPU time), then opened and two reports; the
+    report's CPU time is the difference, the second report shows warm caches and JIT."""
+    opened = _engine(engine, source, master, env, 0)
+    figures = _engine(engine, source, master, env, 2)
+    if "report_s" in figures and "cpu_s" in opened:
+        figures["first_report_s"] = figures["report_s"][0]
+        figures["open_cpu_s"] = opened["cpu_s"]
+        # Both reports' CPU less the start-up's, halved: a report's CPU time, warm or cold.
+        figures["report_cpu_s"] = round(max(figures["cpu_s"] - opened["cpu_s"], 0.0) / 2, 1)
+    return figures
 
 
 def _spark_env(work: Path) -> dict[str, str]:
@@ -141,37 +171,83 @@ def _spark_env(work: Path) -> dict[str, str]:
         f"spark.executor.cores {CORES}\nspark.cores.max {CORES}\nspark.ui.enabled false\n"
         "spark.driver.host 127.0.0.1\nspark.driver.bindAddress 127.0.0.1\n"
     )
-    return {**os.environ, "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+    return {
+        **os.environ,
+        "SPARK_CONF_DIR": str(conf),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+
+
+ENGINES = ("store", "duckdb_lake", "spark")
 
 
 def bench_case(case: str, size: int, master: str, env: dict[str, str]) -> dict[str, Any]:
-    """One case on the three engines, and what the figures say."""
+    """One case at one size on the three engines; the reports must be one (same SHA-256)."""
     db, lake, rows, built = _store_and_lake(case, size)
-    figures: dict[str, Any] = {"case": case, "rows": rows, **built}
-    figures["store"] = _engine("store", db, None, dict(os.environ))
-    figures["duckdb_lake"] = _engine("duckdb", lake, None, dict(os.environ))
-    figures["spark"] = _engine("spark", lake, master, env)
-    hashes = {figures[e].get("sha256") for e in ("store", "duckdb_lake", "spark")}
+    figures: dict[str, Any] = {"case": case, "size": size, "rows": rows, **built}
+    figures["store"] = _measured("store", db, None, dict(os.environ))
+    figures["duckdb_lake"] = _measured("duckdb", lake, None, dict(os.environ))
+    figures["spark"] = _measured("spark", lake, master, env)
+    hashes = {figures[e].get("sha256") for e in ENGINES}
     figures["same_report"] = len(hashes) == 1 and None not in hashes
-    for engine in ("store", "duckdb_lake", "spark"):
-        seconds = figures[engine].get("report_s")
-        if seconds:
-            figures[engine]["s_per_million_rows_per_core"] = round(seconds * CORES / rows * 1e6, 3)
-    store_s = figures["store"].get("report_s")
-    for engine in ("duckdb_lake", "spark"):
-        seconds = figures[engine].get("report_s")
-        if store_s and seconds:
-            figures[f"{engine}_ratio"] = round(seconds / store_s, 2)
+    base = figures["store"]
+    for engine in ENGINES:
+        run = figures[engine]
+        if "first_report_s" not in run:
+            continue
+        run["s_per_million_rows_per_core"] = round(run["first_report_s"] * CORES / rows * 1e6, 3)
+        if engine != "store" and "first_report_s" in base:
+            run["ratio_wall"] = round(run["first_report_s"] / base["first_report_s"], 2)
+            run["ratio_cpu"] = round(run["report_cpu_s"] / max(base["report_cpu_s"], 0.1), 2)
     return figures
+
+
+def fitted(small: dict[str, Any], large: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per engine, the line through two sizes: a fixed part (start-up included) and seconds per
+    million rows on one core (the slope on ``CORES`` cores, times ``CORES``); peak memory per
+    million rows at the larger size."""
+    lines = {}
+    for engine in ENGINES:
+        a, b = small[engine], large[engine]
+        slope = (b["first_report_s"] - a["first_report_s"]) / (large["rows"] - small["rows"])
+        fixed = a["first_report_s"] - slope * small["rows"] + a["open_s"]
+        lines[engine] = {
+            "fixed_s": round(max(fixed, 0.0), 2),
+            "s_per_million_per_core": round(slope * 1e6 * CORES, 3),
+            "peak_mb_per_million": round(b["peak_rss_mb"] / large["rows"] * 1e6, 1),
+        }
+    return lines
+
+
+def write_costs(results: dict[str, Any]) -> Path:
+    """The fitted lines, for ``gpuyield lake size`` (written by a TOML library)."""
+    import tomli_w
+
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for case in results["cases"]:
+        by_case.setdefault(case["case"], []).append(case)
+    data = {
+        "source": {
+            "command": "python -m bench lake",
+            "measured_on": results["machine"]["when"],
+            "machine": f"{results['machine']['cpus']} CPUs (shared, load "
+            f"{results['machine']['load_avg_1m']}), Spark standalone: 1 worker of {CORES} cores",
+        },
+        "jobs": fitted(*sorted(by_case["jobs"], key=lambda c: c["rows"])),
+        "samples": fitted(*sorted(by_case["utilization"], key=lambda c: c["rows"])),
+    }
+    header = "# Written by `python -m bench lake` (bench/lake.py); read by gpuyield.lake.sizing.\n"
+    COSTS.write_text(header + tomli_w.dumps(data), encoding="utf-8")
+    return COSTS
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
     """``python -m bench lake``: both cases on the three engines."""
     from tests.spark_cluster import running_cluster
 
-    cases = [("jobs", QUICK_JOBS if quick else FULL_JOBS),
-             ("utilization", QUICK_GPUS if quick else FULL_GPUS)]  # fmt: skip
+    cases = [("jobs", n) for n in (QUICK_JOBS if quick else FULL_JOBS)]
+    cases += [("utilization", n) for n in (QUICK_GPUS if quick else FULL_GPUS)]
     results: dict[str, Any] = {"machine": machine(), "cores": CORES, "cases": []}
     with tempfile.TemporaryDirectory(prefix="bench-lake-") as tmp:
         work = Path(tmp)
@@ -181,6 +257,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
                 results["cases"].append(bench_case(case, size, cluster.master_url, env))
                 print(json.dumps(results["cases"][-1], indent=2), flush=True)
     results["target_ratio"] = TARGET_RATIO
+    if not quick:
+        results["costs"] = str(write_costs(results))
     return results
 
 

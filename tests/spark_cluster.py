@@ -135,15 +135,41 @@ def running_cluster(work: Path, *, worker_memory: str = "1536m") -> Iterator[Spa
     master_url, web_url = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web}"
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        processes.append(_start(
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(web)], env, work / "logs" / "master.out",
-        ))  # fmt: skip
-        processes.append(_start(
-            ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-             "--webui-port", str(_free_port()), "--cores", str(WORKER_CORES), "--memory", worker_memory,
-             "--work-dir", str(work / "worker"), master_url], env, work / "logs" / "worker.out",
-        ))  # fmt: skip
+        processes.append(
+            _start(
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(web),
+                ],
+                env,
+                work / "logs" / "master.out",
+            )
+        )
+        processes.append(
+            _start(
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--webui-port",
+                    str(_free_port()),
+                    "--cores",
+                    str(WORKER_CORES),
+                    "--memory",
+                    worker_memory,
+                    "--work-dir",
+                    str(work / "worker"),
+                    master_url,
+                ],
+                env,
+                work / "logs" / "worker.out",
+            )
+        )
         _wait_for_worker(web_url, processes, work / "logs")
         yield SparkCluster(master_url=master_url, web_url=web_url, logs=work / "logs")
     finally:

@@ -40,11 +40,25 @@ class Ingested:
 
 def sample_args(db: Path) -> list[str | Path]:
     """``ingest slurm`` of the bundled capture over its hour."""
-    return ["ingest", "slurm", "--db", db, "--sacct", SAMPLE / "sacct-X-D-wide.psv",
-            "--events", SAMPLE / "sacctmgr-event-format.psv",
-            "--nodes", SAMPLE / "scontrol-show-nodes-oneliner.txt",
-            "--manifest", SAMPLE / "manifest.toml",
-            "--since", "2026-11-30T10:00:00", "--until", "2026-11-30T11:00:00", "-q"]  # fmt: skip
+    return [
+        "ingest",
+        "slurm",
+        "--db",
+        db,
+        "--sacct",
+        SAMPLE / "sacct-X-D-wide.psv",
+        "--events",
+        SAMPLE / "sacctmgr-event-format.psv",
+        "--nodes",
+        SAMPLE / "scontrol-show-nodes-oneliner.txt",
+        "--manifest",
+        SAMPLE / "manifest.toml",
+        "--since",
+        "2026-11-30T10:00:00",
+        "--until",
+        "2026-11-30T11:00:00",
+        "-q",
+    ]
 
 
 def ingest_sample(where: Path) -> Ingested:
@@ -59,8 +73,18 @@ def simulate(out: Path, *, seed: int, cluster: str | None = None) -> Path:
     nodes (``n01`` becomes ``e01``), in every file: another site's nodes have other names (the
     store keys a sample by node, GPU and time, so two clusters' samples of one node name would
     replace each other)."""
-    cli("simulate", "run", "ledger-check", "--out", out, "--days", SIM_DAYS, "--seed", str(seed),
-        "--utilization")  # fmt: skip
+    cli(
+        "simulate",
+        "run",
+        "ledger-check",
+        "--out",
+        out,
+        "--days",
+        SIM_DAYS,
+        "--seed",
+        str(seed),
+        "--utilization",
+    )
     if cluster is not None:
         for path in out.iterdir():
             if path.suffix in (".psv", ".txt", ".json"):
@@ -74,8 +98,17 @@ def ingest_simulated(out: Path, db: Path, lake: Path, *, cluster: str | None = N
     """A simulated cluster's files and samples into ``db``, each ingest synced into ``lake``."""
     named = [] if cluster is None else ["--cluster", cluster]
     cli("ingest", "slurm", "--dir", out, "--db", db, "--lake", lake, "-q", *named)
-    cli("ingest", "utilization", "--prom-json", out / "utilization.json", "--db", db,
-        "--lake", lake, *named)  # fmt: skip
+    cli(
+        "ingest",
+        "utilization",
+        "--prom-json",
+        out / "utilization.json",
+        "--db",
+        db,
+        "--lake",
+        lake,
+        *named,
+    )
 
 
 def report_text(source: ReportSource, by: str | None = None) -> str:

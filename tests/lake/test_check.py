@@ -48,9 +48,12 @@ def test_a_changed_byte_fails_the_check_naming_the_file(sample: Ingested, tmp_pa
     code, found = _check(lake)
     assert code == 3
     assert found["problems"] == [
-        {"severity": "error", "where": target.path,
-         "message": "its bytes changed since it was written (SHA-256 differs)"}
-    ]  # fmt: skip
+        {
+            "severity": "error",
+            "where": target.path,
+            "message": "its bytes changed since it was written (SHA-256 differs)",
+        }
+    ]
 
 
 def test_a_missing_file_and_a_wrong_row_count_fail(sample: Ingested, tmp_path: Path) -> None:
@@ -65,8 +68,10 @@ def test_a_missing_file_and_a_wrong_row_count_fail(sample: Ingested, tmp_path: P
     assert not result.ok
     found = {(p.where, p.message) for p in result.problems}
     assert (gone["path"], "is listed but missing") in found
-    assert (miscounted["path"], f"holds {miscounted['rows'] - 1} rows, the manifest says "
-                                f"{miscounted['rows']}") in found  # fmt: skip
+    assert (
+        miscounted["path"],
+        f"holds {miscounted['rows'] - 1} rows, the manifest says {miscounted['rows']}",
+    ) in found
 
 
 def test_a_file_no_manifest_lists_is_only_a_warning(sample: Ingested, tmp_path: Path) -> None:

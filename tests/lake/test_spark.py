@@ -79,8 +79,18 @@ def test_two_clusters_per_cluster_and_in_total_through_the_cli(
 ) -> None:
     master = spark_session.sparkContext.master
     assert master.startswith("spark://127.0.0.1:")
-    on_spark = data.cli("report", "--lake", two_clusters["lake"], "--engine", "spark",
-                        "--spark-master", master, "--by", "cluster", "--json")  # fmt: skip
+    on_spark = data.cli(
+        "report",
+        "--lake",
+        two_clusters["lake"],
+        "--engine",
+        "spark",
+        "--spark-master",
+        master,
+        "--by",
+        "cluster",
+        "--json",
+    )
     on_store = data.cli("report", "--db", two_clusters["db"], "--by", "cluster", "--json")
     assert on_spark == on_store
     assert '"key": "check"' in on_store and '"key": "east"' in on_store

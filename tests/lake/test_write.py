@@ -95,8 +95,9 @@ def test_a_new_ingest_rewrites_only_the_partitions_it_changed(
     out = data.simulate(tmp_path / "sim", seed=3)
     data.cli("ingest", "slurm", "--dir", out, "--db", db, "--lake", lake, "-q")
     (first,) = read_manifests(lake)
-    data.cli("ingest", "utilization", "--prom-json", out / "utilization.json", "--db", db,
-             "--lake", lake)  # fmt: skip
+    data.cli(
+        "ingest", "utilization", "--prom-json", out / "utilization.json", "--db", db, "--lake", lake
+    )
     (second,) = read_manifests(lake)
     new = {f.path for f in second.files} - {f.path for f in first.files}
     tables = {f.table for f in second.files if f.path in new}

@@ -49,7 +49,15 @@ def test_the_collected_lake_on_spark_is_the_collected_store(
     shutil.copytree(collected.lake, lake)
     gpuyield("ingest", "slurm", "--db", db, "--manifest", lab_run.manifest, "--lake", lake)
     on_store = gpuyield("report", "--db", db, "--by", "job", "--json")
-    on_spark = cli("report", "--lake", lake, "--spark-master", spark_session.sparkContext.master,
-                   "--by", "job", "--json")  # fmt: skip
+    on_spark = cli(
+        "report",
+        "--lake",
+        lake,
+        "--spark-master",
+        spark_session.sparkContext.master,
+        "--by",
+        "job",
+        "--json",
+    )
     assert on_spark == on_store
     assert '"released"' in on_store and "sacct" in on_store

@@ -115,3 +115,107 @@ def _print_check(result: Any) -> None:
             f"{escape(visible(problem.message))}",
             highlight=False,
         )
+
+
+@app.command("size")
+def size_command(
+    gpus: Annotated[
+        str, typer.Option("--gpus", help="Fleet sizes in GPUs, comma-separated (1k,10k,100k).")
+    ] = "1k,10k,100k",
+    within: Annotated[
+        str, typer.Option("--within", help="The report's time budget (10m, 1h).")
+    ] = "10m",
+    sample_every: Annotated[
+        str, typer.Option("--sample-every", help="Utilization sample interval per GPU.")
+    ] = "60s",
+    jobs_per_gpu_year: Annotated[
+        int,
+        typer.Option(
+            "--jobs-per-gpu-year",
+            help="Jobs a GPU runs in a year (the benchmark's 100k-GPU cluster: 122).",
+        ),
+    ] = 122,
+    machine_cores: Annotated[
+        int, typer.Option("--machine-cores", help="Cores of the one large machine for DuckDB.")
+    ] = 64,
+    machine_memory: Annotated[
+        float, typer.Option("--machine-memory-gb", help="Its memory in GB.")
+    ] = 512.0,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sizing as JSON.")] = False,
+) -> None:
+    """Cores a year of a fleet's jobs and samples needs to report in time, on Spark and on DuckDB (from `python -m bench lake`)."""
+    from gpuyield.cli.collect import parse_duration
+    from gpuyield.estimate.numbers import parse_number
+    from gpuyield.lake.sizing import size_fleets
+
+    flags = {
+        "lake_size.gpus": "--gpus",
+        "lake_size.minutes": "--within",
+        "lake_size.sample_every_s": "--sample-every",
+        "lake_size.jobs_per_gpu_year": "--jobs-per-gpu-year",
+        "lake_size.machine_cores": "--machine-cores",
+    }
+    with errors_mapped(flags):
+        fleets = [int(parse_number(g.strip(), arg="--gpus")) for g in gpus.split(",") if g.strip()]
+        sizing = size_fleets(
+            fleets,
+            minutes=parse_duration(within, "--within") / 60,
+            sample_every_s=parse_duration(sample_every, "--sample-every"),
+            jobs_per_gpu_year=jobs_per_gpu_year,
+            machine_cores=machine_cores,
+            machine_memory_gb=machine_memory,
+        )
+    if as_json:
+        print_json(sizing.to_dict())
+        return
+    _print_sizing(sizing, markdown=markdown)
+
+
+def _print_sizing(sizing: Any, *, markdown: bool) -> None:
+    def cores(value: int | None) -> str:
+        return "over the fixed time" if value is None else f"{value:,}"
+
+    rows = [
+        (
+            f"{f.gpus:,}",
+            f"{f.jobs / 1e6:,.1f}M",
+            f"{f.samples / 1e9:,.2f}B",
+            cores(f.spark_cores),
+            cores(f.duckdb_cores),
+            f"{f.duckdb_memory_gb:,.0f} GB",
+            "yes" if f.one_machine else "no",
+        )
+        for f in sizing.fleets
+    ]
+    head = (
+        "GPUs",
+        "jobs / year",
+        "samples / year",
+        "Spark executor cores",
+        "DuckDB cores",
+        "DuckDB memory",
+        f"one {sizing.machine_cores}-core {sizing.machine_memory_gb:,.0f} GB machine",
+    )
+    if markdown:
+        console.print("| " + " | ".join(head) + " |", highlight=False)
+        console.print("|" + "|".join("---:" for _ in head) + "|", highlight=False)
+        for row in rows:
+            console.print("| " + " | ".join(row) + " |", highlight=False)
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"reported within {sizing.minutes:g} min", title_justify="left")
+        for name in head:
+            table.add_column(name, justify="right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    costs = sizing.costs
+    console.print(
+        f"\nFrom `python -m bench lake` ({costs.measured_on}, {costs.machine}): report time = a "
+        "fixed part + seconds per million rows per core, fitted on two sizes per engine; work per "
+        f"row divides evenly over cores. A year: {sizing.jobs_per_gpu_year} jobs per GPU, one "
+        f"sample per GPU every {sizing.sample_every_s} s. DuckDB reads the lake in one process.",
+        highlight=False,
+    )

@@ -133,8 +133,12 @@ def _check_writer(manifest: WriterManifest, manifests: list[WriterManifest]) -> 
     if not 0 <= manifest.index < layout.MAX_WRITERS:
         problems.append(_error(where, f"writer index {manifest.index} is outside 0..7"))
     if manifest.watermark_ingest_id >= layout.INGEST_ID_STRIDE:
-        problems.append(_error(where, f"ingest ids up to {manifest.watermark_ingest_id} overflow "
-                                      "the writer's id range"))  # fmt: skip
+        problems.append(
+            _error(
+                where,
+                f"ingest ids up to {manifest.watermark_ingest_id} overflow the writer's id range",
+            )
+        )
     for other in manifests:
         if other.writer <= manifest.writer:
             continue
@@ -167,8 +171,11 @@ def _check_file(root: Path, item: LakeFile, schemas: dict[str, pa.Schema]) -> li
     if not path.is_file():
         return [_error(item.path, "is listed but missing")]
     if path.stat().st_size != item.size_bytes:
-        return [_error(item.path, f"has {path.stat().st_size} bytes, the manifest says "
-                                  f"{item.size_bytes}")]  # fmt: skip
+        return [
+            _error(
+                item.path, f"has {path.stat().st_size} bytes, the manifest says {item.size_bytes}"
+            )
+        ]
     if _sha256(path) != item.sha256:
         return [_error(item.path, "its bytes changed since it was written (SHA-256 differs)")]
     try:

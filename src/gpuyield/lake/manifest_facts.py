@@ -16,11 +16,15 @@ def ingest_entries(con: duckdb.DuckDBPyConnection) -> tuple[IngestEntry, ...]:
     ).fetchall()
     return tuple(
         IngestEntry(
-            ingest_id=int(i), source=s, path=p, sha256=h,
-            as_of_s=None if a is None else int(a), ingested_at=str(t),
+            ingest_id=int(i),
+            source=s,
+            path=p,
+            sha256=h,
+            as_of_s=None if a is None else int(a),
+            ingested_at=str(t),
         )
         for i, s, p, h, a, t in rows
-    )  # fmt: skip
+    )
 
 
 def covered_windows(con: duckdb.DuckDBPyConnection) -> tuple[CoveredWindow, ...]:

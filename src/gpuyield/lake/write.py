@@ -204,9 +204,11 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
 def partition_sql(table: str, columns: tuple[str, ...]) -> str:
     """The table's rows with ``__cluster``, ``__day`` and ``__ingest`` (the ingest that wrote
     the row, or its job's for a job's nodes: what tells a sync which partitions are new)."""
-    ingest = "j.ingest_id" if table == "job_nodes" else (
-        "t.ingest_id" if "ingest_id" in columns else "NULL::BIGINT"
-    )  # fmt: skip
+    ingest = (
+        "j.ingest_id"
+        if table == "job_nodes"
+        else ("t.ingest_id" if "ingest_id" in columns else "NULL::BIGINT")
+    )
     selected = ", ".join(f't."{c}"' for c in columns)
     return (
         f"SELECT {selected}, {layout.cluster_expression(table, columns)} AS __cluster, "
@@ -319,9 +321,15 @@ def _place(lake: Path, writer: str, path: Path, partition: Partition, fingerprin
     size = path.stat().st_size
     path.replace(target)
     return LakeFile(
-        table=table, cluster=cluster, day=day, path=relative, rows=rows, size_bytes=size,
-        sha256=sha256, fingerprint=fingerprint,
-    )  # fmt: skip
+        table=table,
+        cluster=cluster,
+        day=day,
+        path=relative,
+        rows=rows,
+        size_bytes=size,
+        sha256=sha256,
+        fingerprint=fingerprint,
+    )
 
 
 def _manifest(
@@ -340,9 +348,9 @@ def _manifest(
             hint="start a new store and a new lake for later collections",
         )
     kept_paths = {f.path for f in files}
-    retired = () if previous is None else tuple(
-        sorted({f.path for f in previous.files} - kept_paths)
-    )  # fmt: skip
+    retired = (
+        () if previous is None else tuple(sorted({f.path for f in previous.files} - kept_paths))
+    )
     return WriterManifest(
         writer=writer,
         index=previous.index if previous is not None else _free_index(others),

@@ -14,7 +14,7 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import CancelCause, Category, FailedCause
 from gpuyield.ledger.estimated import progress_elapsed
-from gpuyield.ledger.plan import is_spark, reused_on_spark
+from gpuyield.ledger.plan import is_spark, reused_on_spark, small_on_spark
 from gpuyield.ledger.window import Window
 from gpuyield.manifest import Manifest
 
@@ -237,7 +237,8 @@ def _hardware_blamed(
             events.start_s <= failed.full_end_s + HW_AFTER_S,
         ],
     )
-    return near.select("job_key").distinct().mutate(hw_event=ibis.literal(True))
+    blamed = near.select("job_key").distinct().mutate(hw_event=ibis.literal(True))
+    return small_on_spark(backend, blamed)
 
 
 def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:

@@ -395,6 +395,8 @@ def _swept(
     (embedded DuckDB), window functions over node buckets where the engine spreads them (Spark)."""
     if backend.name == "duckdb":
         return scan_sweep(backend, sweep_changes(allocations, islands, capacity), capacity)
+    # Read twice by the sweep (islands open and close): once, not once per read.
+    islands = reused_on_spark(backend, "gy_islands", islands)
     sweep = node_sweep(allocations, islands, capacity, buckets=_SWEEP_BUCKETS)
     return materialize(backend, "gy_sweep", sweep)
 

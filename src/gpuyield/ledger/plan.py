@@ -11,6 +11,7 @@ and shares common subtrees itself, stores only the intermediates worth a write a
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import ibis
 import ibis.expr.types as ir
@@ -44,6 +45,14 @@ def reused_on_spark(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir
     return materialize(backend, name, table) if is_spark(backend) else table
 
 
+def small_on_spark(backend: ibis.BaseBackend, table: ir.Table) -> ir.Table:
+    """On Spark, a small intermediate brought to the driver and handed back as an in-memory table:
+    Spark then knows its size and broadcasts it to a join, where its estimate from the plan (the
+    size of the large input it was filtered from) made it shuffle and sort the large side. As it
+    is elsewhere."""
+    return ibis.memtable(table.to_pyarrow()) if is_spark(backend) else table
+
+
 def _checkpoint(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
     """``table`` computed now on the executors, kept there (memory, then disk), as a view
     ``name`` whose plan is a scan of those rows."""
@@ -51,4 +60,24 @@ def _checkpoint(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Tab
     session = backend._session
     frame = session.sql(backend.compile(table)).localCheckpoint(eager=True)
     frame.createOrReplaceTempView(name)
+    _kept(backend).append((name, frame))
     return backend.table(name)
+
+
+def _kept(backend: ibis.BaseBackend) -> list[tuple[str, Any]]:
+    """The views and checkpointed frames this backend's ledgers made (released by ``release``)."""
+    kept: list[tuple[str, Any]] | None = getattr(backend, "_gpuyield_kept", None)
+    if kept is None:
+        kept = []
+        backend._gpuyield_kept = kept  # type: ignore[attr-defined]
+    return kept
+
+
+def release(backend: ibis.BaseBackend) -> None:
+    """Drop what the ledger kept on Spark's executors: a driver that reports again (a service,
+    a benchmark) would otherwise hold every report's intermediates until it stops."""
+    kept = _kept(backend) if is_spark(backend) else []
+    while kept:
+        name, frame = kept.pop()
+        backend._session.catalog.dropTempView(name)
+        frame.unpersist()

@@ -11,6 +11,7 @@ import ibis
 from gpuyield import store
 from gpuyield.lake import LakeSource, lake_backend
 from gpuyield.ledger import backend_for
+from gpuyield.ledger.plan import release
 
 #: A store's path, or a lake with its engine.
 ReportSource = str | Path | LakeSource
@@ -21,7 +22,10 @@ def ledger_backend(source: ReportSource) -> Iterator[ibis.BaseBackend]:
     """An Ibis backend over ``source``'s tables, open for the block (closed after)."""
     if isinstance(source, LakeSource):
         with lake_backend(source) as backend:
-            yield backend
+            try:
+                yield backend
+            finally:
+                release(backend)  # what the ledger kept on Spark's executors
         return
     con = store.connect(source, read_only=True)
     try:
