@@ -19,8 +19,14 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -e '.[dev,html,telemetry,train,spark,serve]'
 	touch $@
 
-.PHONY: demo test test-quick bench bench-quick lint install clean docs-figures
+.PHONY: demo test test-quick bench bench-quick lint install dist clean docs-figures
 install: $(VENV)/.core
+
+# A wheel and an sdist in dist/, to install anywhere: pip install 'dist/gpuyield-0.1.0-py3-none-any.whl[serve]'
+dist: $(VENV)/.dev
+	rm -rf dist
+	$(PY) -m build --no-isolation --outdir dist
+	@ls dist
 
 demo: $(VENV)/.core
 	@mkdir -p out
@@ -67,4 +73,4 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/lint-imports --no-logo
 
 clean:
-	rm -rf out bench/out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf out bench/out dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,11 +1,17 @@
-"""Run the benchmarks: `python -m bench [NAME ...] [--quick]`; results also go to bench/out/*.json."""
+"""Run the benchmarks: ``python -m bench [NAME ...] [--quick]``; results also go to bench/out/*.json.
+
+``python -m bench --help`` lists them; ``python -m bench NAME --help`` is a benchmark's own help,
+and ``python -m bench NAME OPTIONS`` passes OPTIONS (other than ``--quick``) to its command line,
+the same as ``python -m bench.NAME OPTIONS``.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
-import json
 import sys
-from pathlib import Path
+
+from bench.runner import benchmark_main, benchmark_parser, has_main, summary, write_figures
 
 BENCHES = (
     "ledger",
@@ -14,6 +20,7 @@ BENCHES = (
     "serve",
     "ladder",
     "collect",
+    "collect_output",
     "hostile",
     "ft",
     "utilization",
@@ -22,25 +29,49 @@ BENCHES = (
 )
 
 
-def main(argv: list[str]) -> int:
-    quick = "--quick" in argv
-    names = [a for a in argv if not a.startswith("-")] or list(BENCHES)
-    out_dir = Path(__file__).parent / "out"
-    out_dir.mkdir(exist_ok=True)
-    for name in names:
-        if name not in BENCHES:
-            print(f"unknown benchmark {name!r}; choose from {', '.join(BENCHES)}", file=sys.stderr)
-            return 2
+def parser() -> argparse.ArgumentParser:
+    """``python -m bench``: names to run (all by default) and ``--quick``."""
+    width = max(len(name) for name in BENCHES)
+    listing = "\n".join(f"  {name:<{width}}  {summary(name)}" for name in BENCHES)
+    out = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Run gpuyield's benchmarks (all of them unless NAMEs are given: the full run "
+        "takes many minutes and writes a few GB under bench/out/).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"benchmarks:\n{listing}\n\n'python -m bench NAME --help' describes one.",
+    )
+    out.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
+    out.add_argument("--quick", action="store_true", help="each benchmark's small configuration")
+    return out
+
+
+def run_own(name: str, argv: list[str]) -> int:
+    """A benchmark's own command line: its ``main`` where it has one, else the shared one (whose
+    help needs no import: ``ft`` would import torch)."""
+    if not has_main(name):
+        benchmark_parser(name).parse_args(argv)
+    module = importlib.import_module(f"bench.{name}")
+    if has_main(name):
+        # Its parser names the program after argv[0] where it does not set ``prog``.
+        program, sys.argv[0] = sys.argv[0], f"python -m bench.{name}"
         try:
-            module = importlib.import_module(f"bench.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"bench.{name}":
-                raise
-            print(f"== {name}: not built yet")
-            continue
+            return int(module.main(argv))
+        finally:
+            sys.argv[0] = program
+    return benchmark_main(name, module.run, argv)
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] in BENCHES and any(a.startswith("-") and a != "--quick" for a in argv):
+        return run_own(argv[0], argv[1:])
+    args = parser().parse_args(argv)
+    unknown = [name for name in args.names if name not in BENCHES]
+    if unknown:
+        parser().error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHES)}")
+    for name in args.names or BENCHES:
         print(f"== {name}")
-        figures = module.run(quick=quick)
-        (out_dir / f"{name}.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+        module = importlib.import_module(f"bench.{name}")
+        write_figures(name, module.run(quick=args.quick))
     return 0
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from bench.gen_slurm import Generated, GenParams, cached
 from bench.ledger import OUT, measure
+from gpuyield.hostlist import expand_hostlist
 
 QUICK_SIZES = (100_000,)
 FULL_SIZES = (10_000_000,)
@@ -100,16 +101,96 @@ def split_captures(data: Generated, out: Path, day_start_s: int) -> dict[str, in
     return counts
 
 
-def recorded_slurm(out: Path, data: Generated) -> Path:
-    """sacct, sacctmgr and scontrol printing the day's captures."""
+# One record of `scontrol -d -o show job` (Slurm 22.05.8), field for field as the recording in
+# tests/ingest/fixtures/jobs-detail/scontrol-d-o-show-job.txt prints a running job; the job's own
+# values go in the braces. One ``Nodes=`` group: every node of a job holds the same GPUs here.
+_JOB_RECORD = (
+    "JobId={job} JobName={name} UserId={user}({uid}) GroupId={user}({uid}) MCS_label=N/A "
+    "Priority=4294901759 Nice=0 Account={account} QOS={qos} JobState=RUNNING Reason=None "
+    "Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 "
+    "DerivedExitCode=0:0 RunTime={run_time} TimeLimit=UNLIMITED TimeMin=N/A SubmitTime={submit} "
+    "EligibleTime={submit} AccrueTime={submit} StartTime={start} EndTime=Unknown Deadline=N/A "
+    "PreemptEligibleTime={start} PreemptTime=None SuspendTime=None SecsPreSuspend=0 "
+    "LastSchedEval={start} Scheduler=Main Partition={partition} AllocNode:Sid=login1:4242 "
+    "ReqNodeList=(null) ExcNodeList=(null) NodeList={nodes} BatchHost={batch_host} "
+    "NumNodes={num_nodes} NumCPUs={num_nodes} NumTasks={num_nodes} CPUs/Task=1 "
+    "ReqB:S:C:T=0:0:*:* TRES={tres} Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=* "
+    "JOB_GRES=gpu:{gpus}   Nodes={nodes} CPU_IDs=0 Mem=256 GRES=gpu:{per_node}(IDX:{indices}) "
+    "MinCPUsNode=1 MinMemoryCPU=256M MinTmpDiskNode=0 Features=(null) DelayBoot=00:00:00 "
+    "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null) Command=(null) "
+    "WorkDir=/home/{user} StdErr=/home/{user}/slurm-{job}.out StdIn=/dev/null "
+    "StdOut=/home/{user}/slurm-{job}.out Power= TresPerNode=gres:gpu:{per_node} "
+)
+
+
+def jobs_detail_text(day_psv: Path, capture_s: int) -> str:
+    """``scontrol -d -o show job`` at ``capture_s``: the day's RUNNING jobs with the GPU indices
+    they hold. The generator never oversubscribes a node, so a node's running jobs take its GPUs
+    in turn (job order) and their indices never overlap."""
+    lines = day_psv.read_text(encoding="utf-8").splitlines()
+    names = lines[0].split("|")
+    taken: dict[str, int] = {}
+    records = []
+    for line in lines[1:]:
+        row = dict(zip(names, line.split("|"), strict=True))
+        if row["State"] != "RUNNING":
+            continue
+        nodes = expand_hostlist(row["NodeList"])
+        gpus = int(row["AllocTRES"].split("gres/gpu=")[1].split(",")[0])
+        per_node = gpus // len(nodes)
+        first = max(taken.get(node, 0) for node in nodes)
+        for node in nodes:
+            taken[node] = first + per_node
+        records.append(_job_record(row, nodes, first, per_node, capture_s))
+    # What scontrol prints when no job is in the system (src/scontrol/info_job.c).
+    return "\n".join(records) + "\n" if records else "No jobs in the system\n"
+
+
+def _job_record(
+    row: dict[str, str], nodes: list[str], first: int, per_node: int, capture_s: int
+) -> str:
+    """One running job's record; it holds GPUs ``first`` to ``first + per_node - 1`` of each node."""
+    start = _epoch(row["Start"]) or capture_s
+    return _JOB_RECORD.format(
+        job=row["JobIDRaw"],
+        name=row["JobName"],
+        user=row["User"],
+        uid=2000,
+        account=row["Account"],
+        qos=row["QOS"],
+        partition=row["Partition"],
+        run_time=_run_time(capture_s - start),
+        submit=row["Submit"],
+        start=row["Start"],
+        nodes=row["NodeList"],
+        batch_host=nodes[0],
+        num_nodes=len(nodes),
+        tres=row["AllocTRES"],
+        gpus=per_node * len(nodes),
+        per_node=per_node,
+        indices=f"{first}-{first + per_node - 1}" if per_node > 1 else str(first),
+    )
+
+
+def _run_time(seconds: int) -> str:
+    days, rest = divmod(max(seconds, 0), DAY_S)
+    clock = f"{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def recorded_slurm(out: Path, data: Generated, capture_s: int) -> Path:
+    """sacct, sacctmgr and scontrol printing the day's captures (``scontrol -d -o show job``:
+    the jobs running at ``capture_s``; ``scontrol -o show nodes``: the nodes)."""
     bin_dir = out / "bin"
     bin_dir.mkdir(exist_ok=True)
+    (out / "jobs-detail.txt").write_text(jobs_detail_text(out / "day.psv", capture_s))
     header = "Cluster|Name|TimeStart|TimeEnd|Flags|NodeName"
     scripts = {
         "sacct": f"cat {shlex.quote(str(out / 'day.psv'))}",
         "sacctmgr": f'case "$*" in *event*) cat {shlex.quote(str(data.events_path))};; '
         f"*) echo '{header}';; esac",
-        "scontrol": f"cat {shlex.quote(str(data.out_dir / 'nodes.txt'))}",
+        "scontrol": f'case "$*" in *job*) cat {shlex.quote(str(out / "jobs-detail.txt"))};; '
+        f"*) cat {shlex.quote(str(data.out_dir / 'nodes.txt'))};; esac",
     }
     for name, body in scripts.items():
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
@@ -139,11 +220,12 @@ def _best_of(name: str, argv: list[str], fresh: Callable[[], None]) -> dict[str,
     return {**best, "all_wall_s": [r["wall_s"] for r in runs]}
 
 
-def bench_size(num_jobs: int) -> dict[str, Any]:
-    """Every figure for one data set size."""
-    params = GenParams(num_jobs=num_jobs)
-    data = cached(params, OUT / "data")
-    out = OUT / "collect" / params.cache_key()
+def bench_size(params: GenParams, root: Path = OUT) -> dict[str, Any]:
+    """Every figure for one data set (generated under ``root/data``, worked on in
+    ``root/collect``)."""
+    num_jobs = params.num_jobs
+    data = cached(params, root / "data")
+    out = root / "collect" / params.cache_key()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cluster = params.cluster.name
@@ -163,7 +245,7 @@ def bench_size(num_jobs: int) -> dict[str, Any]:
     )
     collected, alone_db = out / "collected.duckdb", out / "day-alone.duckdb"
     collect = _best_of("collect", _gpuyield(
-        "collect", "--db", collected, "--slurm-bin", recorded_slurm(out, data),
+        "collect", "--db", collected, "--slurm-bin", recorded_slurm(out, data, day_end_s),
         "--cluster", cluster, "--until", _text(day_end_s), "--json"),
         lambda: shutil.copyfile(base, collected))  # fmt: skip
     alone = _best_of("day alone", _gpuyield(
@@ -205,7 +287,7 @@ def run(*, quick: bool = False, sizes: tuple[int, ...] | None = None) -> dict[st
     """``python -m bench collect``: every size, printed as it goes."""
     figures: dict[str, Any] = {}
     for num_jobs in sizes or (QUICK_SIZES if quick else FULL_SIZES):
-        result = bench_size(num_jobs)
+        result = bench_size(GenParams(num_jobs=num_jobs))
         figures[str(num_jobs)] = result
         print(
             f"{num_jobs:>11,} jobs: day {result['day_rows']:,} rows "

@@ -206,3 +206,11 @@ def _plot(figures: dict[str, Any]) -> None:
     fig.tight_layout()
     fig.savefig(OUT.parent / "ft-curves.png", dpi=120)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from bench.runner import benchmark_main
+
+    raise SystemExit(benchmark_main("ft", run, sys.argv[1:]))

@@ -392,7 +392,8 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    import json
     import sys
 
-    print(json.dumps(run(quick="--quick" in sys.argv), indent=2, default=str))
+    from bench.runner import benchmark_main
+
+    raise SystemExit(benchmark_main("guard", run, sys.argv[1:]))

@@ -182,3 +182,11 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     for size in figures["sizes"]:
         print(json.dumps(size))
     return figures
+
+
+if __name__ == "__main__":
+    import sys
+
+    from bench.runner import benchmark_main
+
+    raise SystemExit(benchmark_main("ladder", run, sys.argv[1:]))

@@ -221,6 +221,8 @@ def ledger_argv(data: Generated, params: GenParams, db: Path) -> list[list[str]]
         argv += ["--manifest", str(data.manifest_path)]
     if "--until" in ingest_flags:
         argv += ["--until", slurm_time(params.window_end_s)]
+    if "--now" in ingest_flags:  # generated data may run past this machine's clock
+        argv += ["--now", slurm_time(params.window_end_s)]
     return [argv, [*gy, "report", "--db", str(db), "--json"]]
 
 

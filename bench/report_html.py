@@ -92,3 +92,11 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"{'met' if figures['within_targets'] else 'NOT met'}"
     )
     return figures
+
+
+if __name__ == "__main__":
+    import sys
+
+    from bench.runner import benchmark_main
+
+    raise SystemExit(benchmark_main("report_html", run, sys.argv[1:]))

@@ -15,9 +15,22 @@ _EMPTY_LISTS = frozenset({"", "None assigned", "(null)", "None"})
 MAX_HOSTLIST_NAMES = 1_000_000
 
 
+def spaceless(text: str) -> str:
+    """``text`` with whitespace dropped as Slurm's hostlist parser drops it: around commas
+    (``c1, c[2-3]``), at the ends, and between names, where a blank separates like a comma."""
+    text = text.strip()
+    if text in _EMPTY_LISTS:  # "None assigned" is Slurm's word for no nodes, not two names
+        return text
+    return _BLANKS.sub(",", text) if _HAS_BLANK.search(text) else text
+
+
+_BLANKS = re.compile(r"\s*[,\s]\s*")
+_HAS_BLANK = re.compile(r"\s")
+
+
 def hostlist_size(text: str) -> int:
     """How many names a hostlist holds, counted from its ranges without expanding them."""
-    text = text.strip()
+    text = spaceless(text)
     if text in _EMPTY_LISTS:
         return 0
     total = 0
@@ -38,7 +51,10 @@ def _ranges_size(ranges: str, text: str) -> int:
         low, _, high = part.partition("-")
         if not low.isdigit() or (high and not high.isdigit()):
             raise InputError(f"bad range {part!r} in hostlist {text!r}")
-        total += max(0, int(high or low) - int(low) + 1)
+        if int(high or low) < int(low):
+            # Slurm refuses it; counted as no names it would leave GPU time on no node.
+            raise InputError(f"descending range {part!r} in hostlist {text!r}")
+        total += int(high or low) - int(low) + 1
     return total
 
 
@@ -47,7 +63,7 @@ def expand_hostlist(text: str, *, max_names: int = MAX_HOSTLIST_NAMES) -> list[s
 
     A list of more than ``max_names`` names is an error, found before expanding anything.
     """
-    text = text.strip()
+    text = spaceless(text)
     if text in _EMPTY_LISTS:
         return []
     size = hostlist_size(text)

@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from gpuyield import tomlfile
 from gpuyield.errors import ManifestError, UnknownIdError, closest
 from gpuyield.families import (
     Family,
@@ -42,7 +43,10 @@ from gpuyield.families import (
     families_from_json,
     parse_families,
     parse_ladder,
+    re2_hint,
+    re2_problem,
 )
+from gpuyield.sqltext import literal
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"
@@ -159,10 +163,11 @@ def empty_manifest() -> Manifest:
 
 def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
     """Read and validate a manifest file."""
+    if not path.exists() and not path.is_symlink():
+        raise ManifestError(f"{path}: no such manifest file")
+    text = tomlfile.read_small_text(path, max_bytes=tomlfile.MAX_TOML_BYTES, what="manifest")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: no such manifest file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ManifestError(
             f"{path}: not valid TOML: {error}", hint="see docs/manifest.md for the format"
@@ -176,6 +181,7 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
 
 def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Manifest:
     """Validate a manifest given as parsed TOML."""
+    tomlfile.check_numbers(data, str(path))  # nan, inf and 1e300 anywhere, named
     unknown = set(data) - {"runs", "releases", "diverged", "run_settings", *_LADDER_SECTIONS}
     if unknown:
         raise ManifestError(
@@ -297,41 +303,18 @@ def _check_released_not_diverged(
         )
 
 
-# Constructs Python's re accepts and RE2 (DuckDB's engine, which applies the rule) does not.
-_RE2_UNSUPPORTED = (
-    ("(?=", "lookahead (?=...)"),
-    ("(?!", "negative lookahead (?!...)"),
-    ("(?<=", "lookbehind (?<=...)"),
-    ("(?<!", "negative lookbehind (?<!...)"),
-    ("(?P=", "backreference (?P=name)"),
-    ("(?>", "atomic group (?>...)"),
-    ("\\Z", "\\Z (use \\z or $)"),
-)
-
-
 def check_engine_regex(
     pattern: str, where: str, con: duckdb.DuckDBPyConnection | None = None
 ) -> None:
     """Raise ManifestError when DuckDB's regex engine (RE2) rejects ``pattern``, naming the
     construct: Python's re accepts lookarounds and backreferences, RE2 does not, and a rule only
     Python accepts would fail every later report."""
-    from gpuyield import store  # the core's connection helper (no extension downloads)
-
-    own = con is None
-    engine = store.duckdb_connect() if con is None else con
-    try:
-        engine.execute("SELECT regexp_extract('', ?)", [pattern]).fetchall()
-    except duckdb.Error as error:
-        construct = next((name for text, name in _RE2_UNSUPPORTED if text in pattern), None)
-        said = construct or str(error).splitlines()[0]
+    said = re2_problem(pattern, con)
+    if said is not None:
         raise ManifestError(
             f"{where} uses {said}, which the query engine (RE2) does not support",
-            hint="rewrite it without lookarounds, backreferences or atomic groups; "
-            "e.g. run=(?P<run>[^,]+) instead of run=(?P<run>.+?)(?=,|$)",
-        ) from None
-    finally:
-        if own:
-            engine.close()
+            hint=re2_hint(said),
+        )
 
 
 def _parse_match(text: str, path: Path) -> RunMatch:
@@ -393,22 +376,36 @@ _EARLIEST_S = 946_684_800
 _LATEST_S = 4_102_444_800
 
 
-def _positive(value: Any, path: Path, name: str) -> float:
+# Every run setting is a duration no longer than this: a checkpoint interval or a restart of a
+# year and more is a typo (and an infinite one moved GPU-seconds between categories).
+_MAX_SETTING_S = 366 * 86_400
+
+
+def _seconds(value: Any) -> bool:
     # Not NaN or infinity either: NaN compares false with everything and would pass "<= 0".
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ManifestError(f"{path}: {name} must be a positive number of seconds, got {value!r}")
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value <= _MAX_SETTING_S
+    )
+
+
+def _positive(value: Any, path: Path, name: str) -> float:
+    if not _seconds(value) or value <= 0:
+        raise ManifestError(
+            f"{path}: {name} must be a positive number of seconds up to {_MAX_SETTING_S:,} "
+            f"(366 days), got {value!r}",
+            hint="write e.g. checkpoint_interval_s = 3600",
+        )
     return float(value)
 
 
 def _non_negative(value: Any, path: Path, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not _seconds(value) or value < 0:
         raise ManifestError(
-            f"{path}: {name} must be a number of seconds >= 0, got {value!r}",
+            f"{path}: {name} must be a number of seconds from 0 to {_MAX_SETTING_S:,} "
+            f"(366 days), got {value!r}",
             hint="write e.g. checkpoint_save_s = 30",
         )
     return float(value)
@@ -420,12 +417,14 @@ def runs_in_jobs(
     """The run names the stored jobs carry under this manifest's match rule (only those in
     ``among`` when given: a large cluster has a million run names, a manifest a few)."""
     column = "comment" if match.field == "comment" else "name"
-    names = f"SELECT DISTINCT regexp_extract({column}, ?, {match.group}) AS run FROM jobs"
+    names_sql = (
+        f"SELECT DISTINCT regexp_extract({column}, ?, {literal(match.group)}) AS run FROM jobs"
+    )
     if among is None:
-        rows = con.execute(names, [match.pattern]).fetchall()
+        rows = con.execute(names_sql, [match.pattern]).fetchall()
     else:
         rows = con.execute(
-            f"SELECT run FROM ({names}) WHERE run IN (SELECT unnest(?))",
+            f"SELECT run FROM ({names_sql}) WHERE run IN (SELECT unnest(?))",
             [match.pattern, sorted(among)],
         ).fetchall()
     return {r[0] for r in rows if r[0]}

@@ -16,20 +16,16 @@ from dataclasses import dataclass
 import duckdb
 
 from gpuyield.errors import EmptyDataError
-from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy
+from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, any_pattern, first_match
 from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
+from gpuyield.sqltext import literal
 
 SUMMARY_TABLE = "ladder_completed"
 FAMILIES_TABLE = "ladder_families"  # every family some job names, and how many jobs it has
 _META_KEY = "ladder_completed_from"
 # Ingests that change the jobs or the manifest, which the summary table is derived from.
 _SUMMARY_SOURCES = ("slurm.sacct", MANIFEST_SOURCE)
-
-
-def _literal(text: str) -> str:
-    """A SQL string literal (DuckDB's standard strings: quotes doubled, backslashes as they are)."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def family_jobs_sql(manifest: Manifest) -> str:
@@ -40,17 +36,17 @@ def family_jobs_sql(manifest: Manifest) -> str:
     """
     match = manifest.match
     column = "comment" if match.field == "comment" else "name"
-    cases = " ".join(
-        f"WHEN regexp_matches(t.run, {_literal(p)}) THEN {_literal(f.name)}"
+    cases_sql = " ".join(
+        f"WHEN regexp_matches(t.run, {literal(p)}) THEN {literal(f.name)}"
         for f in manifest.families
         for p in f.patterns
     )
     # One alternation first (RE2 runs it as one automaton): most runs are in no family, and for
     # them the per-family patterns never run.
-    either = "|".join(f"(?:{p})" for f in manifest.families for p in f.patterns)
-    by_pattern = (
-        f"CASE WHEN regexp_matches(t.run, {_literal(either)}) THEN CASE {cases} END END"
-        if cases
+    either = any_pattern(manifest.families)
+    by_pattern_sql = (
+        f"CASE WHEN regexp_matches(t.run, {literal(either)}) THEN CASE {cases_sql} END END"
+        if cases_sql
         else "NULL::VARCHAR"
     )
     # The family= key is rare: the regex runs only where the text is there. The run-level family
@@ -59,16 +55,16 @@ def family_jobs_sql(manifest: Manifest) -> str:
     return f"""
         WITH tagged AS (
             SELECT job_key, job_id, state, num_gpus, start_s, end_s,
-                coalesce(nullif(regexp_extract({column}, {_literal(match.pattern)}, {match.group}),
+                coalesce(nullif(regexp_extract({column}, {literal(match.pattern)}, {literal(match.group)}),
                          ''), 'job:' || job_id_raw) AS run,
                 CASE WHEN contains(comment, 'family=') THEN nullif(regexp_extract(
-                    comment, {_literal(COMMENT_FAMILY_PATTERN)}, 1), '') END AS own_family
+                    comment, {literal(COMMENT_FAMILY_PATTERN)}, 1), '') END AS own_family
             FROM jobs WHERE start_s IS NOT NULL AND num_gpus > 0
         ), own AS (
             SELECT run AS own_run, max(own_family) AS own_run_family FROM tagged
             WHERE own_family IS NOT NULL GROUP BY run
         ), named AS (
-            SELECT t.*, coalesce(o.own_run_family, {by_pattern}) AS family
+            SELECT t.*, coalesce(o.own_run_family, {by_pattern_sql}) AS family
             FROM tagged t LEFT JOIN own o ON o.own_run = t.run
         )
         SELECT job_key, job_id, run, family, num_gpus, state, start_s, end_s
@@ -90,8 +86,10 @@ _SUMMARY_FORMAT = 2
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> str:
-    sources = ", ".join(_literal(s) for s in _SUMMARY_SOURCES)
-    row = con.execute(f"SELECT max(ingest_id) FROM ingests WHERE source IN ({sources})").fetchone()
+    row = con.execute(
+        "SELECT max(ingest_id) FROM ingests WHERE source IN (SELECT unnest(?))",
+        [list(_SUMMARY_SOURCES)],
+    ).fetchone()
     return f"{_SUMMARY_FORMAT}:{row[0] if row else None}"
 
 
@@ -179,7 +177,9 @@ class PreflightResult:
 def family_of_run(con: duckdb.DuckDBPyConnection, run: str) -> str | None:
     """The family the stored manifest's ``[[families]]`` patterns give a run name (or None)."""
     manifest = _ladder_manifest(con)
-    return next((f.name for f in manifest.families if f.matches(run)), None)
+    owners = [f.name for f in manifest.families for _ in f.patterns]
+    index = first_match([p for f in manifest.families for p in f.patterns], run)
+    return None if index is None else owners[index]
 
 
 def _ladder_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:

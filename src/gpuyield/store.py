@@ -10,15 +10,20 @@ declaring primary keys, because an index over ten million jobs costs more memory
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import duckdb
 
 from gpuyield.errors import InputError
+from gpuyield.sqltext import identifier
 
 SCHEMA_VERSION = 2
 
@@ -89,6 +94,13 @@ CREATE TABLE IF NOT EXISTS job_gpus (
     node VARCHAR NOT NULL, gpu BIGINT NOT NULL, first_seen_s BIGINT NOT NULL,
     last_seen_s BIGINT NOT NULL, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL
 );
+-- A running job's comment as the controller printed it (scontrol -d show job; sacct stores the
+-- comment only at the job's end): the latest capture's per run, ingest/running.py.
+CREATE TABLE IF NOT EXISTS job_comments (
+    cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL, start_s BIGINT NOT NULL,
+    comment VARCHAR NOT NULL, seen_s BIGINT NOT NULL, ingest_id BIGINT NOT NULL,
+    line BIGINT NOT NULL
+);
 """
 
 
@@ -116,16 +128,16 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     target = ":memory:" if db is None else str(db)
     if target != ":memory:":
         _check_store_path(Path(target), must_exist=read_only)
+    con = _open_waiting(target, read_only=read_only and target != ":memory:")
     try:
-        con = duckdb_connect(target, read_only=read_only and target != ":memory:")
-    except duckdb.Error as error:
-        raise _open_error(target, error) from None
-    # Bounded memory: past this DuckDB spills to disk (next to the store) instead of growing; the
-    # benchmark's 10M-job ingest peaks at 3.5 GB RSS with 3 GB, 7.5 GB without.
-    con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
+        limit_memory(con)
+    except InputError:
+        con.close()
+        raise
     if target != ":memory:":
         spill = Path(target).with_name(Path(target).name + ".tmp")
-        con.execute(f"SET temp_directory = '{spill}'")
+        # A parameter, not text: a store named x'; DROP TABLE jobs; ... is only a file name.
+        con.execute("SET temp_directory = ?", [str(spill)])
     _check_schema_version(con, target)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
@@ -135,8 +147,82 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     return con
 
 
+# What GPUYIELD_MEMORY_LIMIT may say: a positive size in DuckDB's units, or a share of the RAM.
+_MEMORY_LIMIT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|%)\s*", re.I)
+_MEMORY_HINT = "write it like 3GB, 512MiB or 50% (the default is 3GB); or unset it"
+
+
+def memory_limit() -> str:
+    """The memory a DuckDB connection may use: ``GPUYIELD_MEMORY_LIMIT``, checked, or 3GB.
+
+    Past it DuckDB spills to disk (next to the store) instead of growing; the benchmark's
+    10M-job ingest peaks at 3.5 GB RSS with 3 GB, 7.5 GB without.
+    """
+    text = os.environ.get("GPUYIELD_MEMORY_LIMIT", "3GB")
+    match = _MEMORY_LIMIT.fullmatch(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise InputError(f"GPUYIELD_MEMORY_LIMIT is not a memory size: {text!r}", hint=_MEMORY_HINT)
+    return text.strip()
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply ``memory_limit()`` to ``con`` (as a parameter: the variable is never SQL text)."""
+    limit = memory_limit()
+    try:
+        con.execute("SET memory_limit = ?", [limit])
+    except duckdb.Error as error:  # e.g. 1e300GB: a number DuckDB cannot hold
+        raise InputError(
+            f"GPUYIELD_MEMORY_LIMIT={limit!r}: {str(error).splitlines()[0]}", hint=_MEMORY_HINT
+        ) from None
+
+
+# How long opening a store that another process is writing keeps trying (``waiting_for_writer``).
+_WRITER_WAIT_S: ContextVar[float] = ContextVar("gpuyield_writer_wait_s", default=0.0)
+
+
+@contextmanager
+def waiting_for_writer(wait_s: float) -> Iterator[None]:
+    """Inside the block, opening a store that another process holds (a collection writing it)
+    retries for up to ``wait_s`` seconds before failing (``report --wait``)."""
+    token = _WRITER_WAIT_S.set(wait_s)
+    try:
+        yield
+    finally:
+        _WRITER_WAIT_S.reset(token)
+
+
+def _open_waiting(target: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + _WRITER_WAIT_S.get()
+    pause_s = 0.05
+    while True:
+        try:
+            return duckdb_connect(target, read_only=read_only)
+        except duckdb.Error as error:
+            # A writer holds DuckDB's file lock for as long as its connection is open; a
+            # collection opens it only for its one transaction, so a short wait outlasts it.
+            if not _is_lock_conflict(error) or time.monotonic() + pause_s > deadline:
+                raise _open_error(target, error) from None
+        time.sleep(pause_s)
+        pause_s = min(pause_s * 2, 0.5)
+
+
+def _is_lock_conflict(error: duckdb.Error) -> bool:
+    text = str(error)
+    return (
+        "set lock" in text
+        or "Conflicting lock" in text
+        or isinstance(error, duckdb.ConnectionException)
+    )
+
+
 def _check_store_path(path: Path, *, must_exist: bool) -> None:
     """What is wrong with a --db path, said before DuckDB says something vaguer."""
+    if "\\" in str(path):
+        # DuckDB opens a database at the path with every backslash read as a folder separator.
+        raise InputError(
+            f"cannot use {path} as a store: DuckDB reads a backslash in it as a folder separator",
+            hint="give --db a path without backslashes",
+        )
     try:
         # os.stat, not Path.exists: that says False for a symlink loop instead of why.
         exists = os.path.lexists(path) and bool(os.stat(path))
@@ -163,17 +249,48 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
         raise InputError(f"{path} is an SQLite database, not a gpuyield store", hint=_STORE_HINT)
 
 
+# What the operating system says when a store cannot be written (DuckDB passes its words on):
+# the store is not damaged, so none of these may read as "corrupted, rebuild it".
+_STORAGE_FAULTS = (
+    (
+        ("No space left on device", "Disk quota exceeded", "File too large"),
+        "no space left to write {target} ({said})",
+        "free space on that disk (the store is unchanged: nothing of this run was kept) or give "
+        "--db a file on another disk",
+    ),
+    (
+        ("Read-only file system",),
+        "{target} is on a read-only file system",
+        "write the store on a writable disk (copy it there); reports can read it where it is",
+    ),
+)
+
+
+def storage_error(target: str | Path, error: BaseException) -> InputError | None:
+    """The error to report when DuckDB could not write the store for want of space or because
+    its disk is read-only; None for any other error."""
+    text = str(error)
+    for words, message, hint in _STORAGE_FAULTS:
+        said = next((w for w in words if w in text), None)
+        if said is not None:
+            return InputError(message.format(target=target, said=said.lower()), hint=hint)
+    return None
+
+
 def _open_error(target: str, error: duckdb.Error) -> InputError:
     """The reason DuckDB could not open a store, in words a user can act on."""
+    storage = storage_error(target, error)
+    if storage is not None:
+        return storage
     text = str(error)
-    if (
-        "set lock" in text
-        or "Conflicting lock" in text
-        or isinstance(error, duckdb.ConnectionException)
-    ):
+    if _is_lock_conflict(error):
+        waited = _WRITER_WAIT_S.get()
         return InputError(
-            f"cannot open database {target}: another process holds it ({text.splitlines()[0]})",
-            hint="is another gpuyield process using it? DuckDB allows one writer at a time",
+            f"cannot open database {target}: another process holds it"
+            + (f" (waited {waited:g} s)" if waited else "")
+            + f" ({text.splitlines()[0]})",
+            hint="is another gpuyield process (a collection) writing it? DuckDB allows one "
+            "writer at a time; report, ladder and idle-now wait for it with --wait (e.g. 1m)",
         )
     return InputError(
         f"{target} is not a readable gpuyield store (corrupted, truncated or another kind of "
@@ -198,7 +315,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
             # Reading every table's first block finds a truncated or damaged file now, not in
             # the middle of a report.
             for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-                con.execute(f'SELECT * FROM "{table}" LIMIT 1').fetchall()
+                con.execute(f"SELECT * FROM {identifier(table)} LIMIT 1").fetchall()
     except duckdb.CatalogException:
         return  # a new store
     except duckdb.Error as error:
@@ -215,14 +332,35 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """All-or-nothing: an exception (or a killed process) leaves the store as it was."""
+    """All-or-nothing: an exception (or a killed process) leaves the store as it was.
+
+    A full or read-only disk, inside the work or at the commit, is one clear error (the store
+    as it was), not a traceback from the engine.
+    """
     con.execute("BEGIN TRANSACTION")
     try:
         yield
-    except BaseException:
-        con.execute("ROLLBACK")
+        con.execute("COMMIT")
+    except BaseException as error:
+        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has rolled back already
+            con.execute("ROLLBACK")
+        storage = (
+            storage_error(_database_of(con), error) if isinstance(error, duckdb.Error) else None
+        )
+        if storage is not None:
+            raise storage from None
         raise
-    con.execute("COMMIT")
+
+
+def _database_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The file the connection writes (its main database), for messages."""
+    try:
+        row = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchone()
+    except duckdb.Error:
+        return "the store"
+    return str(row[0]) if row and row[0] else "the store"
 
 
 def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:

@@ -9,15 +9,12 @@ lists the rules these check.
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from gpuyield.cli import _common
 from tests.hostile.inputs import (
     EVENTS_ROWS,
     INSTALLED_GPU_S,
@@ -58,31 +55,6 @@ def job(
         f"{jid}|{jid}|job{jid}|carol|ml|gpu|{state}|{submit}|{start}|{end}|{elapsed}|{tres}|"
         f"{nodes}|{nnodes}|{comment}"
     )
-
-
-@pytest.fixture(autouse=True)
-def _wide_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Messages on one line: Rich would wrap them at 80 columns, inside a path."""
-    monkeypatch.setattr(_common.err_console, "width", 100_000)
-    monkeypatch.setattr(_common.console, "width", 100_000)
-    yield
-
-
-@pytest.fixture(scope="module")
-def _base_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The good cluster ingested once; each test gets a copy (an ingest costs a second)."""
-    directory = tmp_path_factory.mktemp("base")
-    db = directory / "store.duckdb"
-    outcome = ingest(db, write_files(directory, dict(base_files()), "base"))
-    assert outcome.exit_code == 0, outcome.output
-    return db
-
-
-@pytest.fixture
-def base_db(_base_template: Path, tmp_path: Path) -> Path:
-    db = tmp_path / "store.duckdb"
-    shutil.copyfile(_base_template, db)
-    return db
 
 
 # --- Refused inputs -------------------------------------------------------------------------
@@ -245,7 +217,7 @@ REFUSED = {
     ),
     "manifest-nan-interval": Refused(
         files=_manifest(MANIFEST + "\n[run_settings.a]\ncheckpoint_interval_s = nan\n"),
-        line=None, field="run_settings.a.checkpoint_interval_s", words="positive number",
+        line=None, field="run_settings.a.checkpoint_interval_s", words="not a finite number",
     ),
     "inventory-names-differ-from-events": Refused(
         files={"nodes": nodes_text(*(n.replace("NodeName=n", "NodeName=node") for n in NODES_LINES))},

@@ -10,6 +10,7 @@ tests/slurm/test_collect.py.
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "slurm-lab"
@@ -59,6 +60,22 @@ class RecordedSlurm:
     def set_sacct(self, text: str) -> None:
         """What sacct prints from now on."""
         (self.out / "sacct").write_text(text)
+
+    def replay_sacct(self, recording: Path = EXAMPLES / "sacct-X-D-wide.psv") -> None:
+        """From now on sacct prints ``recording`` as it stood at its ``-E`` (sacct_replay.py)."""
+        script = Path(__file__).with_name("sacct_replay.py")
+        (self.out / "sacct-replay").write_text(
+            f"exec {shlex.quote(sys.executable)} {shlex.quote(str(script))} "
+            f'{shlex.quote(str(recording))} "$@"\n'
+        )
+        sacct = self.bin / "sacct"
+        sacct.write_text(sacct.read_text().replace('cat "$OUT/sacct"', '. "$OUT/sacct-replay"'))
+
+    def script(self, name: str, body: str) -> None:
+        """Replace client ``name`` by a shell script of its own (``$OUT`` is the output dir)."""
+        path = self.bin / name
+        path.write_text(f"#!/bin/sh\nOUT={shlex.quote(str(self.out))}\n{body}\n")
+        path.chmod(0o755)
 
     def down(self, is_down: bool = True) -> None:
         """Every client fails from now on (or works again)."""

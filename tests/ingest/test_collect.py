@@ -175,3 +175,22 @@ def test_collect_stores_the_gpu_indices_of_running_jobs(
     assert {(j, s, n, g, seen) for j, s, n, g, seen, _, _ in rows} == expected
     assert {(r[4] == r[5], r[6]) for r in rows} == {(True, "lab")}
     assert path == [(f"TZ=UTC {slurm.bin / 'scontrol'} -d -o show job",)]
+
+
+def test_a_no_op_collect_says_what_is_covered(tmp_path: Path, slurm: RecordedSlurm) -> None:
+    """--until earlier than the coverage's end: nothing runs, and the summary gives the coverage
+    as it is (issue 25: it printed the requested --until as the coverage's end)."""
+    db = tmp_path / "db.duckdb"
+    collect(db, since_s=SINCE_S, until_s=UNTIL_S, slurm_bin=slurm.bin)
+    args = [sys.executable, "-m", "gpuyield", "collect", "--db", str(db), "--slurm-bin",
+            str(slurm.bin), "--until", "2026-11-30T10:30:00"]  # fmt: skip
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "already covered up to 2026-11-30T10:30:00Z: nothing to collect" in said
+    assert "covered 2026-11-30T10:00:00Z .. 2026-11-30T11:00:00Z" in said
+    outcome = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True,
+                                        check=True).stdout)  # fmt: skip
+    assert (outcome["covered_since"], outcome["covered_until"]) == (
+        "2026-11-30T10:00:00Z", "2026-11-30T11:00:00Z",
+    )  # fmt: skip

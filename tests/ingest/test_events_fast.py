@@ -188,9 +188,10 @@ def test_python_and_duckdb_read_local_times_alike(tz: str, text: str) -> None:
     # or a job and the node event that ended it land an hour apart.
     import duckdb
 
-    from gpuyield.ingest._sql import epoch_sql, sql_quote
+    from gpuyield.ingest._sql import epoch_sql
     from gpuyield.ingest.events import parse_time
+    from gpuyield.sqltext import literal
 
     con = duckdb.connect()
-    duck = con.execute(f"SELECT {epoch_sql(sql_quote(text), tz)}").fetchall()[0][0]
+    duck = con.execute(f"SELECT {epoch_sql(literal(text), tz)}").fetchall()[0][0]
     assert parse_time(text, tz) == duck

@@ -127,12 +127,22 @@ def test_fields_as_given_to_sacct_format(fresh_db, slurm_local: Path, tmp_path: 
         assert "JobName%30" in (caught.value.hint or "")
 
 
-def test_another_delimiter_is_named(tmp_path: Path) -> None:
+def test_another_delimiter_is_read_and_its_records_named(tmp_path: Path) -> None:
+    """sacct --delimiter=';' -p: read through a copy with '|' (issue 26; it used to be refused
+    with a hint), and a short record is named by its line in the file given."""
     path = tmp_path / "semicolon.psv"
+    path.write_text(
+        "JobID;JobIDRaw;State;Start;End;AllocTRES;NodeList;\n"
+        "1;1;COMPLETED;2026-11-30T10:00:00;2026-11-30T10:10:00;gres/gpu=8;n1;\n"
+    )
+    con = connect(None)
+    ingest(con, path)
+    assert con.execute("SELECT job_id, num_gpus, node_list FROM jobs").fetchall() == [
+        ("1", 8, "n1")
+    ]
     path.write_text("JobID;JobIDRaw;State;Start;End;AllocTRES;NodeList;\n1;1;COMPLETED;;;;\n")
-    with pytest.raises(UnknownFormat, match="not an sacct -P header") as caught:
+    with pytest.raises(ParseError, match=f"{re.escape(str(path))}:2: record has 7 fields"):
         ingest(connect(None), path)
-    assert "--delimiter=';'" in (caught.value.hint or "")
     path.write_text("this is not sacct output\n")
     with pytest.raises(UnknownFormat) as caught:
         ingest(connect(None), path)

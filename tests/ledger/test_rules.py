@@ -176,6 +176,28 @@ def test_failed_job_blamed_on_hardware_by_nearby_node_event(tmp_path: Path) -> N
     assert ledger.subcategories["failed.software"] == 1000 * 8
 
 
+def test_maintenance_blames_only_failures_that_ended_inside_it(tmp_path: Path) -> None:
+    """Issue 25's case: a job that crashed (exit 1) 2.5 minutes before planned maintenance on its
+    node is a software failure, not hardware; one the maintenance ended (its end inside the
+    window) is hardware; a fault 2.5 minutes after a failure still blames it (Meta's rule)."""
+    cluster = Cluster(
+        num_nodes=3,
+        jobs=[
+            Job(1, 0, 1000, state="FAILED", nodes="n1"),
+            Job(2, 0, 1500, state="FAILED", nodes="n2"),
+            Job(3, 0, 1000, state="FAILED", nodes="n3"),
+        ],
+        events=[
+            Event("n1", 1150, 2000, state="DRAIN", reason="scheduled maintenance"),
+            Event("n2", 1200, 2000, state="MAINT", reason="reservation maint-n2"),
+            Event("n3", 1150, 2000),  # a fault
+        ],
+    )
+    ledger = run_ledger(tmp_path, cluster)
+    assert ledger.subcategories["failed.software"] == 1000 * 8  # job 1
+    assert ledger.subcategories["failed.hardware"] == 1500 * 8 + 1000 * 8  # jobs 2 and 3
+
+
 def test_window_clips_jobs(tmp_path: Path) -> None:
     ledger = run_ledger(
         tmp_path, Cluster(jobs=[Job(1, 0, 3 * HOUR_S, gpus=1)]), since=HOUR_S, until=2 * HOUR_S

@@ -128,7 +128,7 @@ def test_cli_bad_window_and_no_samples(tmp_path: Path) -> None:
     zero = runner.invoke(app, ["idle-now", "--db", str(tmp_path / "x.duckdb"), "--window", "0s"])
     assert zero.exit_code == 1 and "--window must be 1 second or more" in zero.output
     negative = runner.invoke(app, ["idle-now", "--db", str(tmp_path / "x.duckdb"), "--top", "-1"])
-    assert negative.exit_code == 1 and "--top must be 0 or more" in negative.output
+    assert negative.exit_code == 1 and "--top must be from 0 to" in negative.output
     assert "Traceback" not in zero.output + negative.output
     plain = slurm_db(tmp_path)
     out = runner.invoke(app, ["idle-now", "--db", str(plain), "--json"])

@@ -79,14 +79,17 @@ def get(url: str, *, headers: dict[str, str] | None = None, timeout_s: float = 1
             return Reply(status=error.code, body=error.read(), headers=dict(error.headers))
 
 
-def wait_until_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def wait_until_ready(
+    url: str, process: subprocess.Popen[bytes], log: Path, token: str | None = None
+) -> None:
     """Poll ``url`` until it answers 200; fail with the server's log if it exits or never does."""
     deadline = time.monotonic() + START_TIMEOUT_S
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"server exited ({process.returncode}):\n{log.read_text()}")
         try:
-            if get(url, timeout_s=5).status == 200:
+            if get(url, timeout_s=5, headers=headers).status == 200:
                 return
         except OSError:
             pass
@@ -114,6 +117,8 @@ class Server:
     db: Path
     process: subprocess.Popen[bytes]
     log: Path
+    token: str | None = None
+    """The token of ``--token-file`` when given (every request then needs it)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -133,13 +138,16 @@ def launch_serve(db: Path, log: Path, *args: str, host: str = "127.0.0.1") -> Se
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}"
-    return Server(base=base, db=db, process=process, log=log)
+    token = None
+    if "--token-file" in args:
+        token = Path(args[args.index("--token-file") + 1]).read_text(encoding="utf-8").strip()
+    return Server(base=base, db=db, process=process, log=log, token=token)
 
 
 def ready(server: Server) -> Server:
     """Wait until ``server`` answers /healthz with 200; stop it if it never does."""
     try:
-        wait_until_ready(server.base + "/healthz", server.process, server.log)
+        wait_until_ready(server.base + "/healthz", server.process, server.log, server.token)
     except BaseException:
         stop(server.process)
         raise

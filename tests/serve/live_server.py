@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.serve import Listen, ServeSettings, serve
+from gpuyield.serve.state import ReadWriteLock
 
 
 def sacct_until(capture: Path, out: Path, cutoff_s: int) -> None:
@@ -43,9 +44,10 @@ class Recollect:
         self.db, self.capture, self.work = db, capture, work
         self.cutoff_s, self.step_s = first_s, step_s
 
-    def __call__(self) -> None:
+    def __call__(self, lock: ReadWriteLock) -> None:
         self.cutoff_s += self.step_s
-        ingest_until(self.db, self.capture, self.work, self.cutoff_s)
+        with lock.writing():  # the whole collection is a store write here
+            ingest_until(self.db, self.capture, self.work, self.cutoff_s)
 
 
 def main(argv: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""Loopback by default; a client on another address gets 401 unless it sends the bearer token.
+"""Loopback by default; with a token file every client, loopback included, must send the token.
 
 The real-socket test binds all addresses and connects *from this machine's own non-loopback address*
 (``source_address``): the server sees that address as the peer, exactly as it would see a remote
@@ -62,8 +62,11 @@ def _status(
 def test_gate_decides_on_the_peer_address_and_the_token() -> None:
     gate = TokenGate(None, TOKEN)  # type: ignore[arg-type]
     bearer = [(b"authorization", f"Bearer {TOKEN}".encode())]
-    assert _status(gate, ("127.0.0.1", 5000), []) == 200
-    assert _status(gate, ("::1", 5000), []) == 200
+    # With a token every request needs it, loopback included: a proxy on this machine (or a
+    # believed X-Forwarded-For) makes any client look local.
+    assert _status(gate, ("127.0.0.1", 5000), []) == 401
+    assert _status(gate, ("::1", 5000), []) == 401
+    assert _status(gate, ("127.0.0.1", 5000), bearer) == 200
     assert _status(gate, ("203.0.113.9", 5000), []) == 401
     assert _status(gate, ("203.0.113.9", 5000), bearer) == 200
     assert _status(gate, ("203.0.113.9", 5000), [(b"authorization", b"Bearer wrong")]) == 401
@@ -72,6 +75,8 @@ def test_gate_decides_on_the_peer_address_and_the_token() -> None:
     assert _status(gate, None, []) == 401
     no_token = TokenGate(None, None)  # type: ignore[arg-type]
     assert _status(no_token, ("203.0.113.9", 5000), bearer) == 401
+    assert _status(no_token, ("127.0.0.1", 5000), []) == 200
+    assert _status(no_token, ("::ffff:127.0.0.1", 5000), []) == 200
 
 
 def _own_address() -> str | None:
@@ -122,7 +127,8 @@ def test_a_non_loopback_client_needs_the_token(sample_store: Store, tmp_path: Pa
             assert _request(server, source, path, "wrong") == 401, path
         for path in ("/metrics", "/api/report", "/", "/healthz"):
             assert _request(server, source, path, TOKEN) == 200, path
-            assert _request(server, "127.0.0.1", path, None) == 200, path
+            assert _request(server, "127.0.0.1", path, TOKEN) == 200, path
+            assert _request(server, "127.0.0.1", path, None) == 401, path
     finally:
         stop(server.process)
 
@@ -157,9 +163,10 @@ def test_collect_every_runs_gpuyield_collect_on_the_store(
     naming the command, and creates no store."""
     from gpuyield.cli.serve import scheduled_collect
     from gpuyield.ingest.collect import CollectError
+    from gpuyield.serve.state import ReadWriteLock
 
     monkeypatch.setenv("PATH", str(tmp_path))
     db = tmp_path / "x.duckdb"
     with pytest.raises(CollectError, match="sacct"):
-        scheduled_collect(db)()
+        scheduled_collect(db)(ReadWriteLock())
     assert not db.exists()

@@ -55,7 +55,7 @@ def test_a_failed_collection_keeps_the_numbers_and_says_why(
 ) -> None:
     db = _store_at(sim_store, tmp_path)
 
-    def broken() -> None:
+    def broken(lock: ReadWriteLock) -> None:
         raise RuntimeError("sacct: connection refused")
 
     state = ServeState(ServeSettings(db=db, collect_fn=broken, collect_every_s=60, with_page=False))

@@ -238,6 +238,7 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
             # gpuyield collect every 30 s while the workload runs (tests/slurm/test_collect.py).
             with collector.Collector(lab_dir, keep) as collecting:
                 roles = lab.run_workload(lab_dir, keep)
+            collecting.quiet_pair()
             captured = _capture(lab_dir, keep, roles, collecting)
             resized = _resize_and_capture(lab_dir, keep, collecting)
             ladder = run_ladder_phase(lab_dir, keep)

@@ -37,6 +37,7 @@ EXPECTED_STATES = {
     "nodefail-victim": ["NODE_FAIL"],
     "multi-node": ["COMPLETED"],
     "still-running": ["RUNNING"],
+    "queued": ["PENDING"],
     "cpu-only": ["COMPLETED"],
 }
 

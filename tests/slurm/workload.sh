@@ -12,7 +12,8 @@
 #   n3  TIMEOUT, lineage TIMEOUT chunk (ft-main-1), FAILED, CANCELLED, array, diverged run,
 #       and pt-main-2, which continues the lineage after pt-main-1's NODE_FAIL.
 #   n4  slurmd killed under a non-lineage job: NODE_FAIL plus a DOWN* "Not responding" event.
-#   n1+n2  a two-node job once both are back; n2 also keeps one job RUNNING for the capture;
+#   n1+n2  a two-node job once both are back; n2 also keeps one job RUNNING for the capture and
+#       one PENDING behind it (it asks for all 8 GPUs of n2);
 #       n3 runs a CPU-only job (AllocTRES without gres/gpu: zero GPUs, not an unknown count).
 #
 # ROLES_TSV gets one line per job or node action, for the test to check that the scenario it
@@ -131,11 +132,14 @@ sb multi-node -J multi-node -N 2 -w n1,n2 --ntasks-per-node=1 --gres=gpu:2 --com
 sb cpu-only -J cpu-only -w n3 -c 2 --comment=run=cpu1 --wrap='sleep 3' >/dev/null  # no GPUs: 0 GPU-s
 LIVE=$(sb still-running -J still-running -w n2 --gres=gpu:1 -c 1 --comment=run=live --wrap='sleep 1800') || exit 1
 waitstate "$LIVE" RUNNING 30
+# ... and one left waiting for GPUs (n2 has 7 free while LIVE runs): pending GPUs for collect.
+QUEUED=$(sb queued -J queued -w n2 --gres=gpu:8 -c 1 --comment=run=queued --wrap='sleep 5') || exit 1
+waitstate "$QUEUED" PENDING 30
 gone "$PT2" 60; gone "$TO" 60
 for _ in $(seq 1 180); do  # the requeued job's second run starts about 2 min after the requeue
-  left=$(squeue -h -o %i | grep -vx "$LIVE" | xargs)
+  left=$(squeue -h -o %i | grep -vx -e "$LIVE" -e "$QUEUED" | xargs)
   [ -z "$left" ] && break
   sleep 1
 done
 [ -z "$left" ] || die "jobs still queued: $left"
-log "done; still running: $LIVE"
+log "done; still running: $LIVE; waiting: $QUEUED"

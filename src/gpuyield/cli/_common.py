@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -11,9 +12,10 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 from typer.core import TyperGroup
 
-from gpuyield.errors import FieldError, GpuyieldError
+from gpuyield.errors import FieldError, GpuyieldError, InputError
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
@@ -57,13 +59,34 @@ console = _Console()
 err_console = _Console(stderr=True)
 
 
+def shown(value: object) -> str:
+    """User-controlled text (a run, user, account, family, path, a value quoted in a warning)
+    as it may go into a Rich markup string: control characters written out (``\\x1b``) and
+    markup escaped (a job comment ``[/x]`` made ``ladder`` raise for everyone).
+
+    The one way such text reaches the terminal: ``cell`` for table cells, ``plain`` where
+    markup is off; tests/hostile/test_printing.py runs every command on a hostile store.
+    """
+    return escape(visible(str(value)))
+
+
+def plain(value: object) -> str:
+    """User-controlled text for a print with ``markup=False``: control characters written out."""
+    return visible(str(value))
+
+
+def cell(value: object) -> Text:
+    """A table cell of user-controlled text: a ``Text`` (never read as markup), made visible."""
+    return Text(visible(str(value)))
+
+
 def fail(error: GpuyieldError) -> NoReturn:
     """Print a library error as one line plus its hint, and exit 1 (no traceback)."""
     # Escaped: messages and hints quote user text and pip lines like 'gpuyield[html]'.
     # Control characters too: messages quote input lines, which may carry terminal escapes.
-    err_console.print(f"[bold red]error:[/] {escape(visible(error.message))}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {shown(error.message)}", highlight=False)
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {escape(visible(error.hint))}", highlight=False)
+        err_console.print(f"[bold]hint:[/] {shown(error.hint)}", highlight=False)
     raise typer.Exit(code=1)
 
 
@@ -88,6 +111,34 @@ def errors_mapped(flags: Mapping[str, str] | None = None) -> Iterator[None]:
         fail(as_flag(error, flags or {}))
     except GpuyieldError as error:
         fail(error)
+
+
+_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str) -> int:
+    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
+    if match is None:
+        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
+    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
+
+
+#: ``--wait`` of the commands that read the store (report, ladder, idle-now).
+WAIT_HELP = (
+    "When another process is writing the store (a collection: seconds), wait up to this long "
+    "for it instead of failing (30s, 2m; 0: do not wait). Default: 5s."
+)
+DEFAULT_WAIT = "5s"
+
+
+@contextmanager
+def waiting_for_store(wait: str) -> Iterator[None]:
+    """Opening the store inside the block waits up to ``--wait`` for a writer to finish."""
+    from gpuyield.store import waiting_for_writer
+
+    with waiting_for_writer(parse_duration(wait, "--wait")):
+        yield
 
 
 def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -8,20 +8,20 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import console, errors_mapped, parse_duration, print_json, shown
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.cli.lake import SyncOption, print_sync, sync_after, with_sync
 from gpuyield.errors import InputError
 
-_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_duration(text: str, option: str) -> int:
-    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
-    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
+def parse_size(text: str, option: str) -> int:
+    """``4G``, ``512M``, ``100k`` or plain bytes (binary units; a trailing ``B`` is allowed)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text, re.IGNORECASE)
     if match is None:
-        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
-    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
+        raise InputError(f"{option}: not a size: {text!r}", hint="write it like 4G, 512M or 100k")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
 
 
 def collect_command(
@@ -67,6 +67,14 @@ def collect_command(
     tz: Annotated[
         str, typer.Option(help="Time zone of --since/--until without an offset.")
     ] = "UTC",
+    max_output: Annotated[
+        str,
+        typer.Option(
+            "--max-output",
+            help="Stop a Slurm command that prints more than this (4G, 512M); its output goes "
+            "to a temporary file, never memory.",
+        ),
+    ] = "4G",
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
@@ -77,10 +85,11 @@ def collect_command(
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.collect import collect
 
-    with errors_mapped():
+    with errors_mapped({"collect.until": "--until", "collect.max_output_bytes": "--max-output"}):
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
         overlap_s = parse_duration(overlap, "--overlap")
+        max_output_bytes = parse_size(max_output, "--max-output")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
             outcome = collect(
                 db,
@@ -92,6 +101,7 @@ def collect_command(
                 slurm_bin=slurm_bin,
                 manifest=manifest,
                 progress=progress,
+                max_output_bytes=max_output_bytes,
             )
     synced = sync_after(db, lake)
     if as_json:
@@ -101,14 +111,22 @@ def collect_command(
         return
     from gpuyield.times import iso_utc
 
+    covered = f"covered {iso_utc(outcome.covered_since_s)} .. {iso_utc(outcome.covered_until_s)}"
+    if not outcome.commands:  # --until was covered already: nothing ran
+        console.print(
+            f"{shown(outcome.cluster)}: already covered up to {iso_utc(outcome.until_s)}: nothing to "
+            f"collect; {covered}",
+            highlight=False,
+        )
+        return
     console.print(
-        f"{outcome.cluster}: {iso_utc(outcome.since_s)} .. {iso_utc(outcome.until_s)}: "
+        f"{shown(outcome.cluster)}: {iso_utc(outcome.since_s)} .. {iso_utc(outcome.until_s)}: "
         f"jobs {outcome.jobs_new} new, {outcome.jobs_updated} updated "
         f"({outcome.jobs_unchanged} unchanged); {outcome.node_events} node events read; "
-        f"covered {iso_utc(outcome.covered_since_s)} .. {iso_utc(outcome.until_s)}",
+        f"{covered}",
         highlight=False,
     )
     for warning in outcome.ingest.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)
     if synced is not None:
         print_sync(synced)

@@ -43,7 +43,7 @@ def scan_command(
     ] = False,
 ) -> None:
     """List the divergence events in FILE, with evidence and the checkpoint to roll back to."""
-    from gpuyield.cli._common import call, console, print_json
+    from gpuyield.cli._common import call, cell, console, print_json, shown
     from gpuyield.ingest.telemetry import scan
 
     result = call(scan, file, format)
@@ -53,7 +53,7 @@ def scan_command(
     from rich.table import Column, Table
 
     console.print(
-        f"{result.path}: {result.num_steps} steps read as {result.format}"
+        f"{shown(result.path)}: {result.num_steps} steps read as {result.format}"
         + (f", {result.torn_lines} torn line(s) skipped" if result.torn_lines else "")
     )
     if not result.events:
@@ -75,7 +75,7 @@ def scan_command(
         table.add_row(
             str(e.step),
             e.kind.value,
-            e.metric,
+            cell(e.metric),
             f"{e.value:.6g}",
             f"{e.threshold:.6g}",
             "" if e.baseline is None else f"{e.baseline:.6g}",

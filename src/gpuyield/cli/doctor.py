@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import console, errors_mapped, print_json, shown
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
 
@@ -39,10 +39,10 @@ def doctor_command(
         for check in report.checks:
             style = _STYLE[check.status.value]
             console.print(
-                f"[{style}]{check.status.value:>7}[/]  {check.name}: {check.detail}",
+                f"[{style}]{check.status.value:>7}[/]  {check.name}: {shown(check.detail)}",
                 highlight=False,
             )
             if check.fix:
-                console.print(f"         fix: {check.fix}", highlight=False)
+                console.print(f"         fix: {shown(check.fix)}", highlight=False)
     if report.failed:
         raise typer.Exit(code=1)

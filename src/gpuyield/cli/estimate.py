@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gpuyield.cli._common import call, console, print_json
+from gpuyield.cli._common import call, cell, console, plain, print_json, shown
 
 if TYPE_CHECKING:
     from gpuyield.estimate import ClaimCheck, Worksheet
@@ -257,7 +257,7 @@ def labs(json_out: JsonOpt = False) -> None:
         print_json(names)
         return
     for name in names:
-        console.print(name, markup=False, highlight=False)
+        console.print(plain(name), markup=False, highlight=False)
 
 
 @app.command("essay-check")
@@ -353,8 +353,8 @@ def _emit(sheet: Worksheet, data: dict[str, Any], json_out: bool, markdown: bool
         console.print(_sheet_table(sheet))
         for note in sheet.notes:
             # A warning (an implied figure bounded by physics, and why) is labelled as one.
-            shown = note if note.startswith("warning: ") else f"note: {note}"
-            console.print(shown, markup=False, highlight=False)
+            said = plain(note) if note.startswith("warning: ") else f"note: {plain(note)}"
+            console.print(said, markup=False, highlight=False)
 
 
 def _sheet_table(sheet: Worksheet) -> Any:
@@ -381,12 +381,12 @@ def _claims_table(checks: list[ClaimCheck]) -> Any:
 
 def _table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Any:
     from rich.table import Table
-    from rich.text import Text
 
-    table = Table(title=title, show_lines=False)
+    table = Table(title=shown(title), show_lines=False)
     for column in columns:
         table.add_column(column)
     for row in rows:
-        # Text, not markup: substituted ranges like "[0.5 .. 1]" would read as Rich tags.
-        table.add_row(*(Text(cell) for cell in row))
+        # Text, not markup: substituted ranges like "[0.5 .. 1]" would read as Rich tags; a
+        # lab file's names are the user's.
+        table.add_row(*(cell(text) for text in row))
     return table

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gpuyield.cli._common import DEFAULT_WAIT, WAIT_HELP
 from gpuyield.cli.collect import parse_duration
 
 if TYPE_CHECKING:
@@ -30,18 +31,19 @@ def idle_now_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (the body of serve's /api/idle-now).")
     ] = False,
+    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
 ) -> None:
     """Who holds idle GPUs now: jobs whose allocated GPUs utilization samples measured idle.
 
     Needs `gpuyield ingest utilization`; without samples it says utilization is not measured
     (docs/ledger.md, "Allocated but idle").
     """
-    from gpuyield.cli._common import err_console, errors_mapped
+    from gpuyield.cli._common import err_console, errors_mapped, shown, waiting_for_store
     from gpuyield.report.idle_now import TOP_FIELD, WINDOW_FIELD, build_idle_now, idle_now_json_text
 
     with errors_mapped({WINDOW_FIELD: "--window", TOP_FIELD: "--top"}):
         window_s = parse_duration(window, "--window")
-        with err_console.status(f"computing the ledger of {db}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             result = build_idle_now(db, window_s=window_s, top=top)
     if as_json:
         typer.echo(idle_now_json_text(result))
@@ -50,15 +52,14 @@ def idle_now_command(
 
 
 def _print(result: IdleNow) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
-    from gpuyield.cli._common import console
+    from gpuyield.cli._common import cell, console, shown
     from gpuyield.times import iso_utc as iso
 
     start_s, end_s = result.window_start_s, result.window_end_s
     if not result.measured or start_s is None or end_s is None:  # a measured list has its window
-        console.print(escape(result.note or "utilization is not measured"))
+        console.print(shown(result.note or "utilization is not measured"))
         return
     console.print(
         f"[bold]{result.idle_gpus:,.2f}[/] allocated GPUs measured idle "
@@ -72,10 +73,7 @@ def _print(result: IdleNow) -> None:
         table.add_column(column, justify="right" if right else "left")
     for job in result.jobs:
         table.add_row(
-            *(
-                escape(v or "")
-                for v in (job.job_id, job.user, job.account, job.partition, job.nodes)
-            ),
+            *(cell(v or "") for v in (job.job_id, job.user, job.account, job.partition, job.nodes)),
             f"{job.idle_gpus:,.2f}",
             f"{job.allocated_gpus:,.2f}",
             f"{job.idle_share:.0%}",

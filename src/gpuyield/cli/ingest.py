@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import cell, console, errors_mapped, print_json, shown
 from gpuyield.cli.lake import SyncOption, print_sync, sync_after, with_sync
 from gpuyield.errors import InputError
 
@@ -119,13 +119,21 @@ def slurm_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary.")
     ] = False,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            help="The capture's present (ISO), for a simulated or replayed capture: --until may "
+            "not be later than it. Default: this machine's clock.",
+        ),
+    ] = None,
     lake: SyncOption = None,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
+    from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD
     from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 
-    with errors_mapped():
+    with errors_mapped({SINCE_FIELD: "--since", UNTIL_FIELD: "--until"}):
         if noheader and not fields:
             raise InputError(
                 "--noheader needs --fields", hint="pass the --format list you gave sacct"
@@ -139,12 +147,14 @@ def slurm_command(
         field_list = [f.strip() for f in fields.split(",")] if fields else None
         until_s = parse_instant(until, tz, "--until")
         since_s = parse_instant(since, tz, "--since")
+        now_s = parse_instant(now, tz, "--now")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
             summary = ingest_slurm(
                 db,
                 inputs,
                 until_s=until_s,
                 since_s=since_s,
+                now_s=now_s,
                 strict_manifest=strict_manifest,
                 tz=tz,
                 lenient=lenient,
@@ -165,7 +175,7 @@ def slurm_command(
 def _print_summary(summary: Any) -> None:
     from rich.table import Table
 
-    table = Table(title=f"ingested into {summary.db}", title_justify="left")
+    table = Table(title=f"ingested into {shown(summary.db)}", title_justify="left")
     for column in ("source", "file", "read", "rejected", "skipped", "status"):
         table.add_column(
             column, justify="right" if column in ("read", "rejected", "skipped") else "left"
@@ -173,11 +183,16 @@ def _print_summary(summary: Any) -> None:
     for f in summary.files:
         status = f"unchanged (ingest #{f.ingest_id})" if f.skipped else f"ingest #{f.ingest_id}"
         table.add_row(
-            f.source, f.path, str(f.rows_read), str(f.rows_rejected), str(f.rows_skipped), status
+            f.source,
+            cell(f.path),
+            str(f.rows_read),
+            str(f.rows_rejected),
+            str(f.rows_skipped),
+            status,
         )
     console.print(table)
     for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)
 
 
 @app.command("telemetry")
@@ -224,7 +239,7 @@ def telemetry_command(
                 )
             )
         )
-        console.print(f"{r.run}: {r.path}: {status}")
+        console.print(f"{shown(r.run)}: {shown(r.path)}: {status}", highlight=False)
     if synced is not None:
         print_sync(synced)
 
@@ -312,7 +327,7 @@ def utilization_command(
         return
     for r in results:
         status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"
-        console.print(f"{r.path}: {status}")
+        console.print(f"{shown(r.path)}: {status}", highlight=False)
     if synced is not None:
         print_sync(synced)
 

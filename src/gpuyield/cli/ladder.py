@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuyield.cli._common import DEFAULT_WAIT, WAIT_HELP
+
 # Exit status of a launch the ladder refuses (1 stays "error", 2 is typer's usage error).
 EXIT_REFUSED = 3
 _DB_HELP = "DuckDB file written by `gpuyield ingest`."
@@ -22,20 +24,27 @@ def ladder_command(
         str, typer.Option(help="Time zone of --since/--until without an offset.")
     ] = "UTC",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/ladder.md).")] = False,
+    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
 ) -> None:
     """Per run family: rungs climbed, and runs launched without their lower rung.
 
     Each run that skipped ("skipped 8 -> 512") comes with the GPU-seconds it spent and how it ended
     (docs/ladder.md).
     """
-    from gpuyield.cli._common import err_console, errors_mapped, print_json
+    from gpuyield.cli._common import (
+        err_console,
+        errors_mapped,
+        print_json,
+        shown,
+        waiting_for_store,
+    )
     from gpuyield.cli.ingest import parse_instant
     from gpuyield.report.ladder import build_ladder
 
     with errors_mapped():
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
-        with err_console.status(f"computing the ledger of {db}"):
+        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             report = build_ladder(db, since_s=since_s, until_s=until_s)
     if as_json:
         print_json(report.to_dict())
@@ -46,7 +55,7 @@ def ladder_command(
 def _print_ladder(report: Any) -> None:
     from rich.table import Table
 
-    from gpuyield.cli._common import console
+    from gpuyield.cli._common import cell, console, shown
     from gpuyield.report.ladder import skip_text
     from gpuyield.times import iso_utc as iso
 
@@ -56,19 +65,19 @@ def _print_ladder(report: Any) -> None:
         f"{policy.within_days:g} days"
     )
     for family in report.analysis.families:
-        climbed = ", ".join(f"{c.rung} ({iso(c.end_s)}, {c.run})" for c in family.climbed)
-        console.print(f"\n[bold]{family.name}[/]: climbed {climbed or 'nothing yet'}")
+        climbed = ", ".join(f"{c.rung} ({iso(c.end_s)}, {shown(c.run)})" for c in family.climbed)
+        console.print(f"\n[bold]{shown(family.name)}[/]: climbed {climbed or 'nothing yet'}")
         table = Table()
         for column in ("run", "GPUs", "launched", "ladder", "outcome", "GPU-hours", "wasted"):
             right = column in ("GPUs", "GPU-hours", "wasted")
             table.add_column(column, justify="right" if right else "left", no_wrap=not right)
         for run in family.runs:
             table.add_row(
-                run.run,
+                cell(run.run),
                 str(run.gpus),
                 iso(run.launch_s),
                 f"[red]skipped {skip_text(run)}[/]" if run.skipped else "ok",
-                run.outcome,
+                cell(run.outcome),
                 f"{run.gpu_seconds / 3600:,.2f}",
                 f"{run.wasted_gpu_seconds / 3600:,.2f}",
             )
@@ -110,7 +119,7 @@ def preflight_command(
     For a Slurm job_submit/prolog hook or a CI step (examples/ladder/); 1 is an error.
     """
     from gpuyield import rungs, store
-    from gpuyield.cli._common import console, errors_mapped, print_json
+    from gpuyield.cli._common import console, errors_mapped, print_json, shown
     from gpuyield.cli.ingest import parse_instant
     from gpuyield.errors import InputError
 
@@ -122,7 +131,11 @@ def preflight_command(
         try:
             family = family if family is not None else rungs.family_of_run(con, run or "")
             if family is None:
-                console.print(f"ok: run {run} belongs to no family: the ladder does not apply")
+                console.print(
+                    f"ok: run {shown(run)} belongs to no family: the ladder does not apply",
+                    highlight=False,
+                    soft_wrap=True,
+                )
                 return
             result = rungs.preflight(con, family=family, gpus=gpus, at_s=at_s)
         finally:
@@ -156,19 +169,21 @@ def _verdict_dict(result: Any) -> dict[str, Any]:
 
 
 def _print_verdict(result: Any) -> None:
-    from gpuyield.cli._common import console, err_console
+    from gpuyield.cli._common import console, err_console, plain
     from gpuyield.times import iso_utc as iso
 
     days = f"{result.policy.within_days:g} days"
+    family = plain(result.family)
     evidence = result.evidence
     if result.allowed:
         why = (
             "the first rung needs nothing before it"
             if result.required_gpus is None
-            else f"run {evidence.run} completed on {evidence.gpus} GPUs at {iso(evidence.end_s)}"
+            else f"run {plain(evidence.run)} completed on {evidence.gpus} GPUs at "
+            f"{iso(evidence.end_s)}"
         )
         console.print(
-            f"ok: family {result.family} may launch on {result.gpus} GPUs: {why}",
+            f"ok: family {family} may launch on {result.gpus} GPUs: {why}",
             highlight=False,
             markup=False,
             soft_wrap=True,
@@ -177,10 +192,10 @@ def _print_verdict(result: Any) -> None:
     best = (
         "nothing completed then"
         if evidence is None
-        else f"the largest completed is {evidence.gpus} GPUs (run {evidence.run})"
+        else f"the largest completed is {evidence.gpus} GPUs (run {plain(evidence.run)})"
     )
     err_console.print(
-        f"refused: family {result.family} on {result.gpus} GPUs needs a completed run on "
+        f"refused: family {family} on {result.gpus} GPUs needs a completed run on "
         f"{result.required_gpus} GPUs within {days}; {best}; missing rung(s) "
         f"{', '.join(map(str, result.missing_rungs))}",
         highlight=False,
@@ -189,7 +204,8 @@ def _print_verdict(result: Any) -> None:
     )
     if not result.known_family:
         err_console.print(
-            f"note: no job and no [[families]] entry names family {result.family!r}: a typo?",
+            f"note: no job and no [[families]] entry names family {plain(repr(result.family))}: "
+            "a typo?",
             highlight=False,
             markup=False,
             soft_wrap=True,
@@ -208,7 +224,7 @@ def ladder_sweep_command(
     """``simulate sweep --param ladder-skip-share``: what enforcing the ladder is worth."""
     from rich.table import Table
 
-    from gpuyield.cli._common import call, console, print_json
+    from gpuyield.cli._common import call, console, plain, print_json, shown
     from gpuyield.simulate.ladder import ladder_sweep_dict, ladder_sweep_from_options
 
     sweep = call(
@@ -219,10 +235,10 @@ def ladder_sweep_command(
         print_json(ladder_sweep_dict(sweep))
         return
     for line in sweep.assumption_lines():
-        console.print(line, markup=False, highlight=False)
+        console.print(plain(line), markup=False, highlight=False)
     table = Table(
         title=f"research waste by rung-skipping share, {gpus:,} GPUs, {days:g} days "
-        f"(skippers fail x{multiplier:g}; {out / 'ladder-sweep.json'})"
+        f"(skippers fail x{multiplier:g}; {shown(out / 'ladder-sweep.json')})"
     )
     for column in (
         "skip share",

@@ -145,7 +145,7 @@ def size_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the sizing as JSON.")] = False,
 ) -> None:
     """Cores a year of a fleet's jobs and samples needs to report in time, on Spark and on DuckDB (from `python -m bench lake`)."""
-    from gpuyield.cli.collect import parse_duration
+    from gpuyield.cli._common import parse_duration
     from gpuyield.estimate.numbers import parse_number
     from gpuyield.lake.sizing import size_fleets
 

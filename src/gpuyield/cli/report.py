@@ -7,12 +7,19 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from gpuyield.cli._common import console, err_console, errors_mapped
+from gpuyield.cli._common import (
+    DEFAULT_WAIT,
+    WAIT_HELP,
+    cell,
+    console,
+    err_console,
+    errors_mapped,
+    shown,
+    waiting_for_store,
+)
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
-from gpuyield.safetext import visible
 
 # Library fields named by the flags that set them.
 _FLAGS = {"lake.engine": "--engine", "lake.spark_master": "--spark-master"}
@@ -81,6 +88,7 @@ def report_command(
             "(out of installed, never idle) instead of failing.",
         ),
     ] = False,
+    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
     from gpuyield.report.source import describe
@@ -95,7 +103,7 @@ def report_command(
             from gpuyield.report.html import write_html_report
 
             # One bar per phase on stderr (nothing when it is not a terminal).
-            with RichProgress(counts=True) as progress:
+            with waiting_for_store(wait), RichProgress(counts=True) as progress:
                 written = write_html_report(
                     source,
                     html,
@@ -105,10 +113,12 @@ def report_command(
                     allow_gaps=allow_gaps,
                     progress=progress,
                 )
-            console.print(f"HTML report written to {written}")
+            console.print(f"HTML report written to {shown(written)}", highlight=False)
             return
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with err_console.status(f"computing the ledger of {describe(source)}"):
+        with waiting_for_store(wait), err_console.status(
+            f"computing the ledger of {shown(describe(source))}"
+        ):
             from gpuyield.report.summary import build_report_with_breakdown
 
             result = build_report_with_breakdown(
@@ -210,16 +220,18 @@ def _print_report(report: Any) -> None:
         _print_activity(report)
     for event in report.divergence_evidence:
         console.print(
-            f"divergence watch: run {event['run']} step {event['step']}: {event['kind']} "
-            f"({event['metric']}={event['value']}, threshold {event['threshold']})"
+            f"divergence watch: run {shown(event['run'])} step {event['step']}: "
+            f"{shown(event['kind'])} ({shown(event['metric'])}={event['value']}, "
+            f"threshold {event['threshold']})",
+            highlight=False,
         )
     if report.waste_in_skipped_rungs is not None:
         _print_skipped_rungs(report.waste_in_skipped_rungs)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
+        console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)
     for gap in report.not_captured:
         console.print(
-            f"[yellow]not captured:[/] {gap.describe()} ({gap.duration_s / 3600:,.1f} h): "
+            f"[yellow]not captured:[/] {shown(gap.describe())} ({gap.duration_s / 3600:,.1f} h): "
             "out of installed, not idle"
         )
 
@@ -260,12 +272,11 @@ def _print_activity(report: Any) -> None:
 
 def _print_breakdown(cut: Any) -> None:
     from rich.table import Table
-    from rich.text import Text
 
     from gpuyield.categories import Category
 
-    shown = f" (the {cut.top} largest of {cut.groups:,})" if cut.top is not None else ""
-    table = Table(title=f"GPU-hours by {cut.by}{shown}", title_justify="left")
+    largest = f" (the {cut.top} largest of {cut.groups:,})" if cut.top is not None else ""
+    table = Table(title=f"GPU-hours by {cut.by}{largest}", title_justify="left")
     table.add_column(cut.by)
     extra = sorted({k for r in cut.rows for k in r.attributes}, key=_ATTRIBUTE_ORDER.index)
     for name in extra:
@@ -276,8 +287,8 @@ def _print_breakdown(cut: Any) -> None:
     for row in cut.rows:
         # Text, not markup: keys are job comments, users, accounts, written by users.
         table.add_row(
-            Text(visible(row.key)),
-            *[Text(visible(row.attributes.get(name) or "")) for name in extra],
+            cell(row.key),
+            *[cell(row.attributes.get(name) or "") for name in extra],
             *[_hours(row.categories[c.value]) for c in Category],
             _hours(row.total_gpu_seconds),
         )

@@ -12,7 +12,16 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from gpuyield.cli._common import call, console, err_console, errors_mapped, fail, print_json
+from gpuyield.cli._common import (
+    call,
+    console,
+    err_console,
+    errors_mapped,
+    fail,
+    plain,
+    print_json,
+    shown,
+)
 from gpuyield.errors import InputError
 
 E = TypeVar("E", bound=StrEnum)
@@ -101,8 +110,8 @@ def _print_summary(summary: Any) -> None:
     truth = summary.truth
     if truth.assumptions is not None:
         for line in truth.assumptions.lines():
-            console.print(line, markup=False, highlight=False)
-    table = Table(title=f"{summary.scenario}: truth ({summary.out_dir})")
+            console.print(plain(line), markup=False, highlight=False)
+    table = Table(title=f"{shown(summary.scenario)}: truth ({shown(summary.out_dir)})")
     table.add_column("category")
     table.add_column("GPU-hours", justify="right")
     table.add_column("share", justify="right")
@@ -131,7 +140,9 @@ def list_command() -> None:
     from gpuyield.simulate.scenario import bundled_names, load_scenario
 
     for name in call(bundled_names):
-        console.print(f"{name}: {call(load_scenario, name).description}", highlight=False)
+        console.print(
+            f"{shown(name)}: {shown(call(load_scenario, name).description)}", highlight=False
+        )
 
 
 @app.command("validate")
@@ -314,8 +325,8 @@ def _print_sweep(result: Any, out: Path, *, as_json: bool, markdown: bool) -> No
 
     if result.spec.assumptions is not None:
         for line in result.spec.assumptions.lines():
-            console.print(line, markup=False, highlight=False)
-    table = Table(title=f"sweep over {result.spec.param.value} ({out})")
+            console.print(plain(line), markup=False, highlight=False)
+    table = Table(title=f"sweep over {result.spec.param.value} ({shown(out)})")
     for col in ("policy", result.spec.param.value, "ETTR", "yield", "interruptions", "MTTF h"):
         table.add_column(col, justify="right")
     for p in result.points:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._common import console, errors_mapped, print_json, shown
 from gpuyield.errors import InputError, MissingExtraError
 
 
@@ -74,14 +74,14 @@ def train_ft_command(
         print_json(dataclasses.asdict(summary))
         return
     console.print(
-        f"{summary.run}: {summary.steps_done} steps in {summary.wall_s:.1f} s "
+        f"{shown(summary.run)}: {summary.steps_done} steps in {summary.wall_s:.1f} s "
         f"({summary.steps_per_s:.2f} steps/s), held-out loss {summary.final_loss:.4f}"
     )
     console.print(
         f"{summary.failures} failures, {summary.restarts} restarts: lost "
         f"{summary.lost_gpu_seconds:.1f} GPU-s (stall {summary.stall_gpu_seconds:.1f}, "
         f"lost work {summary.lost_work_gpu_seconds:.1f}, heal {summary.heal_gpu_seconds:.1f}, "
-        f"restart {summary.restart_gpu_seconds:.1f}); files in {out}"
+        f"restart {summary.restart_gpu_seconds:.1f}); files in {shown(out)}"
     )
 
 
@@ -105,7 +105,7 @@ def ft_loss_command(
         return
     from rich.table import Table
 
-    table = Table(title=f"{run}: lost GPU-seconds by failure")
+    table = Table(title=f"{shown(run)}: lost GPU-seconds by failure")
     for column in ("replica", "step", "recovery", "lost work", "heal", "restart", "recovery s"):
         table.add_column(column, justify="right")
     for f in loss.failures:

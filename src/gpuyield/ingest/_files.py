@@ -194,6 +194,42 @@ COMPRESSED_SUFFIXES = (".gz", ".zst")
 STDIN = Path("-")
 
 
+# A capture compresses five to fifty times (text of repeated names and times); a file that
+# inflates past this ratio, and past the floor below, is a decompression bomb, refused before it
+# fills the disk or the memory (a 1.4 MB gzip of zeros inflates to gigabytes).
+MAX_INFLATION = 200
+INFLATION_FLOOR_BYTES = 256 << 20
+
+
+def inflation_budget(compressed_bytes: int) -> int:
+    """The most bytes ``compressed_bytes`` of gzip or zstd may inflate to."""
+    return max(INFLATION_FLOOR_BYTES, MAX_INFLATION * compressed_bytes)
+
+
+def inflation_error(what: str | Path, compressed_bytes: int) -> InputError:
+    return InputError(
+        f"{what}: inflates to more than {inflation_budget(compressed_bytes):,} bytes from "
+        f"{compressed_bytes:,} (over {MAX_INFLATION}x: a decompression bomb?)",
+        hint="if the capture is genuine, decompress it yourself and give the plain file",
+    )
+
+
+def decompress_bounded(data: bytes, *, what: str) -> bytes:
+    """gzip ``data`` (one member, as jobstats' JS1 documents are) inflated in memory, refused past
+    ``inflation_budget``: never inflated whole first and measured after."""
+    import zlib
+
+    inflater = zlib.decompressobj(wbits=31)  # gzip header and trailer
+    budget = inflation_budget(len(data))
+    try:
+        out = inflater.decompress(data, budget + 1)
+    except zlib.error as error:
+        raise InputError(f"{what}: not gzip data: {error}", hint="is it complete?") from None
+    if len(out) > budget or inflater.unconsumed_tail:
+        raise inflation_error(what, len(data))
+    return out
+
+
 def plain_copy(path: Path, directory: Path) -> Path | None:
     """A plain copy in ``directory`` of ``-`` (stdin) or a ``.gz``/``.zst`` file; None for a
     plain file, which is read where it is. The copy keeps the name without its suffix."""
@@ -210,9 +246,18 @@ def plain_copy(path: Path, directory: Path) -> Path | None:
     if not path.is_file():
         raise InputError(f"{path}: no such file", hint="check the path")
     target = directory / path.with_suffix("").name
+    budget = inflation_budget(path.stat().st_size)
     try:
         with _open_compressed(path) as source, target.open("wb") as out:
-            shutil.copyfileobj(source, out, _CHUNK_BYTES)
+            written = 0
+            while chunk := source.read(_CHUNK_BYTES):
+                written += len(chunk)
+                if written > budget:
+                    raise inflation_error(path, path.stat().st_size)
+                out.write(chunk)
+    except InputError:
+        target.unlink(missing_ok=True)
+        raise
     except Exception as error:  # gzip: OSError, EOFError; zstandard: ZstdError
         raise InputError(
             f"{path}: cannot decompress: {error}",
@@ -236,6 +281,14 @@ def plain_copies(given: dict[str, Path], directory: Path) -> tuple[dict[str, Pat
             copies[kind] = copy
             renamed[str(copy)] = "-" if path == STDIN else str(path)
     return copies, renamed
+
+
+def named_sources(
+    renamed: dict[str, str], sources: dict[str, str] | typing.Mapping[str, str]
+) -> dict[str, str]:
+    """``renamed`` (copy -> path given) with the paths ``sources`` names given those names."""
+    named = {copy: sources.get(given, given) for copy, given in renamed.items()}
+    return {**{path: name for path, name in sources.items()}, **named}
 
 
 def _open_compressed(path: Path) -> typing.BinaryIO:

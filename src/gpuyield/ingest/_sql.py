@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from gpuyield.errors import InputError
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.sqltext import identifier, literal
 
 # Slurm prints ISO local time; SLURM_TIME_FORMAT=standard is the same, some tools use a space.
 _TIME_FORMATS = "['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S']"
@@ -43,31 +44,27 @@ def check_timezone(tz: str) -> str:
     return tz
 
 
-def sql_quote(value: str) -> str:
-    """A SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
-
-
-def epoch_sql(expr: str, tz: str) -> str:
+def epoch_sql(expr_sql: str, tz: str) -> str:
     """SQL turning a Slurm time string into epoch seconds (NULL for Unknown/None/unparseable).
 
     A local time that occurs twice (the hour repeated when daylight saving time ends) is read as
     the later one, as DuckDB's ``timezone()`` does; ``events.parse_time`` reads it the same way.
     """
-    parsed = f"try_strptime({expr}, {_TIME_FORMATS})"
+    parsed_sql = f"try_strptime({expr_sql}, {_TIME_FORMATS})"
     if tz != "UTC":
-        parsed = f"timezone({sql_quote(tz)}, {parsed})"
+        parsed_sql = f"timezone({literal(tz)}, {parsed_sql})"
     # SLURM_TIME_FORMAT=%s prints seconds since the epoch: absolute already, no zone applies.
-    epoch_digits = (
-        f"CASE WHEN regexp_full_match({expr}, '[0-9]{{1,12}}') THEN CAST({expr} AS BIGINT) END"
+    digits_sql = (
+        f"CASE WHEN regexp_full_match({expr_sql}, '[0-9]{{1,12}}') "
+        f"THEN CAST({expr_sql} AS BIGINT) END"
     )
-    return f"coalesce(CAST(epoch({parsed}) AS BIGINT), {epoch_digits})"
+    return f"coalesce(CAST(epoch({parsed_sql}) AS BIGINT), {digits_sql})"
 
 
-def bad_time_sql(raw: str, parsed: str) -> str:
+def bad_time_sql(raw_sql: str, parsed_sql: str) -> str:
     """SQL condition: the raw value is neither a time nor one of Slurm's no-time words."""
-    no_time = ", ".join(sql_quote(v) for v in NO_TIME_VALUES)
-    return f"({raw} IS NOT NULL AND {raw} NOT IN ({no_time}) AND {parsed} IS NULL)"
+    no_time = ", ".join(literal(v) for v in NO_TIME_VALUES)
+    return f"({raw_sql} IS NOT NULL AND {raw_sql} NOT IN ({no_time}) AND {parsed_sql} IS NULL)"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,10 +121,12 @@ def replace_rows(
     name = f"new_{table}"
     con.register(name, rows)
     try:
-        keys = ", ".join(key)
-        con.execute(f"DELETE FROM {table} WHERE ({keys}) IN (SELECT {keys} FROM {name})")
+        keys = ", ".join(identifier(k) for k in key)
+        target, new = identifier(table), identifier(name)
+        con.execute(f"DELETE FROM {target} WHERE ({keys}) IN (SELECT {keys} FROM {new})")
+        selected = ", ".join(identifier(c) for c in columns)
         con.execute(
-            f"INSERT INTO {table} SELECT {', '.join(columns)}, {int(ingest_id)}, line FROM {name}"
+            f"INSERT INTO {target} SELECT {selected}, {literal(ingest_id)}, line FROM {new}"
         )
     finally:
         con.unregister(name)

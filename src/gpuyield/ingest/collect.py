@@ -5,45 +5,75 @@ Each collection queries ``[watermark - overlap, now)``, where the watermark is t
 cluster's coverage in the store: the overlap re-reads jobs that were running at the last collection,
 whose rows (same key: cluster, JobIDRaw, Submit) are then replaced by their finished state, never
 added twice. Commands run with ``TZ=UTC`` and without ``SLURM_TIME_FORMAT``, so their times are read
-the same way whatever the site's shell sets. A command that fails stops the collection before the
-store is opened for writing: the store is unchanged.
+the same way whatever the site's shell sets; their output goes to files under a byte budget
+(``slurm_client.py``). A command that fails stops the collection before the store is opened for
+writing: the store is unchanged. Inside ``gpuyield serve`` the store's write lock is taken only
+for that write, not while Slurm's commands run (``store_lock``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import json
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
 from gpuyield import store
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
+from gpuyield.ingest import collect_raw, collect_window
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest.slurm import IngestSummary, SlurmInputs, ingest_slurm
+from gpuyield.ingest.slurm_client import ClientRun, Outcome, client_environment, run_client
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.times import iso_utc
 
 # The format docs/ledger.md documents for `ingest slurm` (one record per line: no SubmitLine),
 # less ElapsedRaw: a running job's grows with the clock even for the same -S/-E, and collect gives
 # the capture time itself, so ElapsedRaw would only make identical queries look changed.
+# ReqTRES: what a pending job asks for (its AllocTRES is empty), the GPUs `gpuyield serve` reports
+# as waiting. sacct -S/-E lists pending jobs that are eligible (not held, no unmet dependency).
 SACCT_FORMAT = (
     "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Start,End,"
-    "AllocTRES,NodeList,NNodes,Comment,Cluster"
+    "AllocTRES,ReqTRES,NodeList,NNodes,Comment,Cluster"
 )
 EVENT_FORMAT = "Cluster,ClusterNodes,NodeName,Event,EventRaw,State,StateRaw,Start,End,Duration,Reason,User,TRES"
 RESERVATION_FORMAT = "Cluster,Name,TimeStart,TimeEnd,Flags,NodeNames"
 COMMAND_TIMEOUT_S = 600
 DEFAULT_OVERLAP_S = 3600
+#: Most bytes one command may print (``--max-output``): far above an hour of a large cluster's
+#: sacct (about 300 bytes a job), low enough to stop a runaway before it fills the disk.
+DEFAULT_MAX_OUTPUT_BYTES = 4 << 30
+#: How far past the local clock ``--until`` may reach: clock skew between hosts, not the future.
+CLOCK_SKEW_S = 300
 _SLURM_TIME = "%Y-%m-%dT%H:%M:%S"
+_NO_CONFIG_HINT = (
+    "the Slurm clients found no configuration: set SLURM_CONF=/path/to/slurm.conf (or configless: "
+    "a _slurmctld._tcp DNS SRV record, or SLURM_CONF_SERVER) where collect runs; cron and systemd "
+    "do not read your shell's profile (docs/collect.md)"
+)
+
+
+class StoreLock(Protocol):
+    """Readers-writer lock over the store inside one process (``gpuyield serve``'s)."""
+
+    def reading(self) -> AbstractContextManager[None]: ...
+    def writing(self) -> AbstractContextManager[None]: ...
+
+
+class _NoLock:
+    def reading(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def writing(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 class CollectError(InputError):
@@ -92,7 +122,9 @@ class CollectOutcome:
     node_events: int
     """Node and cluster events read (0 when the event list was unchanged)."""
     covered_since_s: int
-    """The cluster's coverage now, as one span ending at ``until_s``: its start."""
+    """Start of the cluster's contiguous coverage that holds ``until_s``."""
+    covered_until_s: int
+    """Its end: ``until_s`` after a collection; later when ``--until`` was already covered."""
     raw_dir: str | None
     """Where the raw output was kept (``keep_raw``), else None."""
     commands: tuple[SlurmCommand, ...]
@@ -105,6 +137,7 @@ class CollectOutcome:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["since"], data["until"] = iso_utc(self.since_s), iso_utc(self.until_s)
         data["covered_since"] = iso_utc(self.covered_since_s)
+        data["covered_until"] = iso_utc(self.covered_until_s)
         data["commands"] = [c.shell for c in self.commands]
         data["ingest"] = self.ingest.to_dict()
         return data
@@ -121,29 +154,36 @@ def collect(
     slurm_bin: Path | None = None,
     manifest: Path | None = None,
     progress: Progress | None = None,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    store_lock: StoreLock | None = None,
 ) -> CollectOutcome:
     """Collect the cluster's accounting since the store's watermark into ``db``.
 
     ``since_s`` is where a store without coverage of the cluster starts (required then), or an
-    earlier start to backfill; ``until_s`` defaults to now. Raises ``CollectError`` naming the
-    command when Slurm cannot be queried (the store is then unchanged).
+    earlier start to backfill; ``until_s`` defaults to now (later than now plus ``CLOCK_SKEW_S``
+    is refused). Each command may print at most ``max_output_bytes``. ``store_lock`` is held for
+    reading while the store's watermark is read and for writing only while the store is written.
+    Raises ``CollectError`` naming the command when Slurm cannot be queried (the store is then
+    unchanged).
     """
     progress = progress or NoProgress()
-    if overlap_s < 0:
-        raise InputError(f"--overlap: {overlap_s} s is negative", hint="give e.g. --overlap 1h")
+    lock = store_lock or _NoLock()
+    now_s = int(time.time())
+    end_s = now_s if until_s is None else until_s
+    _check_options(overlap_s=overlap_s, end_s=end_s, now_s=now_s, max_bytes=max_output_bytes)
     binaries = {name: _find(name, slurm_bin) for name in ("sacct", "sacctmgr", "scontrol")}
-    name = cluster or _cluster_name(binaries["scontrol"])
-    end_s = int(time.time()) if until_s is None else until_s
-    start_s = _query_start(db, name, since_s=since_s, overlap_s=overlap_s, end_s=end_s)
-    if start_s is None:
-        return _nothing_new(db, name, end_s)
-    commands = slurm_commands(binaries, cluster=name, start_s=start_s, end_s=end_s)
     with tempfile.TemporaryDirectory(prefix="gpuyield-collect-") as tmp:
-        out = _raw_dir(keep_raw, name, end_s) if keep_raw is not None else Path(tmp)
-        files = {c.kind: _run(c, out, compress=keep_raw is not None, progress=progress)
-                 for c in commands}  # fmt: skip
-        if keep_raw is not None:
-            _write_manifest_of_run(out, commands, name, start_s, end_s)
+        run = _Run(tmp=Path(tmp), max_bytes=max_output_bytes, progress=progress)
+        name = cluster or _cluster_name(binaries["scontrol"], run)
+        with lock.reading():
+            start_s = collect_window.query_start(
+                db, name, since_s=since_s, overlap_s=overlap_s, end_s=end_s
+            )
+            if start_s is None:
+                return _nothing_new(db, name, end_s)
+        commands = slurm_commands(binaries, cluster=name, start_s=start_s, end_s=end_s)
+        files = {c.kind: run.output(c) for c in commands}
+        kept, folder = _keep(keep_raw, files, commands, name, start_s, end_s)
         inputs = SlurmInputs(
             sacct=files["sacct"],
             events=files["events"],
@@ -152,20 +192,78 @@ def collect(
             jobs_detail=files["jobs-detail"],
             manifest=manifest,
         )
-        return _ingest(db, inputs, name, start_s, end_s, commands, out, keep_raw, progress)
+        with lock.writing():
+            outcome = _ingest(db, inputs, name, start_s, end_s, commands, kept, progress)
+        return dataclasses.replace(outcome, raw_dir=None if folder is None else str(folder))
+
+
+def _check_options(*, overlap_s: int, end_s: int, now_s: int, max_bytes: int) -> None:
+    if overlap_s < 0:
+        raise InputError(f"--overlap: {overlap_s} s is negative", hint="give e.g. --overlap 1h")
+    if max_bytes <= 0:
+        raise FieldError("collect.max_output_bytes", f"must be > 0, not {max_bytes}",
+                         example="4G")  # fmt: skip
+    if end_s > now_s + CLOCK_SKEW_S:
+        # A window ending in the future would record the future as covered: every later
+        # collection would then do nothing until that time comes.
+        error = FieldError(
+            "collect.until",
+            f"{iso_utc(end_s)} is in the future (now {iso_utc(now_s)}; "
+            f"{CLOCK_SKEW_S // 60} min of clock skew allowed)",
+        )
+        error.hint = "leave --until out to collect up to now; check the clock with date -u"
+        raise error
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Run:
+    """Where one collection's command output goes, and its budget."""
+
+    tmp: Path
+    max_bytes: int
+    progress: Progress
+
+    def output(self, command: SlurmCommand) -> Path:
+        """Run ``command`` into a file; a failure raises ``CollectError``."""
+        self.progress.phase(f"running {Path(command.argv[0]).name} ({command.kind})")
+        result = run_client(command.argv, self.tmp / command.file, timeout_s=COMMAND_TIMEOUT_S,
+                            max_bytes=self.max_bytes)  # fmt: skip
+        _check_run(command.shell, result, self.max_bytes)
+        self.progress.advance(1)
+        return result.output
+
+
+def _keep(
+    keep_raw: Path | None,
+    files: dict[str, Path],
+    commands: tuple[SlurmCommand, ...],
+    cluster: str,
+    start_s: int,
+    end_s: int,
+) -> tuple[dict[Path, str], Path | None]:
+    """With ``--keep-raw``: each output kept gzip-compressed (before the ingest, so a collection
+    that fails to ingest can still be looked at). The name provenance gives each temporary file
+    (its kept copy, or the command that printed it), and the kept folder."""
+    if keep_raw is None:
+        return {files[c.kind]: f"TZ=UTC {c.shell}" for c in commands}, None
+    folder = collect_raw.raw_dir(keep_raw, cluster, end_s)
+    kept = {files[c.kind]: str(collect_raw.keep(files[c.kind], folder, c.file)) for c in commands}
+    collect_raw.write_record(folder, commands, cluster=cluster, start_s=start_s, end_s=end_s,
+                             environment=client_environment())  # fmt: skip
+    return kept, folder
 
 
 def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
     """A collection whose period the store already covers: no command runs, nothing changes."""
     con = store.connect(db, read_only=True)
     try:
-        covered = _covered_since(con, cluster, end_s)
+        covered = collect_window.covered_span(con, cluster, end_s)
     finally:
         con.close()
     return CollectOutcome(
         db=str(db), cluster=cluster, since_s=end_s, until_s=end_s, jobs_new=0, jobs_updated=0,
-        jobs_unchanged=0, node_events=0, covered_since_s=covered, raw_dir=None, commands=(),
-        ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
+        jobs_unchanged=0, node_events=0, covered_since_s=covered.start_s, covered_until_s=covered.end_s,
+        raw_dir=None, commands=(), ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
     )  # fmt: skip
 
 
@@ -201,20 +299,21 @@ def _ingest(
     start_s: int,
     end_s: int,
     commands: tuple[SlurmCommand, ...],
-    out: Path,
-    keep_raw: Path | None,
+    kept: dict[Path, str],
     progress: Progress,
 ) -> CollectOutcome:
     fresh = store.is_new(db)
     con = store.connect(db)
     try:
         _snapshot_jobs(con, cluster, start_s)
+        # The output files are temporary: provenance names the kept copy (--keep-raw) or the
+        # command that printed it, inside the ingest's transaction (a kill right after it commits
+        # names no lost file).
+        sources = {str(temporary): name for temporary, name in kept.items()}
         summary = ingest_slurm(db, inputs, since_s=start_s, until_s=end_s, cluster=cluster,
-                               progress=progress, con=con)  # fmt: skip
+                               progress=progress, con=con, sources=sources)  # fmt: skip
         counts = _job_changes(con, summary)
-        covered = _covered_since(con, cluster, end_s)
-        if keep_raw is None:
-            _name_sources(con, commands, out)
+        covered = collect_window.covered_span(con, cluster, end_s)
     except BaseException:
         con.close()
         if fresh:
@@ -225,20 +324,12 @@ def _ingest(
     return CollectOutcome(
         db=str(db), cluster=cluster, since_s=start_s, until_s=end_s, jobs_new=counts[0],
         jobs_updated=counts[1], jobs_unchanged=counts[2], node_events=events,
-        covered_since_s=covered, raw_dir=None if keep_raw is None else str(out),
-        commands=commands, ingest=summary,
+        covered_since_s=covered.start_s, covered_until_s=covered.end_s, raw_dir=None,
+        commands=commands,
+        ingest=dataclasses.replace(
+            summary, files=tuple(dataclasses.replace(f, path=kept.get(Path(f.path), f.path))
+                                 for f in summary.files)),
     )  # fmt: skip
-
-
-def _name_sources(
-    con: duckdb.DuckDBPyConnection, commands: tuple[SlurmCommand, ...], out: Path
-) -> None:
-    """Without ``--keep-raw`` the files were temporary: provenance names the command instead."""
-    for command in commands:
-        con.execute(
-            "UPDATE ingests SET path = ? WHERE path = ?",
-            [f"TZ=UTC {command.shell}", str(out / command.file)],
-        )
 
 
 def _snapshot_jobs(con: duckdb.DuckDBPyConnection, cluster: str, start_s: int) -> None:
@@ -268,79 +359,6 @@ def _job_changes(con: duckdb.DuckDBPyConnection, summary: IngestSummary) -> tupl
     return int(row[0]), int(row[1]), int(row[2])
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Watermark:
-    """The outer bounds of a cluster's coverage in the store (epoch seconds, UTC)."""
-
-    first_start_s: int
-    """First covered second of the earliest collection."""
-    last_end_s: int
-    """First second after the latest collection: the next one continues from here."""
-
-
-def watermark(con: duckdb.DuckDBPyConnection, cluster: str) -> Watermark | None:
-    """The cluster's coverage bounds, or None when it has none."""
-    try:
-        row = con.execute(
-            "SELECT min(start_s), max(end_s) FROM coverage WHERE cluster = ?", [cluster]
-        ).fetchall()[0]
-    except duckdb.CatalogException:
-        return None
-    if row[0] is None:
-        return None
-    return Watermark(first_start_s=int(row[0]), last_end_s=int(row[1]))
-
-
-def _covered_since(con: duckdb.DuckDBPyConnection, cluster: str, end_s: int) -> int:
-    """Start of the contiguous coverage that ends at ``end_s``."""
-    spans = con.execute(
-        "SELECT start_s, end_s FROM coverage WHERE cluster = ? ORDER BY start_s", [cluster]
-    ).fetchall()
-    merged: list[list[int]] = []
-    for span_start, span_end in spans:
-        if merged and span_start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], int(span_end))
-        else:
-            merged.append([int(span_start), int(span_end)])
-    return next((a for a, b in merged if a <= end_s <= b), end_s)
-
-
-def _query_start(
-    db: str | Path, cluster: str, *, since_s: int | None, overlap_s: int, end_s: int
-) -> int | None:
-    """Start of the query window; None when the store already covers up to ``end_s``."""
-    known = None
-    if Path(db).exists():
-        con = store.connect(db, read_only=True)
-        try:
-            known = watermark(con, cluster)
-        finally:
-            con.close()
-    if known is None:
-        if since_s is None:
-            raise InputError(
-                f"the store has no accounting of cluster {cluster!r} yet: where should the "
-                "first collection start?",
-                hint="give --since (e.g. --since 2026-12-01); later runs continue from where "
-                "the last one ended",
-            )
-        start_s = since_s
-    else:
-        # Not before the first collection's start: that time was never asked for.
-        start_s = max(known.first_start_s, known.last_end_s - overlap_s)
-        if since_s is not None and since_s < known.first_start_s:
-            start_s = since_s  # a backfill: everything from --since again
-        elif end_s <= known.last_end_s:
-            return None  # already covered up to --until: nothing to add
-    if start_s >= end_s:
-        raise InputError(
-            f"nothing to collect: the window starts at {iso_utc(start_s)}, not before "
-            f"--until {iso_utc(end_s)}",
-            hint="give a later --until (default: now)",
-        )
-    return start_s
-
-
 def _find(name: str, slurm_bin: Path | None) -> str:
     if slurm_bin is not None:
         path = slurm_bin / name
@@ -355,87 +373,45 @@ def _find(name: str, slurm_bin: Path | None) -> str:
     return found
 
 
-def _env() -> dict[str, str]:
-    """UTC times in a format the ingest reads, whatever the caller's shell sets."""
-    env = {k: v for k, v in os.environ.items() if k != "SLURM_TIME_FORMAT"}
-    env["TZ"] = "UTC"
-    return env
+def _check_run(command: str, result: ClientRun, max_bytes: int) -> None:
+    """A run that did not exit 0 as a ``CollectError`` naming the command and what it printed."""
+    if result.ok:
+        return
+    if result.outcome is Outcome.NO_CONFIG:
+        raise CollectError(command, f"found no Slurm configuration: {result.no_config_line}",
+                           hint=_NO_CONFIG_HINT)  # fmt: skip
+    if result.outcome is Outcome.TIMED_OUT:
+        raise CollectError(command, f"ran past {COMMAND_TIMEOUT_S} s",
+                           hint="is slurmdbd/slurmctld answering? `gpuyield doctor` checks them")  # fmt: skip
+    if result.outcome is Outcome.TOO_LARGE:
+        raise CollectError(
+            command, f"printed more than {max_bytes} bytes: stopped",
+            hint="collect a shorter period (a later --since, or run collect more often), or "
+            "raise --max-output",
+        )  # fmt: skip
+    if result.outcome is Outcome.NOT_RUN:
+        raise CollectError(command, f"could not run: {result.stderr}", hint="check --slurm-bin")
+    raise CollectError(
+        command,
+        f"exited {result.returncode}: {result.stderr[-1500:] or '(no message)'}",
+        hint="are slurmctld and slurmdbd running? `gpuyield doctor` checks them; the store "
+        "is unchanged, run collect again when Slurm answers",
+    )
 
 
-def _call(argv: tuple[str, ...]) -> bytes:
-    command = shlex.join(argv)
+def _cluster_name(scontrol: str, run: _Run) -> str:
+    command = SlurmCommand(kind="config", file="config.txt", argv=(scontrol, "show", "config"))
+    path = run.output(command)
     try:
-        proc = subprocess.run(
-            argv, capture_output=True, env=_env(), timeout=COMMAND_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise CollectError(
-            command, f"ran past {COMMAND_TIMEOUT_S} s", hint="is slurmdbd/slurmctld answering?"
-        ) from None
-    except OSError as error:
-        raise CollectError(command, f"could not run: {error}", hint="check --slurm-bin") from None
-    if proc.returncode != 0:
-        tail = proc.stderr.decode("utf-8", "replace").strip()[-1500:]
-        raise CollectError(
-            command,
-            f"exited {proc.returncode}: {tail or '(no message)'}",
-            hint="are slurmctld and slurmdbd running? `gpuyield doctor` checks them; the store "
-            "is unchanged, run collect again when Slurm answers",
-        )
-    return proc.stdout
-
-
-def _cluster_name(scontrol: str) -> str:
-    text = _call((scontrol, "show", "config")).decode("utf-8", "replace")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CollectError(command.shell, f"printed text that is not UTF-8 ({error.reason} at "
+                           f"byte {error.start})", hint="give --cluster NAME") from None  # fmt: skip
     for line in text.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "ClusterName" and value.strip():
             return value.strip()
-    raise CollectError(
-        f"{scontrol} show config", "printed no ClusterName", hint="give --cluster NAME"
-    )
-
-
-def _run(command: SlurmCommand, out: Path, *, compress: bool, progress: Progress) -> Path:
-    progress.phase(f"running {Path(command.argv[0]).name} ({command.kind})")
-    data = _call(command.argv)
-    progress.advance(1)
-    if compress:
-        target = out / (command.file + ".gz")
-        target.write_bytes(gzip.compress(data, compresslevel=6, mtime=0))
-    else:
-        target = out / command.file
-        target.write_bytes(data)
-    return target
-
-
-def _raw_dir(keep_raw: Path, cluster: str, end_s: int) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(end_s))
-    target = keep_raw / f"{cluster}-{stamp}"
-    target.mkdir(parents=True, exist_ok=True)
-    return target
-
-
-def _write_manifest_of_run(
-    out: Path, commands: tuple[SlurmCommand, ...], cluster: str, start_s: int, end_s: int
-) -> None:
-    """``commands.tsv`` (file, exact command, environment) and ``collection.json`` with the
-    ``gpuyield ingest slurm`` line that loads this collection again (the store is rebuilt by
-    running those lines in order)."""
-    lines = [f"{c.file}.gz\tTZ=UTC {c.shell}\n" for c in commands]
-    (out / "commands.tsv").write_text("".join(lines))
-    files = {c.kind: str(out / f"{c.file}.gz") for c in commands}
-    rebuild = ["gpuyield", "ingest", "slurm", "--db", "DB", "--cluster", cluster,
-               "--since", iso_utc(start_s), "--until", iso_utc(end_s),
-               *[a for kind, path in files.items() for a in (f"--{kind}", path)]]  # fmt: skip
-    record = {
-        "cluster": cluster,
-        "since": iso_utc(start_s),
-        "until": iso_utc(end_s),
-        "commands": [c.shell for c in commands],
-        "ingest_again": shlex.join(rebuild),
-    }
-    (out / "collection.json").write_text(json.dumps(record, indent=2) + "\n")
+    raise CollectError(command.shell, "printed no ClusterName", hint="give --cluster NAME")
 
 
 def _slurm_time(epoch_s: int) -> str:

@@ -10,6 +10,7 @@ import duckdb
 
 from gpuyield.errors import DataConsistencyError, ParseError
 from gpuyield.hostlist import HOSTLIST_MACRO_SQL, expand_hostlist
+from gpuyield.sqltext import literal
 
 
 def check_store(
@@ -25,7 +26,11 @@ def check_store(
 def _check_job_gpus(con: duckdb.DuckDBPyConnection, ingest_ids: tuple[int, ...] | None) -> None:
     """A job cannot hold more GPUs than the inventory gives its nodes together (only jobs whose
     every node is in the inventory: for the others the capacity is not known here)."""
-    mine = "" if ingest_ids is None else f"AND j.ingest_id IN ({', '.join(map(str, ingest_ids))})"
+    mine = (
+        ""
+        if ingest_ids is None
+        else f"AND j.ingest_id IN ({', '.join(literal(i) for i in ingest_ids)})"
+    )
     rows = con.execute(
         f"""SELECT i.path, j.line, j.num_gpus, sum(n.num_gpus), count(n.node), count(*)
             FROM jobs j JOIN job_nodes jn USING (job_key)

@@ -18,12 +18,35 @@ from gpuyield import store
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.times import iso_utc
 
+#: The fields errors about the capture window name (the CLI maps them to --since and --until).
+SINCE_FIELD = "ingest.since"
+UNTIL_FIELD = "ingest.until"
+
 
 class _Result(Protocol):
     @property
     def source(self) -> str: ...
     @property
     def ingest_id(self) -> int: ...
+
+
+def coverage_notes(
+    con: duckdb.DuckDBPyConnection,
+    results: Sequence[_Result],
+    *,
+    since_s: int | None,
+    until_s: int | None,
+    as_of_s: int | None,
+    cluster: str | None,
+    path: str,
+) -> list[str]:
+    """Record the sacct file's coverage; the notes for the user about it and about its rows
+    outside the window."""
+    notes = [
+        record_sacct_coverage(con, results, since_s=since_s, as_of_s=as_of_s, cluster=cluster),
+        outside_window_note(con, results, since_s=since_s, until_s=until_s, path=path),
+    ]
+    return [note for note in notes if note]
 
 
 def record_sacct_coverage(
@@ -80,3 +103,46 @@ def _only_cluster(con: duckdb.DuckDBPyConnection) -> str:
     ).fetchall()
     names = {str(r[0]) for r in rows} - {"default"}
     return names.pop() if len(names) == 1 else "default"
+
+
+def outside_window_note(
+    con: duckdb.DuckDBPyConnection,
+    results: Sequence[_Result],
+    *,
+    since_s: int | None,
+    until_s: int | None,
+    path: str,
+) -> str | None:
+    """Say how many of the sacct file's job rows lie wholly outside ``[since_s, until_s)``.
+
+    They are stored (a later, wider window counts them), but none of their GPU time is in this
+    window: a row that started at or after ``--until`` or ended by ``--since`` says the flags
+    and the capture disagree, and must not vanish without a word.
+    """
+    sacct = next((r for r in results if r.source == sacct_mod.SOURCE), None)
+    if sacct is None or (since_s is None and until_s is None):
+        return None
+    after, first_after, before, first_before = con.execute(
+        """SELECT count(*) FILTER (WHERE coalesce(start_s, nullif(submit_s, -1)) >= $until),
+                  min(line) FILTER (WHERE coalesce(start_s, nullif(submit_s, -1)) >= $until),
+                  count(*) FILTER (WHERE end_s <= $since),
+                  min(line) FILTER (WHERE end_s <= $since)
+           FROM jobs WHERE ingest_id = $ingest""",
+        {"until": until_s, "since": since_s, "ingest": sacct.ingest_id},
+    ).fetchall()[0]
+    parts = []
+    if after:
+        parts.append(
+            f"{after} start at or after --until {iso_utc(until_s or 0)} (first: line {first_after})"
+        )
+    if before:
+        parts.append(
+            f"{before} ended by --since {iso_utc(since_s or 0)} (first: line {first_before})"
+        )
+    if not parts:
+        return None
+    return (
+        f"{path}: {after + before} job rows lie wholly outside the window ({'; '.join(parts)}): "
+        "stored, but none of their GPU time is counted in it; give --since/--until the -S/-E "
+        "you gave sacct"
+    )

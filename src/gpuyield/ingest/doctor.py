@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,9 +20,12 @@ import duckdb
 
 from gpuyield import manifest as manifest_mod
 from gpuyield import store
+from gpuyield.ingest.slurm_client import Outcome, run_client
 from gpuyield.times import iso_utc
 
 _TIMEOUT_S = 60
+# `scontrol show config` is about 10 kB; anything near this is not Slurm talking.
+_MAX_OUTPUT_BYTES = 16 << 20
 # A store not collected for this long is probably a cron that stopped.
 _STALE_S = 2 * 86400
 
@@ -82,16 +85,29 @@ def run_doctor(
 ) -> DoctorReport:
     """Run every check that applies: Slurm's when its commands are found, the store's with ``db``."""
     checks: list[Check] = []
-    runner = _Runner(slurm_bin)
-    checks += _slurm_checks(runner)
+    with tempfile.TemporaryDirectory(prefix="gpuyield-doctor-") as tmp:
+        checks += _slurm_checks(_Runner(slurm_bin, Path(tmp)))
     checks += _environment_checks()
     checks += _store_checks(db, manifest, int(time.time()) if now_s is None else now_s)
     return DoctorReport(checks=tuple(checks))
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Answer:
+    """What one client command printed, or why it printed nothing usable."""
+
+    ok: bool
+    """Exited 0 and printed UTF-8 text."""
+    text: str
+    """Standard output when ok, else what went wrong (its standard error, or the reason)."""
+    no_config: bool = False
+    """The client found no Slurm configuration (not a daemon problem)."""
+
+
 class _Runner:
-    def __init__(self, slurm_bin: Path | None) -> None:
+    def __init__(self, slurm_bin: Path | None, tmp: Path) -> None:
         self.slurm_bin = slurm_bin
+        self.tmp = tmp
 
     def find(self, name: str) -> str | None:
         if self.slurm_bin is not None:
@@ -99,17 +115,25 @@ class _Runner:
             return str(path) if os.access(path, os.X_OK) else None
         return shutil.which(name)
 
-    def run(self, *argv: str) -> tuple[int, str]:
-        env = {k: v for k, v in os.environ.items() if k != "SLURM_TIME_FORMAT"}
+    def run(self, *argv: str) -> _Answer:
+        result = run_client(argv, self.tmp / "output", timeout_s=_TIMEOUT_S,
+                            max_bytes=_MAX_OUTPUT_BYTES, env=_doctor_env())  # fmt: skip
+        if result.outcome is Outcome.NO_CONFIG:
+            return _Answer(ok=False, text=result.no_config_line, no_config=True)
+        if result.outcome is not Outcome.EXITED:
+            return _Answer(ok=False, text=f"{result.outcome.value}: {result.stderr[-300:]}")
+        if result.returncode != 0:
+            return _Answer(ok=False, text=f"exited {result.returncode}: {result.stderr[-300:]}")
         try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, env=env, timeout=_TIMEOUT_S, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return 124, f"no answer in {_TIMEOUT_S} s"
-        except OSError as error:
-            return 127, str(error)
-        return proc.returncode, proc.stdout if proc.returncode == 0 else proc.stderr.strip()
+            return _Answer(ok=True, text=result.output.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            return _Answer(ok=False, text=f"printed text that is not UTF-8 ({error.reason} at "
+                           f"byte {error.start})")  # fmt: skip
+
+
+def _doctor_env() -> dict[str, str]:
+    """The caller's environment as is (the time zone check reads it), less SLURM_TIME_FORMAT."""
+    return {k: v for k, v in os.environ.items() if k != "SLURM_TIME_FORMAT"}
 
 
 def _slurm_checks(runner: _Runner) -> list[Check]:
@@ -126,30 +150,54 @@ def _slurm_checks(runner: _Runner) -> list[Check]:
         ]
     found = [p for p in paths.values() if p is not None]
     checks = [Check(name="Slurm commands", status=Status.OK, detail=", ".join(found))]
-    rc, out = runner.run(str(paths["sacctmgr"]), "-P", "-n", "show", "cluster", "format=Cluster")
+    config = runner.run(str(paths["scontrol"]), "show", "config")
+    if config.no_config:
+        # Every other client would wait a minute and fail the same way: not a daemon problem.
+        return [*checks, _no_config_check(config.text)]
+    answer = runner.run(str(paths["sacctmgr"]), "-P", "-n", "show", "cluster", "format=Cluster")
     checks.append(
-        Check(name="slurmdbd answers", status=Status.OK, detail=f"clusters: {out.split()}")
-        if rc == 0
+        Check(name="slurmdbd answers", status=Status.OK, detail=f"clusters: {answer.text.split()}")
+        if answer.ok
         else Check(
             name="slurmdbd answers",
             status=Status.FAIL,
-            detail=f"sacctmgr show cluster exited {rc}: {out[-300:]}",
+            detail=f"sacctmgr show cluster {answer.text}",
             fix="start slurmdbd (systemctl start slurmdbd) and check AccountingStorageHost in "
             "slurm.conf; sacct and collect need it",
         )
     )
-    rc, out = runner.run(str(paths["scontrol"]), "show", "config")
-    if rc != 0:
+    if not config.ok:
         checks.append(
             Check(
                 name="slurmctld answers",
                 status=Status.FAIL,
-                detail=f"scontrol show config exited {rc}: {out[-300:]}",
+                detail=f"scontrol show config {config.text}",
                 fix="start slurmctld (systemctl start slurmctld); the next checks need it",
             )
         )
         return checks
-    return checks + _config_checks(_parse_config(out))
+    parsed = _parse_config(config.text)
+    return [*checks, _config_source_check(parsed), *_config_checks(parsed)]
+
+
+def _no_config_check(line: str) -> Check:
+    where = os.environ.get("SLURM_CONF")
+    return Check(
+        name="Slurm client configuration",
+        status=Status.FAIL,
+        detail=f"the clients found none (SLURM_CONF = {where or '(unset)'}): {line}",
+        fix="set SLURM_CONF=/path/to/slurm.conf (or, configless, a _slurmctld._tcp DNS SRV "
+        "record or SLURM_CONF_SERVER) in the environment collect runs in: cron and systemd do "
+        "not read your shell's profile (docs/collect.md, examples/cluster/)",
+    )
+
+
+def _config_source_check(config: dict[str, str]) -> Check:
+    return Check(
+        name="Slurm client configuration",
+        status=Status.OK,
+        detail=f"SLURM_CONF = {config.get('SLURM_CONF') or '(configless)'}",
+    )
 
 
 def _parse_config(text: str) -> dict[str, str]:

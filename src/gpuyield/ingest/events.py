@@ -19,7 +19,13 @@ import pyarrow as pa
 
 from gpuyield import store
 from gpuyield.errors import ParseError, UnknownFormat
-from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES, expand_hostlist, hostlist_size
+from gpuyield.hostlist import (
+    HOSTLIST_MACRO_SQL,
+    MAX_HOSTLIST_NAMES,
+    expand_hostlist,
+    hostlist_size,
+    spaceless,
+)
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import (
     NO_TIME_VALUES,
@@ -28,12 +34,12 @@ from gpuyield.ingest._sql import (
     bad_time_sql,
     epoch_sql,
     replace_rows,
-    sql_quote,
     store_rejects,
 )
-from gpuyield.ingest.sacct import csv_source, file_order_kept
-from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S
+from gpuyield.ingest.sacct import csv_source_sql, file_order_kept
+from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S, descending_sql
 from gpuyield.ingest.sacct_sql import NODE_LIST_RE
+from gpuyield.sqltext import identifier, literal
 
 SOURCE = "slurm.events"
 
@@ -209,13 +215,14 @@ def read_events_fast(
     try:
         con.execute("SET enable_progress_bar = false")
         con.execute(HOSTLIST_MACRO_SQL)
-        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {csv_source(info.path, len(keys), 1)}")
+        raw_sql = csv_source_sql(info.path, len(keys), 1)
+        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {raw_sql}")
         records, first_row_id = con.execute(
             "SELECT count(*), coalesce(min(rowid), 0) FROM raw"
         ).fetchall()[0]
         if records != info.num_lines - 1:
             return None  # a blank line, or a line with more or fewer fields than the header
-        con.execute(_typed_table(keys, tz, default_cluster, first_row_id))
+        con.execute(_typed_table_sql(keys, tz, default_cluster, first_row_id))
         node_at = keys.index("node")
         if not file_order_kept(con, info, "SELECT line, raw_node FROM typed", node_at):
             return None
@@ -236,6 +243,11 @@ def read_events_fast(
         con.close()
 
 
+def _column_sql(keys: list[str | None], key: str) -> str:
+    """The raw field ``f<i>`` that holds ``key``."""
+    return identifier(f"f{keys.index(key)}")
+
+
 def _plain_ascii(path: Path) -> bool:
     """Printable ASCII, tabs and LF line ends only: what both readers read the same way."""
     with path.open("rb") as handle:
@@ -245,15 +257,17 @@ def _plain_ascii(path: Path) -> bool:
     return True
 
 
-def _typed_table(keys: list[str | None], tz: str, default_cluster: str, first_row_id: int) -> str:
-    def field(key: str) -> str:
+def _typed_table_sql(
+    keys: list[str | None], tz: str, default_cluster: str, first_row_id: int
+) -> str:
+    def field_sql(key: str) -> str:
         """The field stripped as Python strips it; '' when the file lacks the column."""
         if key not in keys:
             return "''"
-        return f"trim(coalesce(f{keys.index(key)}, ''), {sql_quote(_WHITESPACE)})"
+        return f"trim(coalesce({_column_sql(keys, key)}, ''), {literal(_WHITESPACE)})"
 
-    node_at = keys.index("node")
-    raw_tres = f"coalesce(f{keys.index('tres')}, '')" if "tres" in keys else "''"
+    raw_node_sql = _column_sql(keys, "node")
+    raw_tres_sql = f"coalesce({_column_sql(keys, 'tres')}, '')" if "tres" in keys else "''"
     return f"""
         CREATE TEMP TABLE typed AS SELECT *,
             -- Where the Python reader would stop (and name the problem): leave it to Python.
@@ -263,8 +277,10 @@ def _typed_table(keys: list[str | None], tz: str, default_cluster: str, first_ro
                 OR (node = '' AND gpu_text <> '' AND num_gpus IS NULL)
                 -- A node hostlist, a long cluster list or an implausible time: Python says so.
                 OR contains(node, '[') OR contains(node, ',')
+                -- Blanks and descending ranges: the Python reader normalises or names them.
+                OR regexp_matches(coalesce(node_list, ''), '\\s') OR {descending_sql("node_list")}
                 OR (node = '' AND node_list IS NOT NULL AND (
-                    NOT regexp_full_match(node_list, {sql_quote(NODE_LIST_RE)})
+                    NOT regexp_full_match(node_list, {literal(NODE_LIST_RE)})
                     OR hostlist_size(node_list) > {MAX_HOSTLIST_NAMES}))
                 OR start_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S}
                 OR end_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S} AS unsure
@@ -274,35 +290,39 @@ def _typed_table(keys: list[str | None], tz: str, default_cluster: str, first_ro
                 {epoch_sql("raw_end", tz)} AS end_s,
                 TRY_CAST(gpu_text AS BIGINT) AS num_gpus
             FROM (
-                SELECT rowid - {first_row_id} + 2 AS line,
-                    nullif(f{node_at}, '') AS raw_node,
-                    {field("node")} AS node,
-                    coalesce(nullif({field("cluster")}, ''), {sql_quote(default_cluster)})
+                SELECT rowid - {literal(first_row_id)} + 2 AS line,
+                    nullif({raw_node_sql}, '') AS raw_node,
+                    {field_sql("node")} AS node,
+                    coalesce(nullif({field_sql("cluster")}, ''), {literal(default_cluster)})
                         AS cluster,
-                    upper({field("state")}) AS state,
-                    nullif({field("reason")}, '') AS reason,
-                    nullif({field("user")}, '') AS user_name,
-                    nullif({field("cluster_nodes")}, '') AS node_list,
+                    upper({field_sql("state")}) AS state,
+                    nullif({field_sql("reason")}, '') AS reason,
+                    nullif({field_sql("user")}, '') AS user_name,
+                    nullif({field_sql("cluster_nodes")}, '') AS node_list,
                     -- Cluster rows only; unstripped, as the Python reader searches it.
-                    CASE WHEN {field("node")} = '' THEN
-                        regexp_extract({raw_tres}, {sql_quote(_GPU_TRES_SQL)}, 1)
+                    CASE WHEN {field_sql("node")} = '' THEN
+                        regexp_extract({raw_tres_sql}, {literal(_GPU_TRES_SQL)}, 1)
                     ELSE '' END AS gpu_text,
-                    {field("start")} AS raw_start,
-                    {field("end")} AS raw_end
+                    {field_sql("start")} AS raw_start,
+                    {field_sql("end")} AS raw_end
                 FROM raw
             )
         )"""
 
 
 def _fast_rows(
-    con: duckdb.DuckDBPyConnection, where: str, columns: dict[str, pa.DataType]
+    con: duckdb.DuckDBPyConnection, where_sql: str, columns: dict[str, pa.DataType]
 ) -> pa.Table:
-    """The rows ``where`` says, as the line-by-line reader's table (same columns, types, order)."""
-    planned = f"""(contains(state, 'MAINT')
-        OR coalesce(regexp_matches(reason, {sql_quote(_PLANNED_REASON_SQL)}), false))"""
-    exprs = {"planned": f"{planned} AS planned"}
-    select = ", ".join(exprs.get(c, c) for c in columns)
-    table = con.sql(f"SELECT {select} FROM typed WHERE {where} ORDER BY line").to_arrow_table()
+    """The rows ``where_sql`` says, as the line-by-line reader's table (same columns, types,
+    order)."""
+    planned_sql = f"""(contains(state, 'MAINT')
+        OR coalesce(regexp_matches(reason, {literal(_PLANNED_REASON_SQL)}), false))"""
+    select_sql = ", ".join(
+        f"{planned_sql} AS planned" if c == "planned" else identifier(c) for c in columns
+    )
+    table = con.sql(
+        f"SELECT {select_sql} FROM typed WHERE {where_sql} ORDER BY line"
+    ).to_arrow_table()
     return table.cast(pa.schema(columns))
 
 
@@ -364,9 +384,11 @@ def _typed_row(
             **common,
             "is_cluster": True,
             "num_gpus": int(gpus.group(1)) if gpus else None,
-            "node_list": raw.get("cluster_nodes", "").strip() or None,
+            # Stored as Slurm reads it: "n[1-2], n[3-4]" is the four nodes n1-n4.
+            "node_list": spaceless(raw.get("cluster_nodes", "")) or None,
         }
     _check_hostlist(node, "NodeName")
+    node = spaceless(node)
     state = raw["state"].strip().upper()
     if not state:
         raise ParseError("node event without a state", field="State")

@@ -19,6 +19,12 @@ apart. ``first_seen_s``/``last_seen_s`` span the captures that showed it, each c
 StartTime + RunTime (the capture time, for a job never suspended). The ledger joins the rows to
 the job run with the same cluster, JobIDRaw and start (``ledger/utilization.py``).
 
+The same capture gives each running job's ``Comment`` (its run and family tags), which sacct
+prints only after the job's end: kept per job run in ``job_comments`` (the latest capture's) and
+given to the running job's row by ``ingest/running.py``. Slurm prints it as a line of its own
+(``Comment=TEXT `` in the multi-line form, ``Comment=TEXT  NextKey=`` with ``-o``), and the text may
+hold spaces and ``=`` (``tests/ingest/fixtures/live-comments/``).
+
 Both ``-o`` (one record per line) and the multi-line form are read; lines are 1-based in errors.
 """
 
@@ -41,6 +47,8 @@ COMMAND = "scontrol -d -o show job"
 _HINT = f"give `{COMMAND}` output, captured while the jobs run"
 _NO_JOBS = "No jobs in the system"  # what scontrol prints when there are none
 _KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][A-Za-z0-9_]*)=")
+_COMMENT = re.compile(r"(?:(?<=\s)|^)Comment=")
+_COMMENT_END = re.compile(r"  (?=[A-Za-z][A-Za-z0-9_:/]*=)")
 # A GPU item with indices: gpu, optional type and count, then (IDX:0-1,4) (maybe more, e.g. S:0).
 _GPU_IDX = re.compile(r"(?:^|,)gpu(?::[^:(,]+)*\(([^)]*)\)")
 _RUN_TIME = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
@@ -56,6 +64,14 @@ COLUMNS: dict[str, pa.DataType] = {
     "seen_s": pa.int64(),
     "line": pa.int64(),
 }
+COMMENT_COLUMNS: dict[str, pa.DataType] = {
+    "cluster": pa.string(),
+    "job_id_raw": pa.string(),
+    "start_s": pa.int64(),
+    "comment": pa.string(),
+    "seen_s": pa.int64(),
+    "line": pa.int64(),
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,6 +84,8 @@ class JobsDetailStage:
     """Job records naming no GPU index (pending, finished, jobs without GPUs)."""
     gpus: pa.Table
     """``COLUMNS``: one row per job, node and GPU index."""
+    comments: pa.Table
+    """``COMMENT_COLUMNS``: the comment of each running job that has one (its run tags)."""
     problems: tuple[Problem, ...]
     """Rejected records in lenient mode."""
 
@@ -95,24 +113,44 @@ def _records(path: Path) -> list[list[_Pair]]:
             )  # fmt: skip
         if starts:
             records.append([])
-        keys = list(_KEY.finditer(line))
-        records[-1] += [
-            _Pair(key=m.group(1), value=line[m.end() : keys[i + 1].start() if i + 1 < len(keys)
-                                              else None].strip(), line=number)
-            for i, m in enumerate(keys)
-        ]  # fmt: skip
+        records[-1] += _pairs(line, number)
     return records
+
+
+def _pairs(line: str, number: int) -> list[_Pair]:
+    """A line's ``Key=value`` pairs. The comment is the user's free text (spaces, ``=``): Slurm
+    prints it as a line of its own, ``Comment=TEXT `` (in ``-o`` form followed by a second space),
+    so its value runs to the first two spaces before a key, or to the end of the line."""
+    found = _COMMENT.search(line)
+    if found is None:
+        return _split(line, number)
+    end = _COMMENT_END.search(line, found.end())
+    stop = len(line) if end is None else end.start()
+    text = line[found.end() : stop]
+    comment = _Pair(key="Comment", value=text[:-1] if text.endswith(" ") else text, line=number)
+    return [*_split(line[: found.start()], number), comment, *_split(line[stop:], number)]
+
+
+def _split(text: str, number: int) -> list[_Pair]:
+    keys = list(_KEY.finditer(text))
+    return [
+        _Pair(key=m.group(1), value=text[m.end() : keys[i + 1].start() if i + 1 < len(keys)
+                                          else None].strip(), line=number)
+        for i, m in enumerate(keys)
+    ]  # fmt: skip
 
 
 def read_jobs_detail(path: Path, *, tz: str, lenient: bool, cluster: str) -> JobsDetailStage:
     """Parse a capture; the first malformed record raises ParseError (lenient: counted)."""
     rows: list[dict[str, object]] = []
+    tags: list[dict[str, object]] = []
     problems: list[Problem] = []
     records = _records(path)
     skipped = 0
     for record in records:
         try:
             held = _held(record, tz, cluster)
+            tags += _tag(record, tz, cluster)
         except ParseError as error:
             line = next((p.line for p in record if p.key == error.field), record[0].line)
             if not lenient:
@@ -129,8 +167,29 @@ def read_jobs_detail(path: Path, *, tz: str, lenient: bool, cluster: str) -> Job
         rows_read=len(records),
         rows_skipped=skipped,
         gpus=rows_table(rows, COLUMNS),
+        comments=rows_table(tags, COMMENT_COLUMNS),
         problems=tuple(problems),
     )
+
+
+def _tag(record: list[_Pair], tz: str, cluster: str) -> list[dict[str, object]]:
+    """A running job's comment as the controller has it now (sacct prints it only after the
+    job's end; ingest/running.py): one row, or none (no comment, not running)."""
+    first: dict[str, _Pair] = {}
+    for pair in record:
+        first.setdefault(pair.key, pair)
+    comment = first.get("Comment")
+    state = first.get("JobState")
+    if comment is None or not comment.value or state is None or state.value not in _HOLDING_STATES:
+        return []
+    start = time_field(first["StartTime"].value if "StartTime" in first else "", tz,
+                       field="StartTime")  # fmt: skip
+    if start is None:
+        raise ParseError("a running job without a start", field="StartTime", hint=_HINT)
+    run_time = first["RunTime"].value if "RunTime" in first else ""
+    return [{"cluster": cluster, "job_id_raw": first["JobId"].value, "start_s": start,
+             "comment": comment.value, "seen_s": start + _run_time_s(run_time),
+             "line": comment.line}]  # fmt: skip
 
 
 def _held(record: list[_Pair], tz: str, cluster: str) -> list[dict[str, object]]:
@@ -236,3 +295,34 @@ def load_jobs_detail(
     )
     con.execute("INSERT INTO job_gpus SELECT * FROM gy_jobs_detail_new")
     con.execute("DROP TABLE gy_jobs_detail_new")
+    _load_comments(con, stage.comments, ingest_id)
+
+
+def _load_comments(con: duckdb.DuckDBPyConnection, comments: pa.Table, ingest_id: int) -> None:
+    """Keep the latest capture's comment per job run (a comment can be changed while the job
+    runs: ``scontrol update job ... Comment=``); an older capture ingested later changes nothing."""
+    if comments.num_rows == 0:
+        return
+    con.register("gy_job_comments_stage", comments)
+    try:
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE gy_job_comments_new AS
+               SELECT cluster, job_id_raw, start_s, arg_max(comment, seen_s) AS comment,
+                      max(seen_s) AS seen_s, ? AS ingest_id, arg_max(line, seen_s) AS line
+               FROM gy_job_comments_stage GROUP BY ALL""",
+            [ingest_id],
+        )
+    finally:
+        con.unregister("gy_job_comments_stage")
+    con.execute(
+        """DELETE FROM gy_job_comments_new n WHERE EXISTS (SELECT 1 FROM job_comments o
+           WHERE o.cluster = n.cluster AND o.job_id_raw = n.job_id_raw
+             AND o.start_s = n.start_s AND o.seen_s > n.seen_s)"""
+    )
+    con.execute(
+        """DELETE FROM job_comments o WHERE EXISTS (SELECT 1 FROM gy_job_comments_new n
+           WHERE n.cluster = o.cluster AND n.job_id_raw = o.job_id_raw
+             AND n.start_s = o.start_s)"""
+    )
+    con.execute("INSERT INTO job_comments SELECT * FROM gy_job_comments_new")
+    con.execute("DROP TABLE gy_job_comments_new")

@@ -31,6 +31,7 @@ from gpuyield.ingest.telemetry import (
     read,
     scan_log,
 )
+from gpuyield.sqltext import identifier
 
 SOURCE = "telemetry"
 
@@ -130,10 +131,10 @@ def ingest_telemetry(
     ft_rows = ft_table(run, log)
     if ft_rows is not None:
         con.register("new_ft_events", ft_rows)
-        con.execute(f"INSERT INTO ft_events SELECT *, {ingest_id} FROM new_ft_events")
+        con.execute("INSERT INTO ft_events SELECT *, ? FROM new_ft_events", [ingest_id])
         con.unregister("new_ft_events")
     con.register("new_telemetry", table)
-    con.execute(f"INSERT INTO telemetry SELECT *, {ingest_id}, NULL FROM new_telemetry")
+    con.execute("INSERT INTO telemetry SELECT *, ?, NULL FROM new_telemetry", [ingest_id])
     con.unregister("new_telemetry")
     _store_events(con, run, events, ingest_id)
     done = register(
@@ -156,7 +157,7 @@ def _drop_older_copy(con: duckdb.DuckDBPyConnection, run: str, path: Path) -> No
     """A newer copy of the same file (append-only logs grow) replaces what the older copy stored."""
     for older in ("telemetry", "divergence_events", "ft_events"):
         con.execute(
-            f"""DELETE FROM {older} WHERE run = ? AND ingest_id IN
+            f"""DELETE FROM {identifier(older)} WHERE run = ? AND ingest_id IN
                (SELECT ingest_id FROM ingests WHERE source = ? AND path = ?)""",
             [run, SOURCE, str(path)],
         )

@@ -28,7 +28,6 @@ from gpuyield.ingest._files import FileInfo, sample_lines
 from gpuyield.ingest._sql import (
     LOCAL_TIME_HINT,
     TIME_HINT,
-    sql_quote,
     statement_progress,
 )
 from gpuyield.ingest.sacct_sql import (
@@ -42,6 +41,7 @@ from gpuyield.ingest.sacct_sql import (
     typed_select,
 )
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.sqltext import identifier, literal
 
 __all__ = [
     "KNOWN_STATES",
@@ -50,7 +50,7 @@ __all__ = [
     "SacctHeader",
     "SacctStage",
     "column_map",
-    "csv_source",
+    "csv_source_sql",
     "file_order_kept",
     "read_header",
     "stage_sacct",
@@ -78,6 +78,7 @@ _OPTIONAL = (
     "exitcode",
     "submit",
     "elapsedraw",
+    "elapsed",
     "alloctres",
     "allocgres",
     "reqtres",
@@ -90,6 +91,10 @@ _OPTIONAL = (
 _FREE_TEXT = ("submitline", "comment", "jobname", "workdir")
 
 _HINT = "check the file is `sacct -P` output with its header line (or pass --fields for --noheader)"
+_ROW_HINT = (
+    "fix or remove that record, or pass --lenient to skip records like it (they are counted and "
+    "listed in the report)"
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -113,6 +118,12 @@ def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
         first = handle.readline().rstrip("\r\n")
     if fields:
         fields = _format_names(path, fields)
+        if "|" not in first and len(fields) > 1:
+            raise UnknownFormat(
+                f"{path}: line 1 has no '|' between its fields: not sacct -P output, or written "
+                "with a --delimiter that line 1 does not show",
+                hint="capture with sacct -P (or -p), or keep the header line (no --noheader)",
+            )
         # -p without a header: the first record has one (empty) field more than --fields names.
         parts = first.split("|")
         trailing = len(parts) == len(fields) + 1 and parts[-1] == ""
@@ -128,6 +139,88 @@ def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
             or "run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
         )
     return SacctHeader(field_names=tuple(names), header_lines=1)
+
+
+def detect_delimiter(path: Path, fields: list[str] | None) -> str | None:
+    """The character between the fields of an sacct file: ``|`` (``-P``/``-p``), or another one
+    written with ``sacct --delimiter`` (found on the header line, or, with ``--fields``, as the
+    one character every field boundary of line 1 has); None when line 1 shows none."""
+    with path.open(encoding="utf-8-sig", errors="replace") as handle:
+        first = handle.readline(_FIRST_LINE_BYTES).rstrip("\r\n")
+    if "|" in first or not first:
+        return "|" if first else None
+    if not fields:
+        return _header_delimiter(first)
+    wanted = (len(fields) - 1, len(fields))  # -P, or -p with its trailing delimiter
+    found = [
+        c for c in sorted(set(first)) if not (c.isalnum() or c in _IN_VALUES or c == "\ufffd")
+        and first.count(c) in wanted
+    ]  # fmt: skip
+    return found[0] if len(found) == 1 else None
+
+
+def _header_delimiter(first: str) -> str | None:
+    other = next((c for c in first if not (c.isalnum() or c in "_|")), None)
+    if other is None or other == "\ufffd" or (other.isspace() and other != "\t"):
+        return None
+    names = first.rstrip(other).split(other)
+    if len(names) < 2 or not all(_SACCT_NAME.fullmatch(n) for n in names):
+        return None
+    return other
+
+
+# What every sacct field name looks like (a header of other text is no header).
+_SACCT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def delimiter_copy(path: Path, directory: Path, fields: list[str] | None) -> Path | None:
+    """A copy of ``path`` in ``directory`` with its ``sacct --delimiter`` character replaced by
+    ``|``, or None when the file uses ``|`` already (or shows no delimiter: the reader then names
+    what it found). Refused when a value holds a ``|``: which ones are delimiters is unknown."""
+    delimiter = detect_delimiter(path, fields)
+    if delimiter in (None, "|"):
+        return None
+    assert delimiter is not None
+    target = directory / path.name
+    # Bytes, not text: bytes that are not UTF-8 are named by the file scan, with their line.
+    old, new = delimiter.encode("utf-8"), b"|"
+    with path.open("rb") as source, target.open("wb") as out:
+        for number, line in enumerate(source, start=1):
+            if new in line:
+                raise ParseError(
+                    f"the fields are separated by {delimiter!r} (sacct --delimiter) and a value "
+                    "holds '|'",
+                    path=path,
+                    line=number,
+                    hint="capture again with sacct -P, whose delimiter is '|'",
+                )
+            out.write(line.replace(old, new))
+    return target
+
+
+def use_pipe_copy(
+    copies: dict[str, Path],
+    renamed: dict[str, str],
+    given: Path,
+    directory: Path,
+    fields: list[str] | None,
+) -> None:
+    """Replace the sacct input (its plain copy, or ``given``) in ``copies`` by a ``delimiter_copy``
+    when it was written with another delimiter, mapping the copy to the path the user gave."""
+    current = copies.get("sacct", given)
+    if not current.is_file():
+        return  # the reader names what is wrong with it
+    (directory / "sacct-delimited").mkdir()
+    delimited = delimiter_copy(current, directory / "sacct-delimited", fields)
+    if delimited is not None:
+        copies["sacct"] = delimited
+        renamed[str(delimited)] = renamed.pop(str(current), str(given))
+
+
+# Characters that appear inside sacct values (times, TRES, node lists, names): never taken for a
+# delimiter. The first line read for detection is bounded: a header is a few hundred bytes.
+_IN_VALUES = "_-.:/,=[]()%+@ "
+_FIRST_LINE_BYTES = 1 << 20
 
 
 def _other_delimiter_hint(first: str) -> str | None:
@@ -201,27 +294,37 @@ def stage_sacct(
     names, header_lines = header.field_names, header.header_lines
     columns = column_map(info.path, names)
     con.execute(HOSTLIST_MACRO_SQL)
-    typed = lambda source, with_line: typed_select(  # noqa: E731
-        columns, tz, default_cluster, source=source, with_line=with_line, max_nodes=max_nodes
-    )
+
+    def typed_sql(source_sql: str, with_line: bool) -> str:
+        return typed_select(
+            columns,
+            tz,
+            default_cluster,
+            source_sql=source_sql,
+            with_line=with_line,
+            max_nodes=max_nodes,
+        )
+
     shape_problems: list[tuple[int, str, str]] = []
     fast = False
     if not info.mixed_line_ends:
         with statement_progress(
             con, progress or NoProgress(), f"staging {info.path.name}", total_bytes=info.size_bytes
         ):
-            fast = _stage_fast(con, info, typed, len(names), header_lines, columns["jobidraw"])
+            fast = _stage_fast(con, info, typed_sql, len(names), header_lines, columns["jobidraw"])
     if not fast:
         shape_problems = _split_records(con, info.path, names, columns, header_lines)
         if shape_problems and not lenient:
             line, message, _ = shape_problems[0]
             raise ParseError(message, path=info.path, line=line, field=None, hint=_HINT)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed('sacct_records', True)}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed_sql('sacct_records', True)}"
+        )
         con.execute("CREATE OR REPLACE TEMP VIEW sacct_staged AS SELECT * FROM sacct_stage")
     problems = row_problems(con, info.path, names, columns, fast=fast, limit=None if lenient else 1)
     if problems and not lenient:
         first = problems[0]
-        hint = _HINT
+        hint = _ROW_HINT  # the file reads; one of its values does not
         if first.message.startswith(NOT_A_TIME):
             hint = TIME_HINT
         elif first.message == ENDS_BEFORE_START and tz != "UTC":
@@ -233,7 +336,7 @@ def stage_sacct(
     return finish_stage(con, info, ingest_id, problems, shape_problems, columns)
 
 
-def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
+def csv_source_sql(path: Path, n_fields: int, header_lines: int) -> str:
     """DuckDB's CSV reader over an sacct file: one record per line, fields ``f0``...
 
     A misshapen line is left out, not an error (an error would abort the ingest's transaction):
@@ -243,19 +346,21 @@ def csv_source(path: Path, n_fields: int, header_lines: int) -> str:
     column more than the header, and a line that fills it has too many fields. No field reads as
     NULL (``nullstr`` is a newline, which no field can hold), so a NULL last field is a short line.
     """
-    columns = ", ".join(f"'f{i}': 'VARCHAR'" for i in range(n_fields + 1))
-    fields = ", ".join(f"f{i}" for i in range(n_fields))
-    return f"""(SELECT {fields} FROM read_csv({sql_quote(str(path))}, columns={{{columns}}},
+    columns = ", ".join(f"{literal(f'f{i}')}: 'VARCHAR'" for i in range(n_fields + 1))
+    fields = ", ".join(identifier(f"f{i}") for i in range(n_fields))
+    extra = identifier(f"f{n_fields}")
+    last = identifier(f"f{n_fields - 1}")
+    return f"""(SELECT {fields} FROM read_csv({literal(str(path))}, columns={{{columns}}},
                         delim='|', quote='', escape='',
-                        header={"true" if header_lines else "false"}, auto_detect=false,
+                        header={literal(bool(header_lines))}, auto_detect=false,
                         strict_mode=true, null_padding=true, ignore_errors=true, nullstr='\n')
-                WHERE f{n_fields} IS NULL AND f{n_fields - 1} IS NOT NULL)"""
+                WHERE {extra} IS NULL AND {last} IS NOT NULL)"""
 
 
 def _stage_fast(
     con: duckdb.DuckDBPyConnection,
     info: FileInfo,
-    typed: Callable[[str, bool], str],
+    typed_sql: Callable[[str, bool], str],
     n_fields: int,
     header_lines: int,
     id_index: int,
@@ -268,8 +373,8 @@ def _stage_fast(
     read (twice the time): the reader keeps file order and, as it read one record per line (it
     skips blank lines, hence the count), record n is line n + header.
     """
-    source = csv_source(info.path, n_fields, header_lines)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed(source, False)}")
+    source_sql = csv_source_sql(info.path, n_fields, header_lines)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE sacct_stage AS {typed_sql(source_sql, False)}")
     records, first_row_id = con.execute(
         "SELECT count(*), coalesce(min(rowid), 0) FROM sacct_stage"
     ).fetchall()[0]
@@ -278,7 +383,8 @@ def _stage_fast(
     # Row ids are consecutive from a base that differs inside a transaction.
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW sacct_staged AS
-            SELECT rowid - {first_row_id} + {header_lines + 1} AS line, * FROM sacct_stage"""
+            SELECT rowid - {literal(first_row_id)} + {literal(header_lines + 1)} AS line, *
+            FROM sacct_stage"""
     )
     return file_order_kept(con, info, "SELECT line, job_id_raw FROM sacct_staged", id_index)
 
@@ -335,24 +441,26 @@ def _split_records(
         CREATE OR REPLACE TEMP TABLE sacct_lines AS
         SELECT line, text, seps,
             -- A line with every separator is one record, unless free text runs on below it.
-            seps = {n_sep} AND coalesce(lead(seps) OVER (ORDER BY line), -1) <> 0 AS whole
+            seps = {literal(n_sep)} AND coalesce(lead(seps) OVER (ORDER BY line), -1) <> 0 AS whole
         FROM (
             SELECT line, text, length(text) - length(replace(text, '|', '')) AS seps
             FROM (
                 SELECT row_number() OVER () AS line,
                     coalesce(regexp_replace(column0, '\r$', ''), '') AS text
-                FROM read_csv({sql_quote(str(path))}, columns={{'column0': 'VARCHAR'}},
+                FROM read_csv({literal(str(path))}, columns={{'column0': 'VARCHAR'}},
                               delim='\0', quote='', escape='', header=false,
                               auto_detect=false, strict_mode=false)
             )
-            WHERE line > {header_lines}
+            WHERE line > {literal(header_lines)}
         )
         """
     )
-    split = ", ".join(f"parts[{i + 1}] AS f{i}" for i in range(n_sep + 1))
+    split_sql = ", ".join(
+        f"parts[{literal(i + 1)}] AS {identifier(f'f{i}')}" for i in range(n_sep + 1)
+    )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE sacct_records AS
-            SELECT line, {split}, text AS raw
+            SELECT line, {split_sql}, text AS raw
             FROM (SELECT line, text, string_split(text, '|') AS parts FROM sacct_lines WHERE whole)"""
     )
     batches, problems = _reassemble(

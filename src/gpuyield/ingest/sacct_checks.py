@@ -14,7 +14,8 @@ import duckdb
 
 from gpuyield.errors import ParseError
 from gpuyield.hostlist import MAX_HOSTLIST_NAMES
-from gpuyield.ingest._sql import Problem, sql_quote
+from gpuyield.ingest._sql import Problem
+from gpuyield.sqltext import literal
 
 # Times before any plausible GPU cluster, or past what the ledger can hold, are typos or a wrong
 # SLURM_TIME_FORMAT: a job at epoch 0 would stretch the window over 56 years and empty the report.
@@ -47,59 +48,93 @@ PROBLEMS = {
     "gres": ("allocgres", "GPU count is not a whole number: {value}"),
     "nnodes_list": ("nnodes", "NNodes {value} does not match the nodes NodeList names"),
     "nodes_cap": ("nodelist", "NodeList names more nodes than the cluster has: {value}"),
+    "nodes_order": ("nodelist", "NodeList has a descending range (high-low): {value}"),
     "no_end": ("end", "a finished job without an end time or ElapsedRaw: {value}"),
 }
 
 
-def whole_sql(expr: str) -> str:
-    """SQL: ``expr`` as a BIGINT when it is only decimal digits, else NULL."""
-    return f"CASE WHEN regexp_full_match({expr}, '{_WHOLE}') THEN CAST({expr} AS BIGINT) END"
+def elapsed_sql(expr_sql: str) -> str:
+    """SQL: sacct's ``Elapsed`` (``[D-][HH:]MM:SS``) as seconds, for files without ElapsedRaw
+    (older ``--format`` lists); NULL when it is not a duration."""
+    pattern = "^(?:([0-9]{1,6})-)?(?:([0-9]{1,3}):)?([0-9]{1,3}):([0-9]{1,2})$"
+
+    def group_sql(group: int) -> str:
+        return (
+            f"coalesce(TRY_CAST(nullif(regexp_extract({expr_sql}, {literal(pattern)}, "
+            f"{literal(group)}), '') AS BIGINT), 0)"
+        )
+
+    return f"""CASE WHEN regexp_full_match({expr_sql}, {literal(pattern)})
+        THEN {group_sql(1)} * 86400 + {group_sql(2)} * 3600 + {group_sql(3)} * 60 + {group_sql(4)}
+    END"""
 
 
-def typed_gpus_sql(tres: str) -> str:
+def descending_sql(node_list_sql: str) -> str:
+    """SQL: whether a node list has a range that runs down (``n[3-1]``): Slurm refuses one, and
+    counting it as zero nodes would leave the job's GPU time on no node."""
+    ranges_sql = (
+        f"flatten(list_transform(regexp_extract_all({node_list_sql}, '\\[([^\\]]*)\\]', 1), "
+        "lambda g: string_split(g, ',')))"
+    )
+    return f"""coalesce(list_bool_or(list_transform({ranges_sql}, lambda r:
+        TRY_CAST(nullif(split_part(r, '-', 2), '') AS DOUBLE)
+            < TRY_CAST(split_part(r, '-', 1) AS DOUBLE))), false)"""
+
+
+def whole_sql(expr_sql: str) -> str:
+    """SQL: ``expr_sql`` as a BIGINT when it is only decimal digits, else NULL."""
+    return (
+        f"CASE WHEN regexp_full_match({expr_sql}, '{_WHOLE}') THEN CAST({expr_sql} AS BIGINT) END"
+    )
+
+
+def typed_gpus_sql(tres_sql: str) -> str:
     """SQL: the sum of ``gres/gpu:TYPE=N`` entries; NULL when one count is not a whole number."""
-    values = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
+    values = f"regexp_extract_all({tres_sql}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
     return f"""CASE WHEN list_bool_or(list_transform({values},
                         lambda x: NOT regexp_full_match(x, '{_WHOLE}'))) THEN NULL
                     ELSE list_sum(list_transform({values}, lambda x: CAST(x AS BIGINT))) END"""
 
 
-def gres_gpus_sql(gres: str) -> str:
+def gres_gpus_sql(gres_sql: str) -> str:
     """SQL: GPUs of an ``AllocGRES`` value (``gpu:4``, ``gpu:a100:4(IDX:0-3)``); NULL when a gpu
     item's count is not a whole number, 0 when no item is a GPU."""
-    counts = rf"regexp_extract_all({gres}, '(?:^|,)gpu(?::[^:,(]+)?:([^,(:]*)(?:\(|,|$)', 1)"
-    return f"""CASE WHEN NOT regexp_matches({gres}, '(?:^|,)gpu(?:[:,(]|$)') THEN 0
+    counts = rf"regexp_extract_all({gres_sql}, '(?:^|,)gpu(?::[^:,(]+)?:([^,(:]*)(?:\(|,|$)', 1)"
+    return f"""CASE WHEN NOT regexp_matches({gres_sql}, '(?:^|,)gpu(?:[:,(]|$)') THEN 0
                     WHEN len({counts}) = 0 OR list_bool_or(list_transform({counts},
                         lambda x: NOT regexp_full_match(x, '{_WHOLE}'))) THEN NULL
                     ELSE list_sum(list_transform({counts}, lambda x: CAST(x AS BIGINT))) END"""
 
 
-def start_sql(parsed_start: str, parsed_end: str, elapsed: str) -> str:
+def start_sql(began_sql: str, ended_sql: str, elapsed_sql: str) -> str:
     """SQL: the start; with Start=Unknown but End and ElapsedRaw > 0 known, End - ElapsedRaw (sacct
     printed how long the job ran: dropping it would lose its GPU time). ElapsedRaw 0 is a job that
     never started (a pending job cancelled or past its deadline): it keeps no start."""
-    return f"coalesce({parsed_start}, CASE WHEN {elapsed} > 0 THEN {parsed_end} - {elapsed} END)"
+    return (
+        f"coalesce({began_sql}, CASE WHEN {elapsed_sql} > 0 THEN {ended_sql} - {elapsed_sql} END)"
+    )
 
 
-def end_sql(parsed_start: str, parsed_end: str, elapsed: str, state: str) -> str:
+def end_sql(began_sql: str, ended_sql: str, elapsed_sql: str, state_sql: str) -> str:
     """SQL: the end; a finished job with End=Unknown ended at Start + ElapsedRaw (not at the
     capture time, which would charge it every second since)."""
-    finished = ", ".join(sql_quote(s) for s in FINISHED_STATES)
-    return f"""coalesce({parsed_end},
-        CASE WHEN {state} IN ({finished}) THEN {parsed_start} + {elapsed} END)"""
+    finished = ", ".join(literal(s) for s in FINISHED_STATES)
+    return f"""coalesce({ended_sql},
+        CASE WHEN {state_sql} IN ({finished}) THEN {began_sql} + {elapsed_sql} END)"""
 
 
-def checks(f_gres: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:
+def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:
     """(code, condition) pairs over the typed columns, added to ``sacct.typed_select``'s own."""
-    finished = ", ".join(sql_quote(s) for s in FINISHED_STATES)
+    finished = ", ".join(literal(s) for s in FINISHED_STATES)
     found = [
         (f"{key}_range", f"{key}_s NOT BETWEEN {EARLIEST_S} AND {LATEST_S}")
         for key in ("submit", "start", "end")
     ]
     found += [
-        ("gres", f"{f_gres} IS NOT NULL AND gres_gpus IS NULL"),
+        ("gres", f"{gres_sql} IS NOT NULL AND gres_gpus IS NULL"),
         # Counted from the ranges, never expanded: n[0-9999999999] costs nothing to refuse.
-        ("nodes_cap", f"hostlist_size(node_list) > {int(max_nodes)}"),
+        ("nodes_cap", f"hostlist_size(node_list) > {literal(max_nodes)}"),
+        ("nodes_order", f"contains(node_list, '-') AND {descending_sql('node_list')}"),
         (
             "no_end",
             f"NOT is_step AND end_s IS NULL AND start_s IS NOT NULL AND state IN ({finished})",
@@ -110,7 +145,10 @@ def checks(f_gres: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, 
             (
                 "nnodes_list",
                 "num_nodes IS NOT NULL AND node_list IS NOT NULL AND NOT is_step "
-                "AND num_nodes <> hostlist_size(node_list)",
+                "AND num_nodes <> hostlist_size(node_list) "
+                # A job that ran 0 seconds held nothing: Slurm prints NNodes 0 for some of
+                # them beside the node it was placed on; no GPU time depends on the count.
+                "AND NOT coalesce(end_s = start_s OR elapsed_s = 0, false)",
             )
         )
     return found
@@ -141,7 +179,7 @@ def conflicting_duplicates(
     rows = con.execute(
         f"""SELECT min(line), max(line) FROM ({rows_sql})
             GROUP BY {_KEY} HAVING count(DISTINCT ({_DATA_COLUMNS})) > 1
-            ORDER BY max(line) LIMIT {int(limit)}"""
+            ORDER BY max(line) LIMIT {literal(limit)}"""
     ).fetchall()
     return [(int(a), int(b)) for a, b in rows]
 

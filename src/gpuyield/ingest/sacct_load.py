@@ -21,12 +21,13 @@ from gpuyield.ingest.sacct import (
     LATEST_TIME_SQL,
     SacctStage,
     column_map,
-    csv_source,
+    csv_source_sql,
     file_order_kept,
     read_header,
     typed_select,
 )
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.sqltext import literal
 
 # job_key = ingest_id << JOB_KEY_LINE_BITS | line: unique in the store, and says where the row came from.
 JOB_KEY_LINE_BITS = 40
@@ -39,18 +40,19 @@ class DirectLoadFailed(Exception):
     """The direct load met a row it cannot take: redo the ingest's transaction the staged way."""
 
 
-def _job_key(ingest_id: int, line: str) -> str:
-    return f"(CAST({ingest_id} AS BIGINT) << {JOB_KEY_LINE_BITS}) + {line}"
+def _job_key_sql(ingest_id: int, line_sql: str) -> str:
+    return f"(CAST({literal(ingest_id)} AS BIGINT) << {JOB_KEY_LINE_BITS}) + {line_sql}"
 
 
-def _job_columns(ingest_id: int, line: str) -> str:
+def _job_columns_sql(ingest_id: int, line_sql: str) -> str:
     """The ``jobs`` columns, in table order, from a typed sacct select."""
     return f"""cluster, coalesce(job_id, job_id_raw), job_id_raw,
         coalesce(submit_s, start_s, -1), name, user_name, account, partition, qos, state,
         state_raw, exit_code, start_s,
         -- No end: still running (or pending) at the capture; the ledger clips it at as_of.
         end_s, num_gpus, gpu_type, coalesce(num_nodes, CAST(hostlist_size(node_list) AS BIGINT)),
-        node_list, comment, reason, {ingest_id}, {line}, {_job_key(ingest_id, line)}, elapsed_s"""
+        node_list, comment, reason, {literal(ingest_id)}, {line_sql},
+        {_job_key_sql(ingest_id, line_sql)}, elapsed_s"""
 
 
 def load_direct(
@@ -74,11 +76,11 @@ def load_direct(
     progress = progress or NoProgress()
     header = read_header(info.path, fields)
     columns = column_map(info.path, header.field_names)
-    typed = typed_select(
+    typed_sql = typed_select(
         columns,
         tz,
         default_cluster,
-        source=csv_source(info.path, len(header.field_names), header.header_lines),
+        source_sql=csv_source_sql(info.path, len(header.field_names), header.header_lines),
         with_line=False,
         codes=False,
         max_nodes=max_nodes,
@@ -89,37 +91,32 @@ def load_direct(
             con, progress, f"loading {info.path.name}", total_bytes=info.size_bytes
         ):
             con.execute(
-                f"""INSERT INTO jobs SELECT {_job_columns(ingest_id, "0")} FROM ({typed})
-                    WHERE problems = '' OR error('{_NEEDS_STAGING}')"""
+                f"""INSERT INTO jobs SELECT {_job_columns_sql(ingest_id, "0")} FROM ({typed_sql})
+                    WHERE problems = '' OR error({literal(_NEEDS_STAGING)})"""
             )
     except duckdb.Error as error:
         raise DirectLoadFailed(str(error)) from error
-    mine = f"ingest_id = {ingest_id}"
+    mine_sql = f"ingest_id = {literal(ingest_id)}"
     records, first_row_id = con.execute(
-        f"SELECT count(*), coalesce(min(rowid), 0) FROM jobs WHERE {mine}"
+        f"SELECT count(*), coalesce(min(rowid), 0) FROM jobs WHERE {mine_sql}"
     ).fetchall()[0]
     if records != info.num_lines - header.header_lines:
-        con.execute(f"DELETE FROM jobs WHERE {mine}")
+        con.execute(f"DELETE FROM jobs WHERE {mine_sql}")
         return None
-    # The insert kept file order and its row ids are consecutive (uncommitted rows start at a
-    # large base): record n is line n + header, as in the staged path.
-    line = f"rowid - {first_row_id} + {header.header_lines + 1}"
-    con.execute(
-        f"UPDATE jobs SET line = {line}, job_key = {_job_key(ingest_id, line)} WHERE {mine}"
-    )
-    rows = f"SELECT line, job_id_raw FROM jobs WHERE {mine}"
-    if not file_order_kept(con, info, rows, columns["jobidraw"]):
+    _number_lines(con, ingest_id, first_row_id - header.header_lines - 1)
+    rows_sql = f"SELECT line, job_id_raw FROM jobs WHERE {mine_sql}"
+    if not file_order_kept(con, info, rows_sql, columns["jobidraw"]):
         raise DirectLoadFailed("the CSV reader did not keep file order")
     steps = _deleted(
         con,
-        f"DELETE FROM jobs WHERE {mine} AND (strpos(job_id, '.') > 0 OR strpos(job_id_raw, '.') > 0)",
+        f"DELETE FROM jobs WHERE {mine_sql} AND (strpos(job_id, '.') > 0 OR strpos(job_id_raw, '.') > 0)",
     )
-    duplicates = _drop_duplicates(con, mine)
+    duplicates = _drop_duplicates(con, mine_sql)
     # jobs.submit_s is -1 for a run with no submit or start time (the natural key needs one).
     as_of = con.execute(
         f"""SELECT max({LATEST_TIME_SQL}) FROM (
                 SELECT nullif(submit_s, -1) AS submit_s, start_s, end_s, elapsed_s
-                FROM jobs WHERE {mine})"""
+                FROM jobs WHERE {mine_sql})"""
     ).fetchall()[0][0]
     return SacctStage(
         rows_read=records,
@@ -131,72 +128,84 @@ def load_direct(
     )
 
 
+def _number_lines(con: duckdb.DuckDBPyConnection, ingest_id: int, row_id_of_line_0: int) -> None:
+    """Give the directly loaded rows their lines and keys. The insert kept file order and its row
+    ids are consecutive (uncommitted rows start at a large base): record n is line n + header,
+    as in the staged path."""
+    line_sql = f"rowid - ({literal(row_id_of_line_0)})"
+    con.execute(
+        f"UPDATE jobs SET line = {line_sql}, job_key = {_job_key_sql(ingest_id, line_sql)} "
+        f"WHERE ingest_id = {literal(ingest_id)}"
+    )
+
+
 def _deleted(con: duckdb.DuckDBPyConnection, delete_sql: str) -> int:
     return int(con.execute(delete_sql).fetchall()[0][0])
 
 
-def _drop_duplicates(con: duckdb.DuckDBPyConnection, mine: str) -> int:
+def _drop_duplicates(con: duckdb.DuckDBPyConnection, mine_sql: str) -> int:
     """A run printed twice with the same values (sacct never does; a concatenated capture can)
     is stored once; records of one run that disagree go to the staged path, which refuses them."""
     rows, hashes = con.execute(
-        f"SELECT count(*), count(DISTINCT hash{_NATURAL_KEY}) FROM jobs WHERE {mine}"
+        f"SELECT count(*), count(DISTINCT hash{_NATURAL_KEY}) FROM jobs WHERE {mine_sql}"
     ).fetchall()[0]
     if rows == hashes:
         return 0
-    if sacct_checks.conflicting_duplicates(con, f"SELECT * FROM jobs WHERE {mine}", limit=1):
+    if sacct_checks.conflicting_duplicates(con, f"SELECT * FROM jobs WHERE {mine_sql}", limit=1):
         raise DirectLoadFailed("records of one run disagree")  # the staged path names them
     return _deleted(
         con,
-        f"""DELETE FROM jobs WHERE {mine} AND line IN (
+        f"""DELETE FROM jobs WHERE {mine_sql} AND line IN (
                 SELECT line FROM (
                     SELECT line, row_number() OVER (
                         PARTITION BY {_NATURAL_KEY[1:-1]} ORDER BY line DESC) AS rn
-                    FROM jobs WHERE {mine})
+                    FROM jobs WHERE {mine_sql})
                 WHERE rn > 1)""",
     )
 
 
 def finish_direct(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
     """After ``load_direct``: earlier rows of the same runs go, and the new jobs' nodes come in."""
-    mine = f"ingest_id = {ingest_id}"
-    if con.execute(f"SELECT count(*) FROM jobs WHERE NOT {mine}").fetchall()[0][0]:
-        # The replaced runs' keys found once, by a join, for both deletes: in a daily collect
+    mine_sql = f"ingest_id = {literal(ingest_id)}"
+    if con.execute(f"SELECT count(*) FROM jobs WHERE NOT {mine_sql}").fetchall()[0][0]:
+        # The replaced_sql runs' keys found once, by a join, for both deletes: in a daily collect
         # into a large store, finding them twice by a tuple IN was most of the collect's time.
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE gy_replaced AS SELECT old.job_key FROM jobs old
-                JOIN (SELECT {_NATURAL_KEY[1:-1]} FROM jobs WHERE {mine}) new
-                USING {_NATURAL_KEY} WHERE NOT old.{mine}"""
+                JOIN (SELECT {_NATURAL_KEY[1:-1]} FROM jobs WHERE {mine_sql}) new
+                USING {_NATURAL_KEY} WHERE NOT old.{mine_sql}"""
         )
-        replaced = "SELECT job_key FROM gy_replaced"
-        con.execute(f"DELETE FROM job_nodes WHERE job_key IN ({replaced})")
-        con.execute(f"DELETE FROM jobs WHERE job_key IN ({replaced})")
+        replaced_sql = "SELECT job_key FROM gy_replaced"
+        con.execute(f"DELETE FROM job_nodes WHERE job_key IN ({replaced_sql})")
+        con.execute(f"DELETE FROM jobs WHERE job_key IN ({replaced_sql})")
         con.execute("DROP TABLE gy_replaced")
-    _insert_job_nodes(con, f"SELECT job_key, node_list, start_s FROM jobs WHERE {mine}")
+    _insert_job_nodes(con, f"SELECT job_key, node_list, start_s FROM jobs WHERE {mine_sql}")
 
 
 def load_staged(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
     """Replace the staged job runs (``stage_jobs``) in ``jobs`` by natural key, with their nodes."""
     con.execute(HOSTLIST_MACRO_SQL)
     if con.execute("SELECT count(*) FROM jobs").fetchall()[0][0]:
-        staged_keys = "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s FROM stage_jobs"
-        replaced = f"SELECT job_key FROM jobs WHERE {_NATURAL_KEY} IN ({staged_keys})"
-        con.execute(f"DELETE FROM job_nodes WHERE job_key IN ({replaced})")
-        con.execute(f"DELETE FROM jobs WHERE {_NATURAL_KEY} IN ({staged_keys})")
-    con.execute(f"INSERT INTO jobs SELECT {_job_columns(ingest_id, 'line')} FROM stage_jobs")
+        staged_keys_sql = "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s FROM stage_jobs"
+        replaced_sql = f"SELECT job_key FROM jobs WHERE {_NATURAL_KEY} IN ({staged_keys_sql})"
+        con.execute(f"DELETE FROM job_nodes WHERE job_key IN ({replaced_sql})")
+        con.execute(f"DELETE FROM jobs WHERE {_NATURAL_KEY} IN ({staged_keys_sql})")
+    con.execute(f"INSERT INTO jobs SELECT {_job_columns_sql(ingest_id, 'line')} FROM stage_jobs")
     _insert_job_nodes(
-        con, f"SELECT {_job_key(ingest_id, 'line')} AS job_key, node_list, start_s FROM stage_jobs"
+        con,
+        f"SELECT {_job_key_sql(ingest_id, 'line')} AS job_key, node_list, start_s FROM stage_jobs",
     )
 
 
 def _insert_job_nodes(con: duckdb.DuckDBPyConnection, jobs_sql: str) -> None:
     """One row per job and node; most jobs run on one node, which needs no list expanded."""
-    multi = "contains(node_list, '[') OR contains(node_list, ',')"
-    ran = "node_list IS NOT NULL AND start_s IS NOT NULL"
+    multi_sql = "contains(node_list, '[') OR contains(node_list, ',')"
+    ran_sql = "node_list IS NOT NULL AND start_s IS NOT NULL"
     con.execute(
         f"""INSERT INTO job_nodes SELECT job_key, node_list FROM ({jobs_sql})
-            WHERE {ran} AND NOT ({multi})"""
+            WHERE {ran_sql} AND NOT ({multi_sql})"""
     )
     con.execute(
         f"""INSERT INTO job_nodes SELECT job_key, unnest(hostlist_expand(node_list))
-            FROM ({jobs_sql}) WHERE {ran} AND ({multi})"""
+            FROM ({jobs_sql}) WHERE {ran_sql} AND ({multi_sql})"""
     )

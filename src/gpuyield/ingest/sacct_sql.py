@@ -21,9 +21,9 @@ from gpuyield.ingest._sql import (
     Problem,
     bad_time_sql,
     epoch_sql,
-    sql_quote,
     store_rejects,
 )
+from gpuyield.sqltext import identifier, literal
 
 # Every state sacct can print (Slurm's job_state_string: the base states, then the flags it
 # prints instead of them); anything else is a parse error rather than a guess.
@@ -84,9 +84,11 @@ LATEST_TIME_SQL = """greatest(submit_s, start_s, end_s,
     CASE WHEN end_s IS NULL THEN start_s + elapsed_s END)"""
 
 
-def _field(columns: dict[str, int], key: str) -> str:
+def _field_sql(columns: dict[str, int], key: str) -> str:
     """SQL for a raw field, NULL when the file lacks it; empty strings become NULL."""
-    return f"nullif(f{columns[key]}, '')" if key in columns else "CAST(NULL AS VARCHAR)"
+    if key not in columns:
+        return "CAST(NULL AS VARCHAR)"
+    return f"nullif({identifier(f'f{columns[key]}')}, '')"
 
 
 NOT_A_TIME = "not a time: "
@@ -106,6 +108,7 @@ _PROBLEMS = {
     "order": ("end", ENDS_BEFORE_START),
     "gpus": ("alloctres", "GPU count is not a whole number: {value}"),
     "elapsed": ("elapsedraw", "not a number of seconds: {value}"),
+    "elapsed_text": ("elapsed", "not a duration ([D-][HH:]MM:SS): {value}"),
     "nnodes": ("nnodes", "not a node count: {value}"),
     "nodelist": ("nodelist", "cannot read node list: {value}"),
     **sacct_checks.PROBLEMS,
@@ -123,7 +126,7 @@ def typed_select(
     tz: str,
     default_cluster: str,
     *,
-    source: str,
+    source_sql: str,
     with_line: bool,
     codes: bool = True,
     max_nodes: int = MAX_HOSTLIST_NAMES,
@@ -137,23 +140,25 @@ def typed_select(
     Three nested SELECTs: the innermost (``_raw_typed_sql``) types each field as read, the middle
     one derives Unknown starts and ends from ElapsedRaw, the outer one names each row's problems.
     """
-    tres = _gpu_tres_sql(columns)
-    checks = _check_conditions(columns, tres, max_nodes=max_nodes)
-    problems = _problems_sql(checks, codes=codes)
-    typed = _raw_typed_sql(columns, tz, default_cluster, tres=tres, source=source)
+    tres_sql = _gpu_tres_sql(columns)
+    checks = _check_conditions(columns, tres_sql, max_nodes=max_nodes)
+    problems_sql = _problems_sql(checks, codes=codes)
+    typed_sql = _raw_typed_sql(
+        columns, tz, default_cluster, tres_sql=tres_sql, source_sql=source_sql
+    )
     line = "line, " if with_line else ""
     return f"""
         SELECT {line}cluster, job_id, job_id_raw, submit_s, name, user_name, account,
             partition, qos, state, state_raw, exit_code, start_s, end_s, elapsed_s, num_gpus,
             gpu_type, num_nodes, node_list, comment, reason, is_step,
-            {problems} AS problems
+            {problems_sql} AS problems
         FROM (
             SELECT * EXCLUDE (start_parsed, end_parsed),
                 {sacct_checks.start_sql("start_parsed", "end_parsed", "elapsed_s")} AS start_s,
                 {sacct_checks.end_sql("start_parsed", "end_parsed", "elapsed_s", "state")} AS end_s,
                 start_parsed, end_parsed
             FROM (
-            {typed}
+            {typed_sql}
             )
         )
     """
@@ -161,38 +166,44 @@ def typed_select(
 
 def _gpu_tres_sql(columns: dict[str, int]) -> str:
     """SQL for the TRES string a job's GPU count and type are read from."""
-    tres = _field(columns, "alloctres")
+    tres_sql = _field_sql(columns, "alloctres")
     # A job still waiting holds nothing, so sacct leaves AllocTRES empty: its GPU count is what it
     # asked for (ReqTRES), the number `gpuyield serve` reports as GPUs waiting. Nothing else
     # reads the GPU count of a job that never started.
     if "reqtres" in columns:
-        state, requested = _field(columns, "state"), _field(columns, "reqtres")
-        pending = f"upper(split_part({state}, ' ', 1)) = 'PENDING' AND {tres} IS NULL"
-        tres = f"CASE WHEN {pending} THEN {requested} ELSE {tres} END"
-    return tres
+        state_sql = _field_sql(columns, "state")
+        requested_sql = _field_sql(columns, "reqtres")
+        pending_sql = f"upper(split_part({state_sql}, ' ', 1)) = 'PENDING' AND {tres_sql} IS NULL"
+        tres_sql = f"CASE WHEN {pending_sql} THEN {requested_sql} ELSE {tres_sql} END"
+    return tres_sql
 
 
 def _check_conditions(
-    columns: dict[str, int], tres: str, *, max_nodes: int
+    columns: dict[str, int], tres_sql: str, *, max_nodes: int
 ) -> list[tuple[str, str]]:
     """(code, condition) pairs: the row has the problem ``code`` when ``condition`` is true."""
-    states = ", ".join(sql_quote(s) for s in KNOWN_STATES)
+    states = ", ".join(literal(s) for s in KNOWN_STATES)
 
     def bad_time(key: str) -> tuple[str, str]:
         # Start and End as read, before Unknown ones are derived from ElapsedRaw.
         parsed = "submit_s" if key == "submit" else f"{key}_parsed"
-        return key, bad_time_sql(_field(columns, key), parsed)
+        return key, bad_time_sql(_field_sql(columns, key), parsed)
 
     checks = [
         ("id_missing", "job_id_raw IS NULL"),
-        ("id_bad", r"NOT regexp_full_match(job_id_raw, '\d+([_+]\d+)?(\.\S+)?')"),
+        # A pending job array prints its tasks as one id, 123_[4-10%2], when there is no
+        # JobIDRaw to give its own number.
+        (
+            "id_bad",
+            r"NOT regexp_full_match(job_id_raw, '\d+([_+]\d+)?(\.\S+)?|\d+_\[[0-9,:%-]+\]')",
+        ),
         ("state", f"NOT is_step AND (state IS NULL OR state NOT IN ({states}))"),
         bad_time("start"),
         bad_time("end"),
         ("order", "end_s < start_s"),
         (
             "gpus",
-            f"""(contains({tres}, 'gres/gpu=') OR contains({tres}, 'gres/gpu:'))
+            f"""(contains({tres_sql}, 'gres/gpu=') OR contains({tres_sql}, 'gres/gpu:'))
                 AND num_gpus IS NULL""",
         ),
         # Only lists with brackets or commas can be malformed; one plain name always reads.
@@ -204,75 +215,102 @@ def _check_conditions(
     ]
     if "submit" in columns:
         checks.append(bad_time("submit"))
-    if "elapsedraw" in columns:
-        elapsed = _field(columns, "elapsedraw")
-        checks.append(
-            ("elapsed", f"{elapsed} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)")
-        )
+    if "elapsedraw" in columns or "elapsed" in columns:
+        code = "elapsed" if "elapsedraw" in columns else "elapsed_text"
+        elapsed_sql = _field_sql(columns, "elapsedraw" if code == "elapsed" else "elapsed")
+        checks.append((code, f"{elapsed_sql} IS NOT NULL AND (elapsed_s IS NULL OR elapsed_s < 0)"))
     if "nnodes" in columns:
-        nnodes = _field(columns, "nnodes")
-        checks.append(("nnodes", f"{nnodes} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)"))
-    gres = _field(columns, "allocgres")
-    return checks + sacct_checks.checks(gres, has_nnodes="nnodes" in columns, max_nodes=max_nodes)
+        nnodes_sql = _field_sql(columns, "nnodes")
+        checks.append(
+            ("nnodes", f"{nnodes_sql} IS NOT NULL AND (num_nodes IS NULL OR num_nodes < 0)")
+        )
+    gres_sql = _field_sql(columns, "allocgres")
+    return checks + sacct_checks.checks(
+        gres_sql, has_nnodes="nnodes" in columns, max_nodes=max_nodes
+    )
 
 
 def _problems_sql(checks: list[tuple[str, str]], *, codes: bool) -> str:
-    """SQL for a row's ``problems``: the codes of its failed checks, or only '?' when any failed."""
+    """SQL for a row's ``problems``: the codes of its failed checks, or only '?' when any failed.
+
+    ``checks``: (code, condition) pairs, each condition SQL built by this module's *_sql code."""
     if codes:
-        return (
-            "concat_ws(',', "
-            + ", ".join(f"CASE WHEN {cond} THEN '{code}' END" for code, cond in checks)
-            + ")"
-        )
-    return "CASE WHEN " + " OR ".join(f"({cond})" for _, cond in checks) + " THEN '?' ELSE '' END"
+        cases = [f"CASE WHEN {cond_sql} THEN {literal(code)} END" for code, cond_sql in checks]
+        return "concat_ws(',', " + ", ".join(cases) + ")"
+    any_sql = " OR ".join(f"({cond_sql})" for _, cond_sql in checks)
+    return f"CASE WHEN {any_sql} THEN '?' ELSE '' END"
 
 
-def _num_gpus_sql(tres: str) -> str:
+def _num_gpus_sql(tres_sql: str) -> str:
     """SQL for a job's GPU count over ``gpu_at`` (where ``gres/gpu=`` starts) and ``gres_gpus``."""
     # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
     return f"""CASE
         -- The value after the first "gres/gpu=" when it starts a key (first, or after a comma):
         -- string functions on its position, twice cheaper than splitting the whole list.
-        WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres}, gpu_at - 1, 1) = ',') THEN
-             {sacct_checks.whole_sql(f"split_part(substr({tres}, gpu_at + 9), ',', 1)")}
+        WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres_sql}, gpu_at - 1, 1) = ',') THEN
+             {sacct_checks.whole_sql(f"split_part(substr({tres_sql}, gpu_at + 9), ',', 1)")}
         -- Not a key there (some other key ends in it): the value after ",gres/gpu=" anywhere.
         WHEN gpu_at > 0 THEN
-             {sacct_checks.whole_sql(f"split_part(split_part(',' || {tres}, ',gres/gpu=', 2), ',', 1)")}
-        WHEN contains({tres}, 'gres/gpu:') THEN {sacct_checks.typed_gpus_sql(tres)}
-        WHEN {tres} IS NOT NULL THEN 0
+             {
+        sacct_checks.whole_sql(
+            f"split_part(split_part(',' || {tres_sql}, ',gres/gpu=', 2), ',', 1)"
+        )
+    }
+        WHEN contains({tres_sql}, 'gres/gpu:') THEN {sacct_checks.typed_gpus_sql(tres_sql)}
+        WHEN {tres_sql} IS NOT NULL THEN 0
         ELSE gres_gpus
     END"""
 
 
+def _elapsed_sql(columns: dict[str, int]) -> str:
+    """SQL for a job's elapsed seconds: ElapsedRaw, else Elapsed (``1-06:51:32``) as older
+    ``--format`` lists print it, else NULL."""
+    if "elapsedraw" in columns:
+        return sacct_checks.whole_sql(_field_sql(columns, "elapsedraw"))
+    if "elapsed" in columns:
+        return sacct_checks.elapsed_sql(_field_sql(columns, "elapsed"))
+    return "CAST(NULL AS BIGINT)"
+
+
+def _spaceless_sql(node_list_sql: str) -> str:
+    """SQL: a node list with whitespace dropped as Slurm's hostlist parser drops it (``c1,
+    c[2-3]`` is ``c1,c[2-3]``; a blank between names separates them like a comma)."""
+    return f"""CASE WHEN strpos({node_list_sql}, ' ') > 0 OR strpos({node_list_sql}, chr(9)) > 0
+        THEN nullif(regexp_replace(trim({node_list_sql}), '\\s*[,\\s]\\s*', ',', 'g'), '')
+        ELSE {node_list_sql} END"""
+
+
 def _raw_typed_sql(
-    columns: dict[str, int], tz: str, default_cluster: str, *, tres: str, source: str
+    columns: dict[str, int], tz: str, default_cluster: str, *, tres_sql: str, source_sql: str
 ) -> str:
     """The innermost SELECT: every raw field typed as read (times parsed, counts as integers)."""
-    f = lambda key: _field(columns, key)  # noqa: E731
-    job_id_raw = f("jobidraw")
-    job_id = f("jobid") if "jobid" in columns else job_id_raw
-    gres = f("allocgres")
+
+    def f_sql(key: str) -> str:
+        return _field_sql(columns, key)
+
+    raw_id_sql = f_sql("jobidraw")
+    id_sql = f_sql("jobid") if "jobid" in columns else raw_id_sql
     return f"""SELECT *,
-                coalesce({f("cluster")}, {sql_quote(default_cluster)}) AS cluster,
-                {job_id} AS job_id, {job_id_raw} AS job_id_raw,
-                {f("jobname")} AS name, {f("user")} AS user_name, {f("account")} AS account,
-                {f("partition")} AS partition, {f("qos")} AS qos, {f("state")} AS state_raw,
-                upper(split_part({f("state")}, ' ', 1)) AS state, {f("exitcode")} AS exit_code,
-                {epoch_sql(f("submit"), tz)} AS submit_s,
-                {epoch_sql(f("start"), tz)} AS start_parsed,
-                {epoch_sql(f("end"), tz)} AS end_parsed,
-                {sacct_checks.whole_sql(f("elapsedraw"))} AS elapsed_s,
-                {sacct_checks.whole_sql(f("nnodes"))} AS num_nodes,
-                {_num_gpus_sql(tres)} AS num_gpus,
-                CASE WHEN contains({tres}, 'gres/gpu:') THEN
-                    nullif(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
+                coalesce({f_sql("cluster")}, {literal(default_cluster)}) AS cluster,
+                {id_sql} AS job_id, {raw_id_sql} AS job_id_raw,
+                {f_sql("jobname")} AS name, {f_sql("user")} AS user_name, {f_sql("account")} AS account,
+                {f_sql("partition")} AS partition, {f_sql("qos")} AS qos, {f_sql("state")} AS state_raw,
+                upper(split_part({f_sql("state")}, ' ', 1)) AS state, {f_sql("exitcode")} AS exit_code,
+                {epoch_sql(f_sql("submit"), tz)} AS submit_s,
+                {epoch_sql(f_sql("start"), tz)} AS start_parsed,
+                {epoch_sql(f_sql("end"), tz)} AS end_parsed,
+                {_elapsed_sql(columns)} AS elapsed_s,
+                {sacct_checks.whole_sql(f_sql("nnodes"))} AS num_nodes,
+                {_num_gpus_sql(tres_sql)} AS num_gpus,
+                CASE WHEN contains({tres_sql}, 'gres/gpu:') THEN
+                    nullif(regexp_extract({tres_sql}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
                 END AS gpu_type,
-                CASE WHEN {f("nodelist")} IN ('None assigned', '(null)', 'None') THEN NULL
-                     ELSE {f("nodelist")} END AS node_list,
-                {f("comment")} AS comment, {f("reason")} AS reason,
-                strpos({job_id}, '.') > 0 OR strpos({job_id_raw}, '.') > 0 AS is_step
-            FROM (SELECT *, strpos({tres}, 'gres/gpu=') AS gpu_at,
-                    {sacct_checks.gres_gpus_sql(gres)} AS gres_gpus FROM {source})"""
+                CASE WHEN {f_sql("nodelist")} IN ('None assigned', '(null)', 'None') THEN NULL
+                     ELSE {_spaceless_sql(f_sql("nodelist"))} END AS node_list,
+                {f_sql("comment")} AS comment, {f_sql("reason")} AS reason,
+                strpos({id_sql}, '.') > 0 OR strpos({raw_id_sql}, '.') > 0 AS is_step
+            FROM (SELECT *, strpos({tres_sql}, 'gres/gpu=') AS gpu_at,
+                    {sacct_checks.gres_gpus_sql(f_sql("allocgres"))} AS gres_gpus FROM {source_sql})"""
 
 
 def row_problems(
@@ -285,7 +323,7 @@ def row_problems(
     limit: int | None,
 ) -> list[Problem]:
     """The staged rows with problems, as messages naming the field and the raw value."""
-    limit_sql = "" if limit is None else f" LIMIT {int(limit)}"
+    limit_sql = "" if limit is None else f" LIMIT {literal(limit)}"
     rows = con.execute(
         f"SELECT line, problems FROM sacct_staged WHERE problems <> '' ORDER BY line{limit_sql}"
     ).fetchall()
@@ -295,11 +333,11 @@ def row_problems(
     if fast:
         raw = {n: (text, text.split("|")) for n, text in _read_lines(path, set(lines)).items()}
     else:
-        fields = ", ".join(f"f{i}" for i in range(len(names)))
+        fields_sql = ", ".join(identifier(f"f{i}") for i in range(len(names)))
         raw = {
             int(r[0]): (r[1], list(r[2:]))
             for r in con.execute(
-                f"SELECT line, raw, {fields} FROM sacct_records WHERE line IN (SELECT unnest(?))",
+                f"SELECT line, raw, {fields_sql} FROM sacct_records WHERE line IN (SELECT unnest(?))",
                 [lines],
             ).fetchall()
         }
@@ -352,19 +390,19 @@ def finish_stage(
         for line, msg, raw in shape_problems
     ]
     store_rejects(con, ingest_id, info.path, all_problems)
-    keep = "NOT is_step AND problems = ''"
-    stage_table = "sacct_stage"
+    keep_sql = "NOT is_step AND problems = ''"
+    table_sql = "sacct_stage"
     conflicting = sorted({p.line for p in problems if p.field == "JobIDRaw" and p.raw is None})
     if conflicting:  # lenient: runs whose records disagree are rejected, every record of them
-        keep += f" AND line NOT IN ({', '.join(map(str, conflicting))})"
-        stage_table = "sacct_staged"  # the fast path's table has no line column, its view does
+        keep_sql += f" AND line NOT IN ({', '.join(literal(n) for n in conflicting)})"
+        table_sql = "sacct_staged"  # the fast path's table has no line column, its view does
     summary = con.execute(
         f"""SELECT count(*), count(*) FILTER (WHERE is_step AND problems = ''),
-                   count(*) FILTER (WHERE {keep}),
+                   count(*) FILTER (WHERE {keep_sql}),
                    count(DISTINCT hash(cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
-                       FILTER (WHERE {keep}),
-                   max({LATEST_TIME_SQL}) FILTER (WHERE {keep})
-            FROM {stage_table}"""
+                       FILTER (WHERE {keep_sql}),
+                   max({LATEST_TIME_SQL}) FILTER (WHERE {keep_sql})
+            FROM {table_sql}"""
     ).fetchall()[0]
     records, steps, valid_runs, distinct_hashes, as_of = summary
     # Distinct hashes first (an integer aggregate, 4x cheaper than on the key's strings); only
@@ -375,7 +413,7 @@ def finish_stage(
             valid_runs
             - con.execute(
                 f"""SELECT count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
-                FROM {stage_table} WHERE {keep}"""
+                FROM {table_sql} WHERE {keep_sql}"""
             ).fetchall()[0][0]
         )
     if duplicates:
@@ -387,12 +425,12 @@ def finish_stage(
                     SELECT *, row_number() OVER (
                         PARTITION BY cluster, job_id_raw, coalesce(submit_s, start_s, -1)
                         ORDER BY line DESC) AS rn
-                    FROM sacct_staged WHERE {keep})
+                    FROM sacct_staged WHERE {keep_sql})
                 WHERE rn = 1"""
         )
     else:
         con.execute(
-            f"CREATE OR REPLACE TEMP VIEW stage_jobs AS SELECT * FROM sacct_staged WHERE {keep}"
+            f"CREATE OR REPLACE TEMP VIEW stage_jobs AS SELECT * FROM sacct_staged WHERE {keep_sql}"
         )
     rejected = len({p.line for p in all_problems})
     return SacctStage(

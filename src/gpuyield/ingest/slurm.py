@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,18 +20,19 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
-from gpuyield.ingest import consistency, runlog, sacct_checks, sacct_load
+from gpuyield.ingest import consistency, runlog, running, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import jobs_detail as jobs_detail_mod
 from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import sacct as sacct_mod
-from gpuyield.ingest._files import FileInfo, plain_copies, scan_file
+from gpuyield.ingest._files import FileInfo, named_sources, plain_copies, scan_file
 from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
-from gpuyield.ingest.coverage import record_sacct_coverage
+from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD, coverage_notes
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.times import check_window
 
 # Names the simulator (and `capture` scripts) write into a directory for `--dir`.
 DIR_FILES = {
@@ -133,20 +135,27 @@ def ingest_slurm(
     strict_manifest: bool = False,
     progress: Progress | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    now_s: int | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> IngestSummary:
     """Ingest Slurm files into the store at ``db`` (or into ``con``), all or nothing.
 
     ``since_s``/``until_s`` are the capture's window (sacct's ``-S``/``-E``): the store records
     that its accounting covers it (without ``since_s``: from the earliest job start). A file may
     be ``-`` (stdin) or ``.gz``/``.zst``. A first ingest that fails leaves no database file.
+
+    A window ending after ``now_s`` (default: the clock) is refused. ``sources``: names for input
+    paths in the provenance (a collection's temporary files), set in the ingest's transaction.
     """
     tz = check_timezone(tz)
+    check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
     if not any(getattr(inputs, kind) for kind in _FILE_KINDS) and not inputs.telemetry:
         raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
     fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
-            plain, renamed = _plain_inputs(inputs, Path(tmp))
+            plain, renamed = _plain_inputs(inputs, Path(tmp), fields)
+            renamed = named_sources(renamed, sources or {})
             try:
                 return _ingest_plain(
                     db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
@@ -217,11 +226,15 @@ def _run_atomically(params: _Params, *, since_s: int | None) -> _Attempt:
             return _ingest_covered(params, direct=False, since_s=since_s)
 
 
-def _plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, dict[str, str]]:
-    """Inputs with stdin and compressed files replaced by plain copies in ``directory``, and
-    each copy's path mapped to what the user gave (for provenance and messages)."""
+def _plain_inputs(
+    inputs: SlurmInputs, directory: Path, fields: list[str] | None
+) -> tuple[SlurmInputs, dict[str, str]]:
+    """Inputs with stdin and compressed files (and an sacct file written with another delimiter)
+    replaced by plain copies in ``directory``, each copy mapped to what the user gave."""
     given = {kind: Path(getattr(inputs, kind)) for kind in _FILE_KINDS if getattr(inputs, kind)}
     copies, renamed = plain_copies(given, directory)
+    if "sacct" in given:
+        sacct_mod.use_pipe_copy(copies, renamed, given["sacct"], directory, fields)
     changes: dict[str, Any] = dict(copies)
     return dataclasses.replace(inputs, **changes), renamed
 
@@ -229,18 +242,14 @@ def _plain_inputs(inputs: SlurmInputs, directory: Path) -> tuple[SlurmInputs, di
 def _ingest_covered(params: _Params, *, direct: bool, since_s: int | None) -> _Attempt:
     """The ingest, then (same transaction) its coverage and the paths the user gave."""
     attempt = _ingest_scanned(params, direct=direct)
-    note = record_sacct_coverage(
-        params.con,
-        tuple(attempt.results),
-        since_s=since_s,
-        as_of_s=attempt.as_of,
-        cluster=params.cluster,
-    )
+    sacct = str(params.scanned["sacct"].path) if "sacct" in params.scanned else ""
+    attempt.warnings += coverage_notes(
+        params.con, tuple(attempt.results), since_s=since_s, until_s=params.until_s,
+        as_of_s=attempt.as_of, cluster=params.cluster, path=params.renamed.get(sacct, sacct),
+    )  # fmt: skip
     for copy, original in params.renamed.items():
         params.con.execute("UPDATE ingests SET path = ? WHERE path = ?", [original, copy])
         params.con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
-    if note:
-        attempt.warnings.append(note)
     return attempt
 
 
@@ -341,10 +350,14 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         )
     if staged is not None:
         _load_sacct(attempt, staged)
+    else:  # the latest sacct ingest's bytes again: carried forward if taken later (running.py)
+        con, scanned, options = params.con, params.scanned, params.options
+        attempt.results[:] = running.carried(con, attempt.results, scanned, attempt.as_of, options)
     if nodes is not None:
         _load_nodes_file(attempt, *nodes)
     _ingest_reservations(attempt)
     _ingest_jobs_detail(attempt)
+    running.apply_live_comments(params.con)
     _ingest_manifest(attempt)
     consistency.check_store(
         params.con,

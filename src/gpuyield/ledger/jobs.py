@@ -220,24 +220,40 @@ def _per_run(jobs: ir.Table, values: dict[str, float]) -> ir.FloatingValue:
 def _hardware_blamed(
     backend: ibis.BaseBackend, allocations: ir.Table, node_ids: ir.Table
 ) -> ir.Table:
-    """Failed jobs with a node event on one of their nodes near their end: blame the hardware.
+    """Failed jobs a node event on one of their nodes blames on the hardware.
 
-    From the per-node allocations the ledger has already joined (``failed``, ``full_end_s``),
-    rather than joining the jobs with their node lists a second time; on the nodes' integer ids,
-    which joins the millions of allocations in half the time of the names.
+    A fault (an unplanned event: DOWN, FAIL, a drain for repair) blames a failure that ended from
+    10 min before to 5 min after the event's start (Meta's rule: the fault's symptoms come before
+    it is declared). Planned maintenance is announced, not a symptom: it blames only a failure
+    that ended inside it (killed by the maintenance taking its node), never one that merely ended
+    minutes before it started (docs/ledger.md). From the per-node allocations the ledger has
+    already joined (``failed``, ``full_end_s``), on the nodes' integer ids, which joins the
+    millions of allocations in half the time of the names.
     """
     events = backend.table("node_events")
-    events = events.join(node_ids, ["cluster", "node"]).select("node_id", "start_s")
-    failed = allocations.filter(allocations.failed)
-    near = failed.join(
-        events,
-        [
-            failed.node_id == events.node_id,
-            events.start_s >= failed.full_end_s - HW_BEFORE_S,
-            events.start_s <= failed.full_end_s + HW_AFTER_S,
-        ],
+    events = events.join(node_ids, ["cluster", "node"]).select(
+        "node_id", "start_s", "end_s", "planned"
     )
-    blamed = near.select("job_key").distinct().mutate(hw_event=ibis.literal(True))
+    failed = allocations.filter(allocations.failed)
+    faults = events.filter(~events.planned)
+    near = failed.join(
+        faults,
+        [
+            failed.node_id == faults.node_id,
+            faults.start_s >= failed.full_end_s - HW_BEFORE_S,
+            faults.start_s <= failed.full_end_s + HW_AFTER_S,
+        ],
+    ).select("job_key")
+    maintenance = events.filter(events.planned)
+    inside = failed.join(
+        maintenance,
+        [
+            failed.node_id == maintenance.node_id,
+            maintenance.start_s <= failed.full_end_s,
+            maintenance.end_s.isnull() | (maintenance.end_s > failed.full_end_s),
+        ],
+    ).select("job_key")
+    blamed = near.union(inside).distinct().mutate(hw_event=ibis.literal(True))
     return small_on_spark(backend, blamed)
 
 

@@ -20,6 +20,7 @@ from gpuyield.families import LadderPolicy
 from gpuyield.ledger.ledger import Ledger
 from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.rungs import family_jobs_sql
+from gpuyield.sqltext import identifier
 from gpuyield.store import connection_of
 
 # What a run's failure to be tested small costs: time that ended in nothing.
@@ -169,13 +170,13 @@ def analyse_ladder(ledger: Ledger) -> LadderAnalysis | None:
     backend = ledger.segments._find_backend()
     con = connection_of(backend, needed_for="the ladder (a DuckDB window query)")
     table = f"gy_family_jobs_{uuid.uuid4().hex[:12]}"
-    con.execute(f"CREATE TEMP TABLE {table} AS {family_jobs_sql(ledger.manifest)}")
+    con.execute(f"CREATE TEMP TABLE {identifier(table)} AS {family_jobs_sql(ledger.manifest)}")
     try:
         runs = _runs(con, table, policy)
         spent = _run_categories(ledger.segments, backend.table(table))
         climbs = _climbs(con, table, policy)
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute(f"DROP TABLE IF EXISTS {identifier(table)}")
     families: dict[str, list[LadderRun]] = {}
     for row in runs:
         family, run, gpus, launch_s, reached, outcome = row
@@ -204,18 +205,19 @@ def analyse_ladder(ledger: Ledger) -> LadderAnalysis | None:
 
 def _runs(con: duckdb.DuckDBPyConnection, table: str, policy: LadderPolicy) -> list[tuple]:
     """Per run: family, run, GPUs, launch, largest recent completed GPUs before it, last state."""
+    table_sql = identifier(table)
     query = f"""
         WITH runs AS (
             SELECT family, run, max(num_gpus) AS gpus, arg_max(state, coalesce(end_s, start_s))
                 AS outcome
-            FROM {table} GROUP BY family, run
+            FROM {table_sql} GROUP BY family, run
         ), launches AS (
             SELECT r.family, r.run, r.gpus, r.outcome, min(j.start_s) AS launch_s
-            FROM runs r JOIN {table} j
+            FROM runs r JOIN {table_sql} j
               ON j.family = r.family AND j.run = r.run AND j.num_gpus = r.gpus
             GROUP BY ALL
         ), completed AS (
-            SELECT family, num_gpus AS gpus, end_s FROM {table}
+            SELECT family, num_gpus AS gpus, end_s FROM {table_sql}
             WHERE state = 'COMPLETED' AND end_s IS NOT NULL
         )
         SELECT l.family, l.run, l.gpus, l.launch_s, max(c.gpus) AS reached, l.outcome
@@ -232,7 +234,7 @@ def _climbs(
 ) -> dict[str, list[RungClimbed]]:
     """Per family, the first completed job on each rung."""
     rows = con.execute(
-        f"""SELECT family, run, num_gpus, end_s FROM {table}
+        f"""SELECT family, run, num_gpus, end_s FROM {identifier(table)}
             WHERE state = 'COMPLETED' AND end_s IS NOT NULL ORDER BY family, end_s, job_key"""
     ).fetchall()
     climbs: dict[str, dict[int, RungClimbed]] = {}

@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from gpuyield.ledger.down import GPU_EPSILON, NODE_SHIFT, named_sweep
+from gpuyield.sqltext import identifier
 from gpuyield.store import connection_of
 
 # Rows per batch of the sorted stream: 32 MB of changes, enough to amortise the per-batch work.
@@ -70,7 +71,9 @@ def scan_sweep(
     # Straight into DuckDB: Ibis' create_table from Arrow trips on DuckDB 2's parser.
     con.register(f"{name}_arrow", kept)
     try:
-        con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_arrow")
+        con.execute(
+            f"CREATE TEMP TABLE {identifier(name)} AS SELECT * FROM {identifier(name + '_arrow')}"
+        )
     finally:
         con.unregister(f"{name}_arrow")
     return named_sweep(backend.table(name), capacity)

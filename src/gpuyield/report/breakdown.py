@@ -70,6 +70,11 @@ class Breakdown:
         }
 
 
+# The largest --top: more groups than any store has, and far below what SQL's LIMIT can hold
+# (2**63 and up were a traceback).
+MAX_TOP = 1_000_000_000
+
+
 def breakdown(
     ledger: Ledger, by: str, *, top: int | None = None, backend: ibis.BaseBackend | None = None
 ) -> Breakdown:
@@ -83,8 +88,10 @@ def breakdown(
         raise InputError(
             f"cannot break down by {by!r}", hint=f"choose one of {', '.join(DIMENSIONS)}"
         )
-    if top is not None and top < 0:
-        raise InputError(f"--top must be 0 or more, not {top}", hint="0 shows every group")
+    if top is not None and not 0 <= top <= MAX_TOP:
+        raise InputError(
+            f"--top must be from 0 to {MAX_TOP:,}, not {top}", hint="0 shows every group"
+        )
     top = DEFAULT_TOP.get(by) if top is None else top
     if by == "job":
         assert backend is not None, "a job breakdown reads the store"

@@ -142,8 +142,11 @@ def _check(window_s: int, top: int | None) -> None:
     # Library errors name the library's fields; the CLI maps them to its flags.
     if window_s < 1:
         raise FieldError(WINDOW_FIELD, f"must be 1 second or more, not {window_s}", example="900")
-    if top is not None and top < 0:
-        raise FieldError(TOP_FIELD, f"must be 0 or more (0: every job), not {top}", example="10")
+    # Bounded: a LIMIT past 2**63 was a traceback.
+    if top is not None and not 0 <= top <= 1_000_000_000:
+        raise FieldError(
+            TOP_FIELD, f"must be from 0 to 1,000,000,000 (0: every job), not {top}", example="10"
+        )
 
 
 def not_measured(window_s: int, top: int | None, note: str = NOT_MEASURED) -> IdleNow:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
 import ibis
 
 from gpuyield import store
@@ -18,8 +19,16 @@ ReportSource = str | Path | LakeSource
 
 
 @contextmanager
-def ledger_backend(source: ReportSource) -> Iterator[ibis.BaseBackend]:
-    """An Ibis backend over ``source``'s tables, open for the block (closed after)."""
+def ledger_backend(
+    source: ReportSource, *, con: duckdb.DuckDBPyConnection | None = None
+) -> Iterator[ibis.BaseBackend]:
+    """An Ibis backend over ``source``'s tables, open for the block (closed after).
+
+    ``con``: a store's read-only connection the caller opened (and closes), e.g. to interrupt
+    the computation from another thread; used as it is."""
+    if con is not None:
+        yield backend_for(con)
+        return
     if isinstance(source, LakeSource):
         with lake_backend(source) as backend:
             try:

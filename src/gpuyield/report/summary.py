@@ -15,6 +15,8 @@ from gpuyield.report.source import ReportSource, ledger_backend
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
+    import duckdb
+
     from gpuyield.ledger.ladder import SkippedRungWaste
     from gpuyield.report.breakdown import Breakdown
 
@@ -309,11 +311,15 @@ def build_report_with_breakdown(
     by: str | None = None,
     top: int | None = None,
     allow_gaps: bool = False,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> ReportWithBreakdown:
-    """The report and, when ``by`` is given, its breakdown (one ledger computation for both)."""
+    """The report and, when ``by`` is given, its breakdown (one ledger computation for both).
+
+    ``con``: a read-only connection to ``db`` the caller opened (and closes), e.g. to interrupt
+    the computation from another thread."""
     from gpuyield.report.breakdown import breakdown
 
-    with ledger_backend(db) as backend:
+    with ledger_backend(db, con=con) as backend:
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
         ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)

@@ -3,11 +3,15 @@
 Routes: ``/metrics`` (Prometheus), ``/api/report`` (``gpuyield report --json``), ``/api/idle-now``
 (``gpuyield idle-now --json``: who holds GPUs measured idle), ``/`` (the HTML
 report of the last 7 days), ``/healthz``. Only GET and HEAD exist, so nothing served can change the
-store. A client that is not on this machine must send the bearer token (``--token-file``).
+store. Without ``--token-file`` only clients on this machine are answered; with it, every request
+must carry the token, whatever address it comes from or claims (proxy headers count only with
+``--forwarded-allow-ips``, and never stand in for the token).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -16,9 +20,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import duckdb
+
+from gpuyield import store
 from gpuyield.errors import GpuyieldError, InputError
+from gpuyield.report.breakdown import MAX_TOP
 from gpuyield.report.document import report_json_text
 from gpuyield.report.summary import build_report_with_breakdown
+from gpuyield.serve.limits import Cancellable, Cancelled
 from gpuyield.serve.state import ServeState
 
 if TYPE_CHECKING:
@@ -31,6 +40,11 @@ _METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # The page is self-contained: inline CSS and SVG, no script; anything else it tried would be a bug.
 _PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
 _REPORT_PARAMS = frozenset({"since", "until", "by", "top", "tz"})
+# How often a request computing a report looks whether its client is still there.
+_HANG_UP_POLL_S = 0.5
+# The times a report window may take (the ingest checks' plausible times) and the largest top.
+_EARLIEST_S = 946_684_800  # 2000-01-01T00:00:00Z
+_LATEST_S = 4_102_444_800  # 2100-01-01T00:00:00Z
 # A ledger of a large store takes gigabytes: other windows are computed one at a time.
 _LEDGER_SLOTS = threading.BoundedSemaphore(1)
 
@@ -49,7 +63,13 @@ def is_loopback(host: str | None) -> bool:
 
 
 class TokenGate:
-    """ASGI middleware: a non-loopback peer without ``Authorization: Bearer <token>`` gets 401."""
+    """ASGI middleware: with a token, a request without ``Authorization: Bearer <token>`` gets
+    401 whatever its address; without one, a peer that is not loopback gets 401.
+
+    The address is the peer the kernel reports, or what ``X-Forwarded-For`` says only when
+    ``--forwarded-allow-ips`` names the proxy: so a proxy on this machine forwarding remote
+    clients makes them look local. With a token that no longer matters: the token decides.
+    """
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
@@ -69,12 +89,13 @@ class TokenGate:
         await response(scope, receive, send)
 
     def _allowed(self, scope: Scope) -> bool:
-        client = scope.get("client")
-        if is_loopback(client[0] if client else None):
-            return True
         if self._expected is None:
-            return False
-        sent = dict(scope["headers"]).get(b"authorization", b"")
+            client = scope.get("client")
+            return is_loopback(client[0] if client else None)
+        sent = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                sent = value  # the last one, as dict() took it; repeats change nothing
         # Constant time: the comparison must not tell an attacker how much of a guess was right.
         return hmac.compare_digest(sent, self._expected)
 
@@ -94,6 +115,9 @@ def build_app(state: ServeState, *, token: str | None) -> ASGIApp:
             Route("/", _page, methods=read_only),
         ]
     )
+    # No redirect from /metrics/ to /metrics: Starlette builds its URL from the request's Host
+    # header, which would put whatever a client wrote there into our answer.
+    app.router.redirect_slashes = False
     app.state.gpuyield = state
     return TokenGate(app, token)
 
@@ -156,10 +180,30 @@ async def _api_report(request: Request) -> Response:
                 return _error(503, "no numbers yet", "the first snapshot is still being built")
             text = snap.report_json
         else:
-            text = await run_in_threadpool(_report_text, state, params)
+            work = Cancellable()
+            computing = asyncio.ensure_future(run_in_threadpool(_report_text, state, params, work))
+            text = await _unless_hung_up(request, computing, work)
     except GpuyieldError as error:
         return _error(400 if isinstance(error, InputError) else 500, error.message, error.hint)
+    except Cancelled:
+        return _error(499, "the client closed the request", None)  # nobody reads it
     return Response(text + "\n", media_type="application/json")
+
+
+async def _unless_hung_up(
+    request: Request, computing: asyncio.Future[str], work: Cancellable
+) -> str:
+    """The computation's result; if the client hangs up first, the computation is stopped
+    (DuckDB interrupted, or never started) and ``Cancelled`` raised."""
+    while True:
+        done, _ = await asyncio.wait({computing}, timeout=_HANG_UP_POLL_S)
+        if done:
+            return computing.result()
+        if await request.is_disconnected():
+            work.cancel()
+            with contextlib.suppress(Cancelled, duckdb.InterruptException):
+                await computing
+            raise Cancelled
 
 
 async def _api_idle_now(request: Request) -> Response:
@@ -175,20 +219,34 @@ async def _api_idle_now(request: Request) -> Response:
     return Response(snap.idle_now_json + "\n", media_type="application/json")
 
 
-def _report_text(state: ServeState, params: dict[str, str]) -> str:
+def _report_text(state: ServeState, params: dict[str, str], work: Cancellable) -> str:
     """``gpuyield report --json [--since --until --by --top --tz]`` against the store."""
     tz = params.get("tz") or "UTC"
     since_s = _instant(params.get("since"), tz, "since")
     until_s = _instant(params.get("until"), tz, "until")
     top = _top(params.get("top"))
-    with _LEDGER_SLOTS, state.store_lock.reading():
-        result = build_report_with_breakdown(
-            state.settings.db,
-            since_s=since_s,
-            until_s=until_s,
-            by=params.get("by") or None,
-            top=top,
-        )
+    # One ledger at a time; a request whose client hung up while it waited never starts one.
+    while not _LEDGER_SLOTS.acquire(timeout=_HANG_UP_POLL_S):
+        work.check()
+    try:
+        with state.store_lock.reading():
+            work.check()
+            con = store.connect(state.settings.db, read_only=True)
+            try:
+                work.attach(con)
+                result = build_report_with_breakdown(
+                    state.settings.db,
+                    since_s=since_s,
+                    until_s=until_s,
+                    by=params.get("by") or None,
+                    top=top,
+                    con=con,
+                )
+            finally:
+                work.detach()
+                con.close()
+    finally:
+        _LEDGER_SLOTS.release()
     return report_json_text(result.report, result.breakdown)
 
 
@@ -199,21 +257,31 @@ def _instant(text: str | None, tz: str, name: str) -> int | None:
         value = datetime.fromisoformat(text)
         if value.tzinfo is None:
             value = value.replace(tzinfo=ZoneInfo(tz))
-    except (ValueError, ZoneInfoNotFoundError):
+        instant_s = int(value.timestamp())
+    except (ValueError, ZoneInfoNotFoundError, OverflowError):
         raise InputError(
-            f"{name}: not an ISO time (or tz not a time zone): {text!r}",
+            f"{name}: not an ISO time (or tz not a time zone): {text[:64]!r}",
             hint="write it like 2026-11-30T11:00:00, tz like Europe/Berlin",
         ) from None
-    return int(value.timestamp())
+    if not _EARLIEST_S <= instant_s <= _LATEST_S:
+        raise InputError(
+            f"{name}: {text[:64]!r} is outside 2000..2100", hint="e.g. 2026-11-30T11:00:00"
+        )
+    return instant_s
 
 
 def _top(text: str | None) -> int | None:
+    """``top``, bounded before it reaches SQL (a LIMIT past 2**63 was a 500)."""
     if not text:
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise InputError(f"top: not a whole number: {text!r}", hint="e.g. top=10") from None
+    if len(text) > 12 or not text.isdigit() or not text.isascii():
+        raise InputError(
+            f"top: not a whole number from 0 to {MAX_TOP:,}: {text[:64]!r}", hint="e.g. top=10"
+        )
+    top = int(text)
+    if top > MAX_TOP:
+        raise InputError(f"top: more than {MAX_TOP:,}: {text!r}", hint="e.g. top=10")
+    return top
 
 
 def _error(status: int, message: str, hint: str | None) -> Response:

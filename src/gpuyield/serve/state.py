@@ -81,8 +81,10 @@ class ServeSettings:
 
     db: Path
     """The DuckDB store."""
-    collect_fn: Callable[[], object] | None = None
-    """Called on the schedule to bring new data into the store (``gpuyield collect``)."""
+    collect_fn: Callable[[ReadWriteLock], object] | None = None
+    """Called on the schedule with the store's lock to bring new data into the store
+    (``gpuyield collect``); it takes ``writing()`` only while it writes, so requests are answered
+    while Slurm's commands run."""
     collect_every_s: float | None = None
     """Seconds between collections; None: no collection."""
     watch_every_s: float = 30.0
@@ -140,15 +142,15 @@ class ServeState:
         self._update(snapshot=snapshot)
 
     def collect(self) -> None:
-        """Run one collection under the write lock, then rebuild the snapshot."""
+        """Run one collection (it takes the write lock for its write), then rebuild the
+        snapshot."""
         collect_fn = self.settings.collect_fn
         if collect_fn is None:
             return
         self._update(collection_running=True)
         started = time.monotonic()
         try:
-            with self.store_lock.writing():
-                collect_fn()
+            collect_fn(self.store_lock)
         except Exception as error:  # a failed collection must not stop the server
             self._update(
                 collection_running=False,

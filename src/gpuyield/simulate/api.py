@@ -10,7 +10,7 @@ from typing import Any
 from gpuyield.errors import FieldError
 from gpuyield.simulate.cluster import simulate
 from gpuyield.simulate.output import write_outputs
-from gpuyield.simulate.scenario import load_scenario
+from gpuyield.simulate.scenario import MAX_DAYS, load_scenario
 from gpuyield.simulate.truth import Truth
 
 
@@ -47,8 +47,8 @@ def run_scenario(
             raise FieldError("simulate.seed", "must be >= 0", example="7")
         changes["seed"] = seed
     if days is not None:
-        if not days > 0:
-            raise FieldError("simulate.days", "must be > 0", example="7")
+        if not 0 < days <= MAX_DAYS:
+            raise FieldError("simulate.days", f"must be > 0 and at most {MAX_DAYS:,}", example="7")
         changes["days"] = days
     if changes:
         scenario = scenario.with_overrides(**changes)

@@ -18,11 +18,11 @@ replica groups of ``gpus_per_group`` GPUs and ``G0`` groups measured:
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError
 
 BUNDLED = "ft-costs.toml"
@@ -110,10 +110,7 @@ def load_ft_calibration(path: str | Path | None = None) -> FtCalibration:
                 f"{path}: no such calibration file", hint="python -m bench ft writes one"
             )
         text, name = Path(path).read_text("utf-8"), str(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParseError(str(error), path=name, line=getattr(error, "lineno", None)) from error
+    data = tomlfile.parse(text, name).data  # syntax, nan, inf and 1e300 named with the key
 
     def get(table: str, key: str) -> float:
         return _number(data, table, key, name)

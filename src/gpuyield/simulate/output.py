@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import heapq
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +12,19 @@ from gpuyield.simulate import slurm_text as st
 from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
-from gpuyield.simulate.records import JobRow
-from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
+from gpuyield.simulate.research import S_RUNNING
 from gpuyield.simulate.truth import Truth, compute_truth
-
-_EXIT = {"FAILED": "1:0", "OUT_OF_MEMORY": "0:125", "CANCELLED": "0:15"}
 
 
 def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
     """Write the simulator's output directory (docs/contracts.md); returns the truth written."""
+    # Arrow formats the sacct rows; imported here so that `import gpuyield.simulate` (sweeps,
+    # plans) does not pay its start-up (about 90 MB and a few tenths of a second).
+    from gpuyield.simulate.sacct_file import write_sacct
+
     out_dir.mkdir(parents=True, exist_ok=True)
     truth = compute_truth(result)
-    with (out_dir / "sacct.psv").open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write("|".join(st.SACCT_FIELDS) + "\n")
-        for _, line in heapq.merge(_lineage_lines(result), _research_lines(result)):
-            fh.write(line + "\n")
+    write_sacct(out_dir / "sacct.psv", result)
     (out_dir / "events.psv").write_text(_events_text(result), encoding="utf-8")
     (out_dir / "nodes.txt").write_text(_nodes_text(result), encoding="utf-8")
     (out_dir / "manifest.toml").write_text(_manifest_text(result), encoding="utf-8")
@@ -46,126 +42,6 @@ def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
 def _names(result: SimulationResult) -> st.NodeNaming:
     fleet = result.scenario.fleet
     return st.node_namer(fleet.node_prefix, fleet.num_nodes)
-
-
-def _lineage_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, int], str]]:
-    rows = sorted(
-        ((row.submit_s, row.job_id, i), row)
-        for run in result.lineage
-        for i, row in enumerate(run.rows)
-    )
-    end = result.scenario.end_s
-    naming = _names(result)
-    prefix, width = naming.prefix, naming.width
-    cluster = result.scenario.cluster
-    gpn = result.scenario.fleet.gpus_per_node
-    for key, row in rows:
-        yield key, _lineage_line(row, end, prefix, width, cluster, gpn)
-
-
-def _lineage_line(row: JobRow, end: int, prefix: str, width: int, cluster: str, gpn: int) -> str:
-    started = row.start_s is not None
-    elapsed = 0
-    if row.start_s is not None:
-        elapsed = (row.end_s if row.end_s is not None else end) - row.start_s
-    nodes = len(row.nodes) if started else row.num_gpus // gpn
-    alloc = st.tres(row.num_gpus, nodes) if started else ""
-    cpus = row.num_gpus * st.CPUS_PER_GPU
-    return st.sacct_line(
-        (
-            row.job_id,
-            row.job_id,
-            row.name,
-            row.user,
-            row.uid,
-            row.user,
-            row.account,
-            row.partition,
-            "normal",
-            row.state,
-            row.exit_code,
-            "0:0",
-            st.time1(row.submit_s),
-            st.time1(row.eligible_s),
-            st.time1(row.start_s),
-            st.time1(row.end_s),
-            elapsed,
-            st.duration(elapsed),
-            "UNLIMITED",
-            "UNLIMITED",
-            alloc,
-            st.tres(row.num_gpus, nodes),
-            cpus if started else 0,
-            cpus,
-            f"{row.num_gpus * st.MEM_GB_PER_GPU}G",
-            st.hostlist(row.nodes, prefix, width) if started else "None assigned",
-            nodes,
-            nodes,
-            f"run={row.run}",
-            row.reason,
-            "SchedMain,StartRecieved",
-            4294901000,
-            cluster,
-            f"/home/{row.user}/{row.run}",
-            f"sbatch -J {row.name} --comment=run={row.run} train.sh",
-            "",
-            elapsed * cpus,
-        )
-    )
-
-
-def _research_lines(result: SimulationResult) -> Iterator[tuple[tuple[int, int, int], str]]:
-    rows, jobs = result.rows, result.jobs
-    if rows is None or jobs is None or len(rows) == 0:
-        return
-    sc = result.scenario
-    naming = _names(result)
-    prefix, width = naming.prefix, naming.width
-    end = sc.end_s
-    order = np.lexsort((np.arange(len(rows)), jobs.job_id[rows.job], rows.submit_s))
-    job_id = jobs.job_id[rows.job][order].tolist()
-    user = jobs.user[rows.job][order].tolist()
-    limit = (jobs.time_limit_s[rows.job][order] // 60).tolist()
-    state = rows.state[order].tolist()
-    submit = rows.submit_s[order].tolist()
-    start = rows.start_s[order].tolist()
-    stop = rows.end_s[order].tolist()
-    ptr = rows.node_ptr
-    all_nodes = rows.nodes
-    starts = ptr[:-1][order].tolist()
-    nnodes = rows.num_nodes[order].tolist()
-    gpus = rows.num_gpus[order].tolist()
-    requeued = rows.requeued[order].tolist()
-    t_submit = st.times(rows.submit_s[order]).tolist()
-    t_start = st.times(np.where(rows.start_s >= 0, rows.start_s, 0)[order]).tolist()
-    t_end = st.times(np.where(rows.end_s >= 0, rows.end_s, 0)[order]).tolist()
-    for i in range(len(job_id)):
-        s, jid, u = state[i], job_id[i], user[i]
-        started = s != S_PENDING
-        running = s == S_RUNNING or not started
-        elapsed = ((end if running else stop[i]) - start[i]) if started else 0
-        name = STATE_NAMES[s]
-        text_state = f"CANCELLED by {2000 + u}" if s == S_CANCELLED else name
-        g, nn = gpus[i], nnodes[i]
-        cpus = g * st.CPUS_PER_GPU
-        req = st.tres(g, nn)
-        nodes = (
-            st.hostlist(all_nodes[starts[i] : starts[i] + nn].tolist(), prefix, width)
-            if started
-            else "None assigned"
-        )
-        line = (
-            f"{jid}|{jid}|exp-{g}g|u{u:02d}|{2000 + u}|u{u:02d}|research|research|normal|"
-            f"{text_state}|{_EXIT.get(name, '0:0')}|0:0|{t_submit[i]}|{t_submit[i]}|"
-            f"{t_start[i] if started else 'Unknown'}|{'Unknown' if running else t_end[i]}|"
-            f"{elapsed}|{st.duration(elapsed)}|{limit[i]}|{st.duration(limit[i] * 60)}|"
-            f"{req if started else ''}|{req}|{cpus if started else 0}|{cpus}|"
-            f"{g * st.MEM_GB_PER_GPU}G|{nodes}|{nn}|{nn}|run=r{jid}|"
-            f"{'BeginTime' if requeued[i] else 'None'}|SchedMain,StartRecieved|4294900000|"
-            f"{sc.cluster}|/home/u{u:02d}|sbatch --gres=gpu:{g} --comment=run=r{jid} exp.sh||"
-            f"{elapsed * cpus}"
-        )
-        yield (submit[i], jid, i), line
 
 
 def _node_events(result: SimulationResult) -> list[tuple[int, int, str, int, int | None, str, str]]:
@@ -323,8 +199,11 @@ def _manifest_text(result: SimulationResult) -> str:
         "releases": [{"model": model, "runs": runs} for model, runs in releases.items()],
     }
     if result.jobs is not None and result.rows is not None:
-        seen = np.unique(result.rows.job)
-        diverged = result.jobs.job_id[seen[result.jobs.diverged[seen]]]
+        # Jobs with a row in the window, in job order (a mask: np.unique of millions of rows
+        # took seconds).
+        seen = np.zeros(result.jobs.job_id.size, dtype=bool)
+        seen[result.rows.job] = True
+        diverged = result.jobs.job_id[seen & result.jobs.diverged]
         if diverged.size:
             data["diverged"] = [{"run": f"r{job_id}"} for job_id in diverged.tolist()]
     # What the run's own configuration says, so the ledger can estimate overhead and lost

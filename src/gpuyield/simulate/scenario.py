@@ -45,6 +45,11 @@ class SparesFor(StrEnum):
     RESTART = "restart"
 
 
+# The largest scenario simulated: a century on ten million GPUs (the 100k-GPU year is the benchmark).
+MAX_DAYS = 36_500
+MAX_GPUS = 10_000_000
+
+
 def _positive(value: float, name: str) -> None:
     if not value > 0:
         raise InputError(f"{name} must be > 0, got {value!r}", hint="fix the scenario file")
@@ -71,6 +76,11 @@ class FleetConfig:
     def __post_init__(self) -> None:
         _positive(self.num_nodes, "fleet.num_nodes")
         _positive(self.gpus_per_node, "fleet.gpus_per_node")
+        if self.num_nodes * self.gpus_per_node > MAX_GPUS:
+            raise InputError(
+                f"fleet.num_nodes x fleet.gpus_per_node must be at most {MAX_GPUS:,} GPUs",
+                hint="fix the scenario file",
+            )
 
     @property
     def num_gpus(self) -> int:
@@ -341,6 +351,11 @@ class Scenario:
 
     def __post_init__(self) -> None:
         _positive(self.days, "scenario.days")
+        if self.days > MAX_DAYS:  # a century of events is already more than any file holds
+            raise InputError(
+                f"scenario.days must be at most {MAX_DAYS:,}, got {self.days!r}",
+                hint="fix the scenario file",
+            )
         _non_negative(self.seed, "scenario.seed")
         names = [run.name for run in self.lineage]
         if len(set(names)) != len(names):

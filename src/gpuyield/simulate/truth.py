@@ -29,6 +29,7 @@ from gpuyield.simulate.research import (
     S_REQUEUED,
     S_RUNNING,
     S_TIMEOUT,
+    ResearchRows,
 )
 from gpuyield.times import iso_utc
 
@@ -215,7 +216,8 @@ def _book_research(result: SimulationResult, tally: Tally) -> int:
 
 
 def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarray:
-    """Rows with a node event starting on their nodes 10 min before to 5 min after their end."""
+    """FAILED rows a node event on their nodes blames: a fault starting 10 min before to 5 min
+    after their end, or planned maintenance they ended inside (the ledger's rule, docs/ledger.md)."""
     rows, out = result.rows, result.outages
     assert rows is not None
     blamed = np.zeros(len(rows), dtype=bool)
@@ -224,15 +226,49 @@ def _blamed_on_hardware(result: SimulationResult, stop: np.ndarray) -> np.ndarra
         return blamed
     order = candidates[np.argsort(stop[candidates], kind="stable")]
     ends = stop[order]
+    held = _NodesHeld(rows, candidates, result.scenario.fleet.num_nodes)
+    spans = []
     for starts in (out.detect_s, out.drain_s):
         lo = np.searchsorted(ends, starts - _BLAME_AFTER_S, side="left")
         hi = np.searchsorted(ends, starts + _BLAME_BEFORE_S, side="right")
-        for i in np.flatnonzero(hi > lo).tolist():
-            node = out.node[i]
-            for row in order[lo[i] : hi[i]].tolist():
-                if node in rows.nodes_of(row):
-                    blamed[row] = True
+        spans.append((lo, np.where(out.planned, lo, hi)))  # faults only
+    # Maintenance: [detect, back) holds the end (an event still open at the window end holds it).
+    lo = np.searchsorted(ends, out.detect_s, side="left")
+    hi = np.searchsorted(ends, out.back_s, side="left")
+    spans.append((lo, np.where(out.planned, hi, lo)))
+    for lo, hi in spans:
+        # Every (event, failed row it blames by time) pair, then whether the row held its node.
+        counts = np.maximum(hi - lo, 0)
+        event = np.repeat(np.arange(lo.size), counts)
+        row = order[_ranges(lo, counts)]
+        blamed[row[held.holds(row, out.node[event])]] = True
     return blamed
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``starts[i], starts[i] + 1, ..., starts[i] + counts[i] - 1`` for every i, concatenated."""
+    ends = np.cumsum(counts)
+    return np.repeat(starts - (ends - counts), counts) + np.arange(
+        int(ends[-1]) if ends.size else 0
+    )
+
+
+class _NodesHeld:
+    """Which nodes some rows held, as sorted (row, node) keys: a membership test is a search."""
+
+    def __init__(self, rows: ResearchRows, which: np.ndarray, num_nodes: int) -> None:
+        self._which, self._num_nodes = which, num_nodes
+        counts = rows.num_nodes[which]
+        nodes = rows.nodes[_ranges(rows.node_ptr[which], counts)]
+        self._keys = np.sort(np.repeat(np.arange(which.size), counts) * num_nodes + nodes)
+
+    def holds(self, row: np.ndarray, node: np.ndarray) -> np.ndarray:
+        """Whether each row (one of ``which``) held the node beside it."""
+        if self._keys.size == 0:
+            return np.zeros(row.size, dtype=bool)
+        keys = np.searchsorted(self._which, row) * self._num_nodes + node
+        at = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+        return np.asarray(self._keys[at] == keys)
 
 
 def _book_down(result: SimulationResult, tally: Tally) -> int:

@@ -16,14 +16,15 @@ Labels are read once per series, not once per point.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from gpuyield import store
 from gpuyield.ingest.utilization.promjson import MetricNames, Role
+from gpuyield.sqltext import literal
 
 # The reader's largest object: a 32-bit count of bytes (a larger response takes the slow path).
 _MAX_OBJECT_BYTES = (1 << 32) - 1
@@ -39,14 +40,20 @@ _LABEL_COLUMNS = (
 )
 _FIRST_TIME = r"""'^\s*\[\s*\[\s*"?(-?[0-9.eE+]+)'"""
 _LAST_TIME = r"""'\[\s*"?(-?[0-9.eE+]+)"?\s*,\s*"[^"]*"\s*\]\s*\]\s*$'"""
-# A series holds at most one point per step between its ends (Prometheus writes one per step
-# and leaves out the steps with no data): more points than that means a time repeats. Checked
-# from the two ends, not point by point (a count of distinct times costs as much as the read);
-# a repeat inside a series that also has gaps is not caught this way, and no Prometheus writes
-# either.
-_DENSE_ENOUGH = (
-    "len(vs) - 1 <= (TRY_CAST(vs[-1][1] AS DOUBLE) - TRY_CAST(vs[1][1] AS DOUBLE)) / {step_s}"
-)
+
+
+def _dense_enough_sql(step_s: int) -> str:
+    """A series holds at most one point per step between its ends (Prometheus writes one per
+    step and leaves out the steps with no data): more points than that means a time repeats.
+    Checked from the two ends, not point by point (a count of distinct times costs as much as
+    the read); a repeat inside a series that also has gaps is not caught this way, and no
+    Prometheus writes either."""
+    return (
+        "len(vs) - 1 <= (TRY_CAST(vs[-1][1] AS DOUBLE) - TRY_CAST(vs[1][1] AS DOUBLE)) / "
+        + literal(step_s)
+    )
+
+
 # Starts the message of every error the checks raise (seen only if the Python reader, which
 # then reads the files to name the fault, were to accept what DuckDB refused).
 REFUSED = "gpuyield: refused"
@@ -85,7 +92,7 @@ def survey(paths: list[Path], names: MetricNames) -> dict[str, FileSurvey] | Non
     """
     con = duckdb.connect()
     try:
-        con.execute(f"SET memory_limit = '{os.environ.get('GPUYIELD_MEMORY_LIMIT', '3GB')}'")
+        store.limit_memory(con)
         con.execute("SET enable_progress_bar = false")  # the CLI shows its own progress
         register_roles(con, names)
         rows = con.execute(_survey_sql(paths, names)).fetchall()
@@ -128,15 +135,15 @@ def _survey_sql(paths: list[Path], names: MetricNames) -> str:
     time (Prometheus returns each series' points in time order: its ends give its span; an end
     that cannot be read counts as overlapping). A file with no series still gives a (null) row,
     so every file is accounted for."""
-    node, gpu, _ = _labels(names)
+    node_sql, gpu_sql, _ = _labels(names)
     return f"""
         WITH doc AS (
             SELECT filename AS source,
                    unnest(CASE WHEN len(data.result) > 0 THEN data.result
                                ELSE [NULL::{_LABELS}] END) AS s
-            FROM {_reader(paths, _LABEL_COLUMNS)}
+            FROM {_reader_sql(paths, _LABEL_COLUMNS)}
         ), series AS (
-            SELECT source, r.role, {node} AS node, {gpu} AS gpu,
+            SELECT source, r.role, {node_sql} AS node, {gpu_sql} AS gpu,
                    TRY_CAST(regexp_extract(left(s."values"::VARCHAR, 64), {_FIRST_TIME}, 1)
                             AS DOUBLE) AS first_t,
                    TRY_CAST(regexp_extract(right(s."values"::VARCHAR, 256), {_LAST_TIME}, 1)
@@ -165,10 +172,10 @@ def points_sql(
     Without the ``pivot`` (which keeps one sample per GPU and time) a series with more points
     than ``step_s`` steps between its ends raises too (a time repeats: the Python reader then
     merges the repeats)."""
-    dense = "true" if pivot else f"(len(vs) <= 1 OR {_DENSE_ENOUGH.format(step_s=int(step_s))})"
-    node, gpu, job = _labels(names)
-    job_role = _quote(Role.JOB.value)
-    ok_point = (
+    dense_sql = "true" if pivot else f"(len(vs) <= 1 OR {_dense_enough_sql(step_s)})"
+    node_sql, gpu_sql, job_sql = _labels(names)
+    job_role = literal(Role.JOB.value)
+    ok_point_sql = (
         "len(v) = 2 AND t IS NOT NULL AND isfinite(t) AND t = floor(t) "
         "AND raw IS NOT NULL AND (isnan(raw) OR (raw >= 0 AND isfinite(raw)))"
     )
@@ -178,19 +185,20 @@ def points_sql(
                    CASE WHEN coalesce(status = 'success' AND data.resultType = 'matrix'
                                       AND data.result IS NOT NULL, false)
                         THEN data.result
-                        ELSE error({_quote(REFUSED + ": not a successful matrix")}) END AS result
-            FROM {_reader(paths, _COLUMNS)} JOIN gy_ingest_ids i ON i.source = filename
+                        ELSE error({literal(REFUSED + ": not a successful matrix")}) END AS result
+            FROM {_reader_sql(paths, _COLUMNS)} JOIN gy_ingest_ids i ON i.source = filename
         ), series AS (
             SELECT ingest_id, unnest(result) AS s FROM doc
         ), known AS (
-            SELECT ingest_id, r.role, r.scale, {node} AS node, {gpu} AS gpu, {job} AS label_job,
+            SELECT ingest_id, r.role, r.scale, {node_sql} AS node, {gpu_sql} AS gpu,
+                   {job_sql} AS label_job,
                    s."values" AS vs
             FROM series JOIN gy_metric_roles r ON r.name = s.metric['__name__']
         ), checked AS (
             SELECT ingest_id, role, scale, label_job,
                    CASE WHEN node IS NOT NULL AND gpu IS NOT NULL AND vs IS NOT NULL
-                             AND {dense} THEN node
-                        ELSE error({_quote(REFUSED + ": a series without labels or values")})
+                             AND {dense_sql} THEN node
+                        ELSE error({literal(REFUSED + ": a series without labels or values")})
                    END AS node, gpu, vs
             FROM known
         ), pts AS (
@@ -202,8 +210,8 @@ def points_sql(
                CASE WHEN role = {job_role}
                     THEN CASE WHEN raw > 0 THEN CAST(CAST(raw AS BIGINT) AS VARCHAR) END
                     ELSE label_job END AS job_id,
-               CASE WHEN {ok_point} THEN CAST(t AS BIGINT)
-                    ELSE error({_quote(REFUSED + ": a malformed point")}) END AS t_s,
+               CASE WHEN {ok_point_sql} THEN CAST(t AS BIGINT)
+                    ELSE error({literal(REFUSED + ": a malformed point")}) END AS t_s,
                CASE WHEN role = {job_role} THEN CAST('NaN' AS DOUBLE) ELSE raw * scale END AS value,
                ingest_id
         FROM typed
@@ -216,23 +224,26 @@ def points_sql(
 def _labels(names: MetricNames) -> tuple[str, str, str]:
     """SQL for a series' node (Slurm's short name), GPU index and job label, from ``s.metric``."""
 
-    def first(labels: tuple[str, ...]) -> str:
-        return "coalesce(" + ", ".join(f"nullif(s.metric[{_quote(k)}], '')" for k in labels) + ")"
+    def first_sql(labels: tuple[str, ...]) -> str:
+        return "coalesce(" + ", ".join(f"nullif(s.metric[{literal(k)}], '')" for k in labels) + ")"
 
-    host = first(names.node_labels)
-    no_port = f"regexp_replace({host}, '^([^:]*):[0-9]+$', '\\1')"
-    node = (
-        f"CASE WHEN regexp_matches({no_port}, '^[0-9.]+$') THEN {no_port} "
-        f"ELSE split_part({no_port}, '.', 1) END"
+    host_sql = first_sql(names.node_labels)
+    no_port_sql = f"regexp_replace({host_sql}, '^([^:]*):[0-9]+$', '\\1')"
+    node_sql = (
+        f"CASE WHEN regexp_matches({no_port_sql}, '^[0-9.]+$') THEN {no_port_sql} "
+        f"ELSE split_part({no_port_sql}, '.', 1) END"
     )
-    gpu = f"TRY_CAST({first(names.gpu_labels)} AS BIGINT)"
-    return node, gpu, first(names.job_labels)
+    gpu_sql = f"TRY_CAST({first_sql(names.gpu_labels)} AS BIGINT)"
+    return node_sql, gpu_sql, first_sql(names.job_labels)
 
 
-def _reader(paths: list[Path], columns: str) -> str:
-    files = "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
+def _reader_sql(paths: list[Path], columns_sql: str) -> str:
+    files_sql = "[" + ", ".join(literal(str(p)) for p in paths) + "]"
     size = max(_object_size(p) for p in paths)
-    return f"read_json({files}, columns={columns}, maximum_object_size={size}, filename=true)"
+    return (
+        f"read_json({files_sql}, columns={columns_sql}, "
+        f"maximum_object_size={literal(size)}, filename=true)"
+    )
 
 
 def source_name(path: Path) -> str:
@@ -243,7 +254,3 @@ def source_name(path: Path) -> str:
 def _object_size(path: Path) -> int:
     """The file's size: the reader allocates a buffer of the maximum object size per thread."""
     return min(_MAX_OBJECT_BYTES, max(1 << 24, path.stat().st_size + 1))
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -11,6 +11,7 @@ import duckdb
 
 from gpuyield.errors import InputError
 from gpuyield.ingest.utilization.promjson import Role
+from gpuyield.sqltext import literal
 
 
 def has_rows(con: duckdb.DuckDBPyConnection) -> bool:
@@ -50,25 +51,25 @@ def load(
 
 
 def _pivot_sql(points_sql: str, step_s: int, cluster: str | None, step_column: bool) -> str:
-    step = "max(p.step_s)" if step_column else f"{int(step_s)}::BIGINT"
+    step_sql = "max(p.step_s)" if step_column else f"{literal(step_s)}::BIGINT"
     return f"""INSERT INTO gpu_samples
-        SELECT {_sql_text(cluster)} AS cluster, node, gpu, max(job_id) AS job_id, t_s,
-               {step} AS step_s,
-               max(value) FILTER (WHERE role = '{Role.ACTIVE.value}') AS active,
-               max(value) FILTER (WHERE role = '{Role.TENSOR.value}') AS tensor_active,
-               max(value) FILTER (WHERE role = '{Role.SM.value}') AS sm_active,
+        SELECT {_cluster_sql(cluster)} AS cluster, node, gpu, max(job_id) AS job_id, t_s,
+               {step_sql} AS step_s,
+               max(value) FILTER (WHERE role = {literal(Role.ACTIVE.value)}) AS active,
+               max(value) FILTER (WHERE role = {literal(Role.TENSOR.value)}) AS tensor_active,
+               max(value) FILTER (WHERE role = {literal(Role.SM.value)}) AS sm_active,
                min(ingest_id) AS ingest_id
         FROM ({points_sql}) p
         GROUP BY node, gpu, t_s"""
 
 
 def _direct_sql(points_sql: str, step_s: int, cluster: str | None) -> str:
-    def of(role: Role) -> str:
-        return f"CASE WHEN role = '{role.value}' THEN value END"
+    def of_sql(role: Role) -> str:
+        return f"CASE WHEN role = {literal(role.value)} THEN value END"
 
     return f"""INSERT INTO gpu_samples
-        SELECT {_sql_text(cluster)}, node, gpu, job_id, t_s, {int(step_s)}::BIGINT,
-               {of(Role.ACTIVE)}, {of(Role.TENSOR)}, {of(Role.SM)}, ingest_id
+        SELECT {_cluster_sql(cluster)}, node, gpu, job_id, t_s, {literal(step_s)}::BIGINT,
+               {of_sql(Role.ACTIVE)}, {of_sql(Role.TENSOR)}, {of_sql(Role.SM)}, ingest_id
         FROM ({points_sql}) p"""
 
 
@@ -77,28 +78,28 @@ def finish(
 ) -> dict[int, int]:
     """Check the new rows, drop older rows of the same GPU and time (``replace``), and return
     the samples stored per ingest."""
-    new = ", ".join(str(int(i)) for i in ingest_ids)
-    _check_activity(con, new)
+    new_sql = ", ".join(literal(i) for i in ingest_ids)
+    _check_activity(con, new_sql)
     if replace:
         con.execute(
-            f"""DELETE FROM gpu_samples o WHERE o.ingest_id NOT IN ({new}) AND EXISTS (
-                SELECT 1 FROM gpu_samples n WHERE n.ingest_id IN ({new})
+            f"""DELETE FROM gpu_samples o WHERE o.ingest_id NOT IN ({new_sql}) AND EXISTS (
+                SELECT 1 FROM gpu_samples n WHERE n.ingest_id IN ({new_sql})
                 AND n.node = o.node AND n.gpu = o.gpu AND n.t_s = o.t_s)"""
         )
     rows = con.execute(
-        f"SELECT ingest_id, count(*) FROM gpu_samples WHERE ingest_id IN ({new}) GROUP BY 1"
+        f"SELECT ingest_id, count(*) FROM gpu_samples WHERE ingest_id IN ({new_sql}) GROUP BY 1"
     ).fetchall()
     return {int(i): int(n) for i, n in rows}
 
 
-def _check_activity(con: duckdb.DuckDBPyConnection, new: str) -> None:
+def _check_activity(con: duckdb.DuckDBPyConnection, new_sql: str) -> None:
     """Fractions must be fractions: a percentage read as a ratio would make every GPU busy."""
     bad = con.execute(
         f"""SELECT node, gpu, t_s,
                    CASE WHEN active > 1.0 + 1e-9 THEN 'graphics-engine activity'
                         ELSE 'tensor-pipe activity' END,
                    CASE WHEN active > 1.0 + 1e-9 THEN active ELSE tensor_active END
-            FROM gpu_samples WHERE ingest_id IN ({new})
+            FROM gpu_samples WHERE ingest_id IN ({new_sql})
               AND (active > 1.0 + 1e-9 OR tensor_active > 1.0 + 1e-9) LIMIT 1"""
     ).fetchall()
     if bad:
@@ -109,7 +110,5 @@ def _check_activity(con: duckdb.DuckDBPyConnection, new: str) -> None:
         )
 
 
-def _sql_text(value: str | None) -> str:
-    if value is None:
-        return "NULL::VARCHAR"
-    return "'" + value.replace("'", "''") + "'"
+def _cluster_sql(value: str | None) -> str:
+    return "NULL::VARCHAR" if value is None else literal(value)
