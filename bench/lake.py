@@ -150,15 +150,14 @@ def _engine(
 
 
 def _measured(engine: str, source: Path, master: str | None, env: dict[str, str]) -> dict[str, Any]:
-    """One engine: opened only (its start-up's CPU time), then opened and two reports; the
-    report's CPU time is the difference, the second report shows warm caches and JIT."""
+    """One engine: opened only (its start-up's CPU time), then opened and one report; the
+    report's CPU time is the difference."""
     opened = _engine(engine, source, master, env, 0)
-    figures = _engine(engine, source, master, env, 2)
-    if "report_s" in figures and "cpu_s" in opened:
+    figures = _engine(engine, source, master, env, 1)
+    if figures.get("report_s") and "cpu_s" in opened:
         figures["first_report_s"] = figures["report_s"][0]
         figures["open_cpu_s"] = opened["cpu_s"]
-        # Both reports' CPU less the start-up's, halved: a report's CPU time, warm or cold.
-        figures["report_cpu_s"] = round(max(figures["cpu_s"] - opened["cpu_s"], 0.0) / 2, 1)
+        figures["report_cpu_s"] = round(max(figures["cpu_s"] - opened["cpu_s"], 0.0), 1)
     return figures
 
 

@@ -2,9 +2,10 @@
 ENGINE SOURCE REPORTS [MASTER]``.
 
 ``store`` reads a DuckDB store, ``duckdb`` and ``spark`` a lake. Prints one JSON line: the time
-to open the engine (Spark: the driver's JVM and the cluster's executors), each report's time (the
-same report again in the same process: warm caches and JIT), and the report's SHA-256, which must
-be the same from all three. ``REPORTS`` 0 only opens (the bench subtracts its CPU time).
+to open the engine (Spark: the driver's JVM and the cluster's executors), each report's time (a
+second one runs the same report again in the same process: warm caches and JIT), and the report's
+SHA-256, which must be the same from all three. ``REPORTS`` 0 only opens (the bench subtracts its
+CPU time).
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ def main(argv: list[str]) -> int:
     from gpuyield.report.document import report_json_text
     from gpuyield.report.summary import build_report_with_breakdown
 
+    steps = None
+    if engine == "spark" and reports:
+        from bench.lake_steps import Steps
+
+        steps = Steps()
+        steps.install()
     began = time.perf_counter()
     session = None
     if engine == "spark":
@@ -46,6 +53,7 @@ def main(argv: list[str]) -> int:
                 "open_s": round(opened_s, 3),
                 "report_s": [round(t, 3) for t in times],
                 "sha256": hashlib.sha256(text.encode()).hexdigest() if times else None,
+                **({"steps": steps.largest()} if steps is not None else {}),
             }
         )
     )

@@ -193,6 +193,7 @@ def session_for(cluster: SparkCluster, work: Path):
         .config("spark.cores.max", str(WORKER_CORES))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.warehouse.dir", str(work / "warehouse"))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -17,6 +17,12 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Ingested:
 
 
 @pytest.fixture(scope="session")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> Ingested:
+    """The real Slurm lab's ladder capture (two run families, examples/ladder/lab-capture)."""
+    return data.ingest_ladder(tmp_path_factory.mktemp("lake-ladder"))
+
+
+@pytest.fixture(scope="session")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> Ingested:
     """The simulator's cluster with utilization samples, in a store and a lake."""
     where = tmp_path_factory.mktemp("lake-simulated")

@@ -18,7 +18,7 @@ from gpuyield.cli import app
 from gpuyield.report.document import report_json_text
 from gpuyield.report.source import ReportSource
 from gpuyield.report.summary import build_report_with_breakdown
-from tests.conftest import SAMPLE
+from tests.conftest import REPO, SAMPLE
 
 SIM_DAYS = "0.25"
 
@@ -65,6 +65,33 @@ def ingest_sample(where: Path) -> Ingested:
     """The bundled capture, into a store and (``ingest --lake``) a lake."""
     db, lake = where / "sample.duckdb", where / "sample-lake"
     cli(*sample_args(db), "--lake", lake)
+    return Ingested(db=db, lake=lake)
+
+
+def ingest_ladder(where: Path) -> Ingested:
+    """The ladder capture (its manifest declares a ladder), into a store and a lake."""
+    capture = REPO / "examples" / "ladder" / "lab-capture"
+    until = (capture / "until.txt").read_text(encoding="utf-8").strip()
+    db, lake = where / "ladder.duckdb", where / "ladder-lake"
+    cli(
+        "ingest",
+        "slurm",
+        "--db",
+        db,
+        "--sacct",
+        capture / "sacct.psv",
+        "--events",
+        capture / "events.psv",
+        "--nodes",
+        capture / "nodes.txt",
+        "--manifest",
+        capture / "manifest.toml",
+        "--until",
+        until,
+        "--lake",
+        lake,
+        "-q",
+    )
     return Ingested(db=db, lake=lake)
 
 

@@ -31,6 +31,12 @@ def test_the_html_page_is_the_same_from_the_lake(sample: Ingested, tmp_path: Pat
     assert b'data-key="yield"' in from_store
 
 
+def test_a_ladder_is_judged_the_same_from_the_lake(ladder: Ingested) -> None:
+    text = report_text(ladder.db)
+    assert '"waste_in_skipped_rungs"' in text
+    assert report_text(_lake(ladder.lake)) == text
+
+
 @pytest.mark.parametrize("by", [None, "account", "day"])
 def test_the_simulators_cluster_with_utilization_reports_the_same(
     simulated: Ingested, by: str

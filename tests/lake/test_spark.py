@@ -74,6 +74,14 @@ def test_the_simulators_cluster_with_utilization_in_three_places(
     assert spark == store
 
 
+def test_the_ladder_in_three_places(ladder: Ingested, spark_session: Any) -> None:
+    """The ladder's families are found by DuckDB's SQL on Spark's jobs (ledger/ladder.py)."""
+    store, duck, spark = _three(ladder, None)
+    assert '"waste_in_skipped_rungs"' in store
+    assert duck == store
+    assert spark == store
+
+
 def test_two_clusters_per_cluster_and_in_total_through_the_cli(
     two_clusters: dict[str, Path], spark_session: Any
 ) -> None:

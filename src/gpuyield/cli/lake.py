@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -174,8 +175,18 @@ def size_command(
 
 def _print_sizing(sizing: Any, *, markdown: bool) -> None:
     def cores(value: int | None) -> str:
-        return "over the fixed time" if value is None else f"{value:,}"
+        return "over the fixed part" if value is None else f"{value:,}"
 
+    machine = f"one {sizing.machine_cores}-core {sizing.machine_memory_gb:,.0f} GB machine"
+    head = (
+        "GPUs",
+        "jobs / year",
+        "samples / year",
+        "Spark executor cores",
+        "DuckDB cores",
+        "DuckDB memory",
+        machine,
+    )
     rows = [
         (
             f"{f.gpus:,}",
@@ -188,34 +199,54 @@ def _print_sizing(sizing: Any, *, markdown: bool) -> None:
         )
         for f in sizing.fleets
     ]
-    head = (
-        "GPUs",
-        "jobs / year",
-        "samples / year",
-        "Spark executor cores",
-        "DuckDB cores",
-        "DuckDB memory",
-        f"one {sizing.machine_cores}-core {sizing.machine_memory_gb:,.0f} GB machine",
-    )
-    if markdown:
-        console.print("| " + " | ".join(head) + " |", highlight=False)
-        console.print("|" + "|".join("---:" for _ in head) + "|", highlight=False)
-        for row in rows:
-            console.print("| " + " | ".join(row) + " |", highlight=False)
-    else:
-        from rich.table import Table
-
-        table = Table(title=f"reported within {sizing.minutes:g} min", title_justify="left")
-        for name in head:
-            table.add_column(name, justify="right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+    _table(f"reported within {sizing.minutes:g} min", head, rows, markdown=markdown)
     costs = sizing.costs
+    lines = [
+        (
+            kind,
+            engine,
+            f"{line.fixed_s:,.1f}",
+            f"{line.s_per_million_per_core:,.2f}",
+            f"{line.peak_mb_per_million:,.0f}",
+        )
+        for kind, by_engine in (("jobs", costs.jobs), ("samples", costs.samples))
+        for engine, line in by_engine.items()
+    ]
+    console.print("")
+    _table(
+        "measured",
+        ("rows", "engine", "fixed s", "s per million rows per core", "peak MB per million rows"),
+        lines,
+        markdown=markdown,
+    )
     console.print(
-        f"\nFrom `python -m bench lake` ({costs.measured_on}, {costs.machine}): report time = a "
-        "fixed part + seconds per million rows per core, fitted on two sizes per engine; work per "
-        f"row divides evenly over cores. A year: {sizing.jobs_per_gpu_year} jobs per GPU, one "
-        f"sample per GPU every {sizing.sample_every_s} s. DuckDB reads the lake in one process.",
+        f"\nFrom `python -m bench lake` ({costs.measured_on}, {costs.machine}): a report's time "
+        "is a fixed part plus seconds per million rows per core, the line through two sizes per "
+        "engine; work per row is taken to divide evenly over cores, the fixed part not at all. "
+        f"A year: {sizing.jobs_per_gpu_year} jobs per GPU, one sample per GPU every "
+        f"{sizing.sample_every_s} s. DuckDB: reading the lake in one process (store: the "
+        "same on a store).",
         highlight=False,
     )
+
+
+def _table(
+    title: str, head: Sequence[str], rows: Sequence[Sequence[str]], *, markdown: bool
+) -> None:
+    if markdown:
+        console.print("| " + " | ".join(head) + " |", highlight=False)
+        console.print(
+            "|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|",
+            highlight=False,
+        )
+        for row in rows:
+            console.print("| " + " | ".join(row) + " |", highlight=False)
+        return
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for i, name in enumerate(head):
+        table.add_column(name, justify="left" if i < 2 else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

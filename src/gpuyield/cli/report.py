@@ -116,8 +116,9 @@ def report_command(
             console.print(f"HTML report written to {shown(written)}", highlight=False)
             return
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with waiting_for_store(wait), err_console.status(
-            f"computing the ledger of {shown(describe(source))}"
+        with (
+            waiting_for_store(wait),
+            err_console.status(f"computing the ledger of {shown(describe(source))}"),
         ):
             from gpuyield.report.summary import build_report_with_breakdown
 

@@ -9,6 +9,8 @@ lake must be at the same path for them (a shared file system). The ledger runs n
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -54,12 +56,17 @@ def spark_session(master: str | None) -> Iterator[SparkSession]:
         yield active
         return
     builder = SparkSession.builder.appName("gpuyield report").master(master or "local[*]")
+    # Spark SQL's catalog would create ./spark-warehouse wherever the command runs: nothing here
+    # writes tables, so it goes to a temporary directory.
+    warehouse = tempfile.mkdtemp(prefix="gpuyield-spark-warehouse-")
+    builder = builder.config("spark.sql.warehouse.dir", warehouse)
     # Shuffle partitions: a few per core the cluster offers, not Spark's 200 (most of a report's
     # queries are small; adaptive execution merges partitions but still plans 200 tasks).
     builder = builder.config("spark.sql.shuffle.partitions", _shuffle_partitions())
     try:
         session = builder.getOrCreate()
     except Exception as error:  # py4j and Spark raise plain exceptions
+        shutil.rmtree(warehouse, ignore_errors=True)
         raise InputError(
             f"cannot start Spark on {master or 'local[*]'}: {str(error).splitlines()[0]}",
             hint="is the master running and reachable (spark://HOST:PORT), and is Java installed?",
@@ -69,6 +76,7 @@ def spark_session(master: str | None) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
 
 
 def _shuffle_partitions() -> str:

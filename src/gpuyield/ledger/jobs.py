@@ -14,7 +14,7 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import CancelCause, Category, FailedCause
 from gpuyield.ledger.estimated import progress_elapsed
-from gpuyield.ledger.plan import is_spark, reused_on_spark, small_on_spark
+from gpuyield.ledger.plan import is_spark, small_on_spark
 from gpuyield.ledger.window import Window
 from gpuyield.manifest import Manifest
 
@@ -134,9 +134,6 @@ def job_segments(
         state_subcategory=subcategory,
         head_end_s=jobs.full_end_s - jobs.lost_s,
     )
-    # Read by every segment kind below (head, tail, overhead): computed once where an engine
-    # would run it once per reader.
-    jobs = reused_on_spark(backend, "gy_job_states", jobs)
     # A lineage job keeps its time as released, up to the progress it lost at its end.
     head = _segment(
         jobs,
@@ -341,6 +338,28 @@ def _segment(
     )
 
 
+def _split_diverged_one_pass(segments: ir.Table, after_s: dict[str, float]) -> ir.Table:
+    """``_split_diverged`` as Spark runs it best: the runs joined as a small table (Spark
+    compiles a CASE of hundreds of runs into one Java method past the JVM's 64 KB limit, then
+    interprets every row), and each segment read once, paired with a part number (0: all of it,
+    or its time before ``after``; 1: a diverged run's time after it), where three filtered copies
+    of the segments would compute them three times. Same rows."""
+    runs = ibis.memtable({"d_run": list(after_s), "div_after_s": list(after_s.values())})
+    joined = segments.left_join(runs, segments.run == runs.d_run)
+    joined = joined.select(*segments.columns, "div_after_s")
+    parts = ibis.memtable({"d_part": [0, 1]})
+    both = joined.cross_join(parts)
+    both = both.filter((both.d_part == 0) | both.div_after_s.notnull())
+    later, diverged = both.d_part == 1, both.div_after_s.notnull()
+    split = both.mutate(
+        start_s=ibis.ifelse(later, ibis.greatest(both.start_s, both.div_after_s), both.start_s),
+        end_s=ibis.ifelse(~later & diverged, ibis.least(both.end_s, both.div_after_s), both.end_s),
+        category=ibis.ifelse(later, ibis.literal(Category.DIVERGED.value), both.category),
+        subcategory=ibis.ifelse(later, ibis.null(str), both.subcategory),
+    ).select(*segments.columns)
+    return split.filter(split.end_s > split.start_s)
+
+
 def _split_diverged(
     segments: ir.Table, manifest: Manifest, window: Window, *, spark: bool = False
 ) -> ir.Table:
@@ -351,11 +370,7 @@ def _split_diverged(
     for d in manifest.diverged:  # a run named twice: its first entry, as a CASE would take
         after_s.setdefault(d.run, float(d.after_s if d.after_s is not None else window.start_s - 1))
     if spark:
-        # A join with the small table of runs: Spark compiles a CASE of hundreds of runs into
-        # one Java method past the JVM's 64 KB limit, then falls back to interpreting every row.
-        runs = ibis.memtable({"d_run": list(after_s), "div_after_s": list(after_s.values())})
-        joined = segments.left_join(runs, segments.run == runs.d_run)
-        segments = joined.select(*segments.columns, "div_after_s")
+        return _split_diverged_one_pass(segments, after_s)
     else:
         after = ibis.cases(
             *[(segments.run == run, ibis.literal(v)) for run, v in after_s.items()],

@@ -194,8 +194,6 @@ def _compute_window(
     jobs = clipped_jobs(backend, window, manifest)
     if keep_segments or telemetry:
         jobs = materialize(backend, "gy_jobs", jobs)
-    else:
-        jobs = reused_on_spark(backend, "gy_jobs", jobs)
     allocations = materialize(
         backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
     )
@@ -209,8 +207,6 @@ def _compute_window(
     if has_samples(backend):  # the job segments are read twice then: once for the samples' cut
         segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
         util = _utilization(backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold)  # fmt: skip
-    else:
-        segments_jobs = reused_on_spark(backend, "gy_job_segments", segments_jobs)
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)

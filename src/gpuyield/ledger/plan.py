@@ -3,9 +3,9 @@
 Ibis hands Spark each query as SQL text over the ledger's expressions, which nest deeply (a
 segment is a job clipped, allocated, blamed, split): Spark analyses and optimises the whole tree
 of every query again, and evaluates a subtree once per branch that reads it. An intermediate the
-ledger reads more than once is therefore computed once and its lineage cut (``localCheckpoint``):
-later queries start from its rows, not from its plan. DuckDB, which plans a query in milliseconds
-and shares common subtrees itself, stores only the intermediates worth a write as temporary tables.
+ledger reads more than once is therefore computed once and cached on the executors, columnar.
+DuckDB, which plans a query in milliseconds and shares common subtrees itself, stores only the
+intermediates worth a write as temporary tables. What it costs where: docs/scale.md.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ def is_spark(backend: ibis.BaseBackend) -> bool:
 def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
     """Compute an intermediate once instead of once per query that uses it.
 
-    A temp table where the backend has them (DuckDB); on Spark its rows, checkpointed
-    (``_checkpoint``); otherwise a temporary view, cached: the view binds a table built in memory
+    A temp table where the backend has them (DuckDB); on Spark its rows, cached now
+    (``_cached``); otherwise a temporary view, cached: the view binds a table built in memory
     (the capacity) to this backend, where a bare ``cache()`` would run it on Ibis' default
     backend.
     """
     unique = f"{name}_{uuid.uuid4().hex[:12]}"
     if is_spark(backend):
-        return _checkpoint(backend, unique, table)
+        return _cached(backend, unique, table)
     try:
         return backend.create_table(unique, table, temp=True)
     except NotImplementedError:
@@ -53,12 +53,15 @@ def small_on_spark(backend: ibis.BaseBackend, table: ir.Table) -> ir.Table:
     return ibis.memtable(table.to_pyarrow()) if is_spark(backend) else table
 
 
-def _checkpoint(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
-    """``table`` computed now on the executors, kept there (memory, then disk), as a view
-    ``name`` whose plan is a scan of those rows."""
+def _cached(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
+    """``table`` computed now on the executors and kept there (memory, then disk), in Spark's
+    columnar cache, as a view ``name``: a query reading a few of its columns scans those only,
+    and Spark plans joins with its real size (a checkpoint kept whole rows: scanning 10M of them
+    for two columns took 11 s of CPU; and it knew only the plan's estimate)."""
     backend._run_pre_execute_hooks(table)  # in-memory tables (the capacity) reach Spark first
     session = backend._session
-    frame = session.sql(backend.compile(table)).localCheckpoint(eager=True)
+    frame = session.sql(backend.compile(table)).cache()
+    frame.count()  # computed now, once, not inside the first query that reads it
     frame.createOrReplaceTempView(name)
     _kept(backend).append((name, frame))
     return backend.table(name)
@@ -69,7 +72,7 @@ def _kept(backend: ibis.BaseBackend) -> list[tuple[str, Any]]:
     kept: list[tuple[str, Any]] | None = getattr(backend, "_gpuyield_kept", None)
     if kept is None:
         kept = []
-        backend._gpuyield_kept = kept  # type: ignore[attr-defined]
+        backend._gpuyield_kept = kept
     return kept
 
 
