@@ -70,6 +70,17 @@ def _store_and_lake(case: str, size: int) -> tuple[Path, Path, int, dict[str, An
     return db, lake, rows, built
 
 
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    """Whether ``ancestor`` is among ``pid``'s parents, grandparents, ..."""
+    seen = set()
+    while pid in parents and pid not in seen:
+        seen.add(pid)
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+    return False
+
+
 class _TreeUsage:
     """Peak resident memory and CPU time of a process and its descendants, plus Spark executors
     (children of the worker, not of the driver), polled every 0.2 s from ``/proc``. CPU time,
@@ -100,6 +111,9 @@ class _TreeUsage:
             parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
             if self.executors and b"CoarseGrainedExecutorBackend" in cmdline:
                 executors.add(pid)
+        # The bench's own cluster's executors only (its worker is this process's child): tests
+        # and other sessions on a shared machine run clusters of their own.
+        executors = {p for p in executors if _descends(p, os.getpid(), parents)}
         tree, frontier = {self.pid}, [self.pid]
         while frontier:
             parent = frontier.pop()

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
                 "open_s": round(opened_s, 3),
                 "report_s": [round(t, 3) for t in times],
                 "sha256": hashlib.sha256(text.encode()).hexdigest() if times else None,
-                **({"steps": steps.largest()} if steps is not None else {}),
+                **(steps.summary() if steps is not None else {}),
             }
         )
     )

@@ -18,20 +18,34 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _jvm_cpu_s() -> float:
-    """CPU seconds of every Spark JVM on this machine (a driver's gateway, executors)."""
-    total = 0.0
+    """CPU seconds of the bench's Spark JVMs: those descending from the bench's process (this
+    process's parent): this driver's JVM, the executors and daemons of the bench's cluster (idle
+    while a report runs); not the JVMs of tests or other sessions on a shared machine."""
+    bench = os.getppid()
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_text()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if b"java" in cmdline and (b"pyspark" in cmdline or b"CoarseGrained" in cmdline):
-            fields = stat.rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / _TICK
-    return total
+        parents[int(entry.name)] = int(fields[1])
+        if b"java" in cmdline:
+            cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICK
+    return sum(seconds for pid, seconds in cpu.items() if _descends(pid, bench, parents))
+
+
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    seen = set()
+    while pid in parents and pid not in seen:
+        seen.add(pid)
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+    return False
 
 
 class Steps:
@@ -72,3 +86,12 @@ class Steps:
     def largest(self, count: int = 12) -> list[dict[str, Any]]:
         """The steps that took longest, longest first."""
         return sorted(self.steps, key=lambda s: -s["wall_s"])[:count]
+
+    def summary(self) -> dict[str, Any]:
+        """How many queries and caches, and the largest steps."""
+        queries = [s for s in self.steps if s["kind"] == "query"]
+        return {
+            "queries": len(queries),
+            "caches": len(self.steps) - len(queries),
+            "steps": self.largest(),
+        }

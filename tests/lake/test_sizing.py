@@ -56,3 +56,15 @@ def test_bad_values_name_their_field() -> None:
         size_fleets([0], costs=_costs())
     with pytest.raises(FieldError, match=r"lake_size\.minutes"):
         size_fleets([1], minutes=0, costs=_costs())
+
+
+def test_the_bundled_costs_are_the_benchmarks_lines_for_every_engine() -> None:
+    """``python -m bench lake`` wrote them (bench/lake.py ``write_costs``); ``lake size`` reads them."""
+    from gpuyield.lake.sizing import ENGINES, load_costs
+
+    costs = load_costs()
+    assert costs.measured_on and costs.machine
+    for lines in (costs.jobs, costs.samples):
+        assert set(lines) == set(ENGINES)
+        assert all(line.fixed_s >= 0 and line.s_per_million_per_core > 0 for line in lines.values())
+        assert all(line.peak_mb_per_million > 0 for line in lines.values())

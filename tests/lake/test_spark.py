@@ -2,8 +2,9 @@
 ``report --json`` byte for byte, on the session's Spark standalone cluster (tests/conftest.py).
 
 Each Spark report is tens of seconds of planning and scheduling on two cores, so these are few:
-the bundled capture (with its job breakdown, and the HTML page), the simulator's cluster with
-utilization, and two clusters broken down by cluster (through the CLI, ``--spark-master``).
+the bundled capture (with its job breakdown), the real Slurm lab's ladder capture (its HTML page,
+which holds every number of the JSON), the simulator's cluster with utilization, and two clusters
+broken down by cluster (through the CLI, ``--spark-master``).
 """
 
 from __future__ import annotations
@@ -56,12 +57,16 @@ def test_the_bundled_capture_is_one_report_in_three_places(
     assert '"source": "' in store  # the job rows name their input lines
 
 
-def test_the_html_page_from_spark_is_the_stores(
-    sample: Ingested, spark_session: Any, tmp_path: Path
+def test_the_html_page_from_spark_is_the_stores_ladder_included(
+    ladder: Ingested, spark_session: Any, tmp_path: Path
 ) -> None:
+    """The page holds every number of ``report --json`` (report/html.py), here with a ladder's
+    skipped rungs, whose families DuckDB finds on Spark's jobs (ledger/ladder.py): one Spark
+    report checks both (the JSON from a lake on DuckDB: tests/lake/test_report.py)."""
     pytest.importorskip("matplotlib")
-    from_store = write_html_report(sample.db, tmp_path / "store.html").read_bytes()
-    lake = LakeSource(path=sample.lake, engine="spark")
+    from_store = write_html_report(ladder.db, tmp_path / "store.html").read_bytes()
+    assert b'data-key="waste_in_skipped_rungs.skipped.' in from_store
+    lake = LakeSource(path=ladder.lake, engine="spark")
     assert write_html_report(lake, tmp_path / "spark.html").read_bytes() == from_store
 
 
@@ -70,14 +75,6 @@ def test_the_simulators_cluster_with_utilization_in_three_places(
 ) -> None:
     store, duck, spark = _three(simulated, None)
     assert '"gpu_activity"' in store
-    assert duck == store
-    assert spark == store
-
-
-def test_the_ladder_in_three_places(ladder: Ingested, spark_session: Any) -> None:
-    """The ladder's families are found by DuckDB's SQL on Spark's jobs (ledger/ladder.py)."""
-    store, duck, spark = _three(ladder, None)
-    assert '"waste_in_skipped_rungs"' in store
     assert duck == store
     assert spark == store
 

@@ -222,7 +222,8 @@ def _print_sizing(sizing: Any, *, markdown: bool) -> None:
     console.print(
         f"\nFrom `python -m bench lake` ({costs.measured_on}, {costs.machine}): a report's time "
         "is a fixed part plus seconds per million rows per core, the line through two sizes per "
-        "engine; work per row is taken to divide evenly over cores, the fixed part not at all. "
+        "engine; work per row is taken to divide evenly over cores, the fixed part not at all (a report pays "
+        "the larger of its two lines' fixed parts once). "
         f"A year: {sizing.jobs_per_gpu_year} jobs per GPU, one sample per GPU every "
         f"{sizing.sample_every_s} s. DuckDB: reading the lake in one process (store: the "
         "same on a store).",

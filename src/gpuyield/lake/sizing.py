@@ -8,7 +8,7 @@ fleet: a year of its jobs and samples, the cores that report it within the time 
 one large machine running DuckDB does it instead.
 
 Assumptions (each printed with the result): work per row divides evenly over cores (Spark's
-executors, DuckDB's threads); the fixed part does not; the fleet's jobs per GPU-year and its
+executors, DuckDB's threads); the fixed part does not, and a report pays it once; the fleet's jobs per GPU-year and its
 sample interval are what the flags say.
 """
 
@@ -130,8 +130,11 @@ class Sizing:
 def _cores(
     jobs: Line, samples: Line, n_jobs: float, n_samples: float, seconds: float
 ) -> int | None:
-    """The fewest cores that report both within ``seconds`` (None: the fixed parts alone are over)."""
-    left = seconds - jobs.fixed_s - samples.fixed_s
+    """The fewest cores that report both within ``seconds`` (None: the fixed part alone is over).
+
+    One report opens the engine and plans its queries once: the fixed part is the larger of the
+    two lines' (each was measured on a whole report), not their sum."""
+    left = seconds - max(jobs.fixed_s, samples.fixed_s)
     work = (
         jobs.s_per_million_per_core * n_jobs / 1e6
         + samples.s_per_million_per_core * n_samples / 1e6
