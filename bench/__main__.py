@@ -26,6 +26,7 @@ BENCHES = (
     "utilization",
     "report_html",
     "lake",
+    "weights",
 )
 
 

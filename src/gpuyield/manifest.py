@@ -46,6 +46,13 @@ from gpuyield.families import (
     re2_hint,
     re2_problem,
 )
+from gpuyield.fleet import (
+    Fleet,
+    GpuModelRule,
+    Prices,
+    parse_gpu_models,
+    parse_prices,
+)
 from gpuyield.sqltext import literal
 
 SOURCE = "manifest"
@@ -109,6 +116,10 @@ class Manifest:
     """Run families (``[[families]]``, docs/ladder.md)."""
     ladder: LadderPolicy | None = None
     """The scaling-ladder policy; None when the manifest declares neither families nor a ladder."""
+    gpu_models: tuple[GpuModelRule, ...] = ()
+    """``[[gpu_models]]``: catalog models of nodes the inventory does not name (fleet.py)."""
+    prices: Prices | None = None
+    """``[prices]``: dollars per GPU-hour; None when the manifest states none."""
 
     @property
     def lineage_runs(self) -> frozenset[str]:
@@ -133,12 +144,15 @@ class Manifest:
 
     def to_json(self) -> str:
         """Serialise for the store."""
-        return json.dumps(asdict(self))
+        data = asdict(self)
+        data.update(Fleet(gpu_models=self.gpu_models, prices=self.prices).to_dict())
+        return json.dumps(data)
 
     @staticmethod
     def from_json(text: str) -> Manifest:
         """Inverse of ``to_json``."""
         data = json.loads(text)
+        fleet = Fleet.from_dict(data)
         return Manifest(
             match=RunMatch(**data["match"]),
             releases=tuple(
@@ -153,6 +167,9 @@ class Manifest:
             # Stores written before families existed have neither key.
             families=families_from_json(data.get("families", [])),
             ladder=_ladder_from_json(data.get("ladder")),
+            # Stores written before the fleet sections have neither key.
+            gpu_models=fleet.gpu_models,
+            prices=fleet.prices,
         )
 
 
@@ -182,11 +199,13 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
 def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Manifest:
     """Validate a manifest given as parsed TOML."""
     tomlfile.check_numbers(data, str(path))  # nan, inf and 1e300 anywhere, named
-    unknown = set(data) - {"runs", "releases", "diverged", "run_settings", *_LADDER_SECTIONS}
+    sections = {"runs", "releases", "diverged", "run_settings"}
+    unknown = set(data) - sections - set(_LADDER_SECTIONS) - set(_FLEET_SECTIONS)
     if unknown:
         raise ManifestError(
             f"{path}: unknown section {sorted(unknown)[0]!r}",
-            hint="sections are runs, releases, diverged, run_settings, families, ladder",
+            hint="sections are runs, releases, diverged, run_settings, families, ladder, "
+            "gpu_models, prices",
         )
     runs = _table(data.get("runs", {}), path, "runs", _RUNS_KEYS)
     match_text = runs.get("match", _DEFAULT_MATCH)
@@ -215,6 +234,8 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         failure_detection_s=settings_by_key["failure_detection_s"],
         families=parse_families(data.get("families", []), path),
         ladder=_parse_ladder_section(data, path),
+        gpu_models=parse_gpu_models(data.get("gpu_models", []), path),
+        prices=parse_prices(data["prices"], path) if "prices" in data else None,
     )
 
 
@@ -253,6 +274,7 @@ def _parse_run_settings(table: Any, path: Path) -> dict[str, dict[str, float]]:
 
 
 _LADDER_SECTIONS = ("families", "ladder")
+_FLEET_SECTIONS = ("gpu_models", "prices")
 
 
 def _parse_ladder_section(data: dict[str, Any], path: Path) -> LadderPolicy | None:

@@ -25,7 +25,7 @@ import duckdb
 from gpuyield.errors import InputError
 from gpuyield.sqltext import identifier
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     cluster VARCHAR NOT NULL, job_id VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL,
     submit_s BIGINT NOT NULL, name VARCHAR, user_name VARCHAR, account VARCHAR, partition VARCHAR,
     qos VARCHAR, state VARCHAR NOT NULL, state_raw VARCHAR, exit_code VARCHAR, start_s BIGINT,
-    end_s BIGINT, num_gpus BIGINT, gpu_type VARCHAR, num_nodes BIGINT, node_list VARCHAR,
+    end_s BIGINT, num_gpus BIGINT, gpu_types VARCHAR, num_nodes BIGINT, node_list VARCHAR,
     comment VARCHAR, reason VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
     job_key BIGINT NOT NULL, elapsed_s BIGINT
 );
@@ -59,8 +59,14 @@ CREATE TABLE IF NOT EXISTS cluster_events (
 );
 CREATE TABLE IF NOT EXISTS nodes (
     cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, num_gpus BIGINT NOT NULL, gpu_type VARCHAR,
-    partitions VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
+    partitions VARCHAR, features VARCHAR, ingest_id BIGINT NOT NULL, line BIGINT NOT NULL,
     PRIMARY KEY (cluster, node)
+);
+-- GPU model names other sources saw on a node (gres.conf's Type, DCGM's modelName label):
+-- ledger/weights resolves each node's model from these, the inventory and the manifest.
+CREATE TABLE IF NOT EXISTS gpu_names (
+    cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, name VARCHAR NOT NULL, source VARCHAR NOT NULL,
+    ingest_id BIGINT NOT NULL, line BIGINT
 );
 CREATE TABLE IF NOT EXISTS manifests (
     ingest_id BIGINT PRIMARY KEY, document VARCHAR NOT NULL

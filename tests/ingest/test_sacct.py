@@ -194,8 +194,16 @@ def test_typed_and_untyped_gpus_are_not_double_counted(fresh_db, tmp_path: Path)
     ingest(fresh_db, path)
     gpus = dict(fresh_db.execute("SELECT job_id, num_gpus FROM jobs").fetchall())
     assert gpus == {"1": 4, "2": 3, "3": 0, "4": 2, "5": 6, "6": 5}
-    types = dict(fresh_db.execute("SELECT job_id, gpu_type FROM jobs").fetchall())
-    assert types == {"1": "a100", "2": "a100", "3": None, "4": None, "5": None, "6": None}
+    # Every type a job holds, with its count (issue 26: not only the first).
+    types = dict(fresh_db.execute("SELECT job_id, gpu_types FROM jobs").fetchall())
+    assert types == {
+        "1": "a100=4",
+        "2": "a100=2,h100=1",
+        "3": None,
+        "4": None,
+        "5": None,
+        "6": None,
+    }
 
 
 def test_timezone_shifts_times(fresh_db, tmp_path: Path) -> None:

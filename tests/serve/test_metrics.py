@@ -47,7 +47,7 @@ def test_names_follow_prometheus_conventions_and_accounts_add_up(sample_store: S
     text = render(snapshot, CollectionStats()).decode()
     families = list(text_string_to_metric_families(text))
     for family in families:
-        assert re.fullmatch(r"gpuyield_[a-z_]+", family.name), family.name
+        assert re.fullmatch(r"gpuyield_[a-z0-9_]+", family.name), family.name
         assert family.documentation, family.name
         if family.type == "counter":
             assert all(s.name.endswith("_total") for s in family.samples), family.name

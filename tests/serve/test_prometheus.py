@@ -162,13 +162,13 @@ def test_every_grafana_panel_query_returns_data(
 
 
 def test_panels_use_only_exported_metrics_and_the_cluster_variable_resolves(
-    prom: Prometheus, sim_server: Server
+    prom: Prometheus, sim_server: Server, sample_server: Server
 ) -> None:
+    # Dollars exist only where the manifest prices GPU-hours (the sample's does): the union.
     exported = {
         sample.name
-        for family in text_string_to_metric_families(
-            get(sim_server.base + "/metrics").body.decode()
-        )
+        for server in (sim_server, sample_server)
+        for family in text_string_to_metric_families(get(server.base + "/metrics").body.decode())
         for sample in family.samples
     }
     used = {name for _, expr, _ in _panel_queries() for name in re.findall(r"\bgpuyield_\w+", expr)}
@@ -179,6 +179,19 @@ def test_panels_use_only_exported_metrics_and_the_cluster_variable_resolves(
     assert match is not None
     values = prom.api(f"label/{match.group(2)}/values", **{"match[]": match.group(1)})
     assert values == sorted(CLUSTERS)
+
+
+def test_dollars_and_h100_equivalents_equal_report_json(
+    prom: Prometheus, sample_server: Server
+) -> None:
+    weighted = _json(sample_server)["weighted"]
+    assert isinstance(weighted, dict)
+    for metric, unit in (
+        ("gpuyield_dollars_total", "dollars"),
+        ("gpuyield_h100_equiv_seconds_total", "h100_equiv_seconds"),
+    ):
+        got = prom.values(f'sum by (category) ({metric}{{cluster="lab"}})', "category")
+        assert got == pytest.approx(weighted[unit]["categories"], rel=REL, abs=1e-9)
 
 
 def _waiting_in_capture(capture: Path) -> tuple[int, int]:

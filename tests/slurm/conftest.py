@@ -24,6 +24,7 @@ import pytest
 
 from tests.slurm import collector, lab, oracle
 from tests.slurm.ladder_lab import LadderCapture, run_ladder_phase
+from tests.slurm.typed_lab import TypedCapture, run_typed_phase
 
 # Runs of the release lineage and their roles in workload.sh, whose elapsed time sets the interval.
 LINEAGE = ("pt-main", "ft-main")
@@ -63,7 +64,8 @@ class LabRun:
     rolled_hours: tuple[int, int] | None  # [start_s, end_s) of hours sreport has rolled up, if any
     sreport_rows: list[dict[str, str]]  # for rolled_hours, or for the current hour (expected empty)
     resized: Resized | None = None  # the lab grown to 6 nodes and shrunk back, captured after
-    ladder: LadderCapture | None = None  # two run families on the ladder, captured last
+    ladder: LadderCapture | None = None  # two run families on the ladder
+    typed: TypedCapture | None = None  # the lab made an H100 + A100 fleet, captured last
     collected: collector.Collected | None = None  # gpuyield collect during the same session
 
     def runs_of(self, role: str) -> list[oracle.JobRun]:
@@ -242,8 +244,9 @@ def lab_run(tmp_path_factory: pytest.TempPathFactory) -> LabRun:
             captured = _capture(lab_dir, keep, roles, collecting)
             resized = _resize_and_capture(lab_dir, keep, collecting)
             ladder = run_ladder_phase(lab_dir, keep)
+            typed = run_typed_phase(lab_dir, keep)
             return dataclasses.replace(
-                captured, resized=resized, collected=collecting.state, ladder=ladder
+                captured, resized=resized, collected=collecting.state, ladder=ladder, typed=typed
             )
     except lab.LabError as error:
         pytest.fail(f"Slurm lab: {error}\n(artifacts: {keep})")

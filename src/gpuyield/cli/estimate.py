@@ -240,7 +240,7 @@ def lab(
     json_out: JsonOpt = False,
     markdown: MarkdownOpt = False,
 ) -> None:
-    """A lab's yield: released models' GPU-hours over its fleet's, every step shown."""
+    """A lab's yield: released GPU-hours over the fleet's, in H100-equivalents and (with a price) dollars, every step shown."""
     from gpuyield.estimate import estimate_lab
 
     result = call(estimate_lab, scenario)

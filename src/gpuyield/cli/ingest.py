@@ -244,6 +244,28 @@ def telemetry_command(
         print_sync(synced)
 
 
+@app.command("gres-conf")
+def gres_conf_command(
+    path: Annotated[Path, typer.Argument(help="The cluster's gres.conf (with NodeName= lines).")],
+    db: DbOption = Path("gpuyield.duckdb"),
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster it describes (default: the store's only cluster)."),
+    ] = None,
+) -> None:
+    """Ingest a gres.conf: the GPU type (Type=) of each node's GPUs, for yield by GPU model."""
+    from gpuyield.ingest.gpu_models import ingest_gres_conf
+
+    with errors_mapped():
+        outcome = ingest_gres_conf(db, path, cluster=cluster)
+    status = (
+        f"unchanged (ingest #{outcome.ingest_id})"
+        if outcome.skipped
+        else f"{outcome.rows_read} node GPU types (ingest #{outcome.ingest_id})"
+    )
+    console.print(f"{outcome.path}: {status}")
+
+
 @app.command("utilization")
 def utilization_command(
     prom_json: Annotated[

@@ -18,6 +18,13 @@ from gpuyield.cli._common import (
     shown,
     waiting_for_store,
 )
+from gpuyield.cli._weights import (
+    check_weight,
+    print_gpu_types,
+    print_waste_line,
+    print_weighted,
+    require_weight,
+)
 from gpuyield.cli.ingest import parse_instant
 from gpuyield.errors import InputError
 
@@ -26,6 +33,11 @@ _FLAGS = {"lake.engine": "--engine", "lake.spark_master": "--spark-master"}
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
     "or cluster (each cluster of the store as a report of its own)."
+)
+_WEIGHT_HELP = (
+    "Count in gpu-seconds (default), h100-equiv (dense BF16 peak over the H100 SXM's), flops "
+    "(FLOPs paid for) or dollars (the manifest's [prices]): the table and --by (account, user, "
+    "partition, run). --json always carries every weight (by_gpu_type, weighted)."
 )
 _TOP_HELP = (
     "With --by: the N largest groups, the rest as one row (job, run: 20 unless told; 0: all)."
@@ -62,6 +74,7 @@ def report_command(
     ] = None,
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
     top: Annotated[int | None, typer.Option("--top", help=_TOP_HELP)] = None,
+    weight: Annotated[str, typer.Option("--weight", help=_WEIGHT_HELP)] = "gpu-seconds",
     since: Annotated[
         str | None, typer.Option(help="Window start (ISO time). Default: cluster registration.")
     ] = None,
@@ -96,6 +109,7 @@ def report_command(
     with errors_mapped(_FLAGS):
         check_flags(html=html, png=png, by=by, top=top)
         source = report_source(db=db, lake=lake, engine=engine, spark_master=spark_master)
+        unit = check_weight(weight, html=html, as_json=as_json, by=by)
         since_s = parse_instant(since, tz, "--since")
         until_s = parse_instant(until, tz, "--until")
         if html is not None:
@@ -123,7 +137,13 @@ def report_command(
             from gpuyield.report.summary import build_report_with_breakdown
 
             result = build_report_with_breakdown(
-                source, since_s=since_s, until_s=until_s, by=by, top=top, allow_gaps=allow_gaps
+                source,
+                since_s=since_s,
+                until_s=until_s,
+                by=by,
+                top=top,
+                allow_gaps=allow_gaps,
+                weight=weight,
             )
     if as_json:
         from gpuyield.report.document import report_json_text
@@ -131,7 +151,10 @@ def report_command(
         # One writer for this and `gpuyield serve`'s /api/report, so the two never differ.
         sys.stdout.write(report_json_text(result.report, result.breakdown) + "\n")
         return
-    _print_report(result.report)
+    with errors_mapped():
+        require_weight(result.report, unit)
+        print_waste_line(result.report)
+        _print_report(result.report, unit)
     if result.breakdown is not None:
         _print_breakdown(result.breakdown)
 
@@ -176,34 +199,23 @@ def _share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: Any, unit: str = "gpu_seconds") -> None:
     from rich.table import Table
 
     from gpuyield.report.summary import iso
+    from gpuyield.report.weights import yield_phrase
 
     installed = report.installed_gpu_seconds
     console.print(
-        f"[bold]Yield {_share(report.yield_)}[/]  window {iso(report.window_start_s)} .. "
+        f"[bold]{yield_phrase(report.yield_, report.fleet)}[/]  window {iso(report.window_start_s)} .. "
         f"{iso(report.window_end_s)}  installed {_hours(installed)} GPU-hours  "
         f"utilization {_share(report.utilization)}  goodput {_share(report.goodput)}"
     )
-    table = Table(show_footer=True)
-    table.add_column("category", footer="installed")
-    table.add_column("GPU-hours", justify="right", footer=_hours(installed))
-    table.add_column("GPU-seconds", justify="right", footer=f"{installed:,.0f}")
-    table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
-    for category, value in report.categories.items():
-        subs = [
-            (k.split(".", 1)[1], v)
-            for k, v in report.subcategories.items()
-            if k.startswith(category + ".")
-        ]
-        note = ", ".join(f"{s} {v / installed:.1%}" for s, v in sorted(subs) if installed)
-        label = category + (f" [dim]({note})[/]" if note else "")
-        table.add_row(
-            label, _hours(value), f"{value:,.0f}", _share(value / installed if installed else None)
-        )
-    console.print(table)
+    if unit == "gpu_seconds":
+        console.print(_category_table(report))
+    else:
+        print_weighted(report, unit)
+    print_gpu_types(report)
     essay = Table(title="beside the essay's typical lab", title_justify="left")
     for column in ("essay bucket", "this cluster", "typical lab"):
         essay.add_column(column, justify="left" if column == "essay bucket" else "right")
@@ -235,6 +247,30 @@ def _print_report(report: Any) -> None:
             f"[yellow]not captured:[/] {shown(gap.describe())} ({gap.duration_s / 3600:,.1f} h): "
             "out of installed, not idle"
         )
+
+
+def _category_table(report: Any) -> Any:
+    """Categories in GPU-hours and GPU-seconds, with their subcategories' shares."""
+    from rich.table import Table
+
+    installed = report.installed_gpu_seconds
+    table = Table(show_footer=True)
+    table.add_column("category", footer="installed")
+    table.add_column("GPU-hours", justify="right", footer=_hours(installed))
+    table.add_column("GPU-seconds", justify="right", footer=f"{installed:,.0f}")
+    table.add_column("share", justify="right", footer="100.0%" if installed else "n/a")
+    for category, value in report.categories.items():
+        subs = [
+            (k.split(".", 1)[1], v)
+            for k, v in report.subcategories.items()
+            if k.startswith(category + ".")
+        ]
+        note = ", ".join(f"{s} {v / installed:.1%}" for s, v in sorted(subs) if installed)
+        label = category + (f" [dim]({note})[/]" if note else "")
+        table.add_row(
+            label, _hours(value), f"{value:,.0f}", _share(value / installed if installed else None)
+        )
+    return table
 
 
 def _print_skipped_rungs(waste: Any) -> None:
@@ -275,9 +311,11 @@ def _print_breakdown(cut: Any) -> None:
     from rich.table import Table
 
     from gpuyield.categories import Category
+    from gpuyield.report.weights import in_unit, unit_label
 
     largest = f" (the {cut.top} largest of {cut.groups:,})" if cut.top is not None else ""
-    table = Table(title=f"GPU-hours by {cut.by}{largest}", title_justify="left")
+    fmt = lambda v: in_unit(v, cut.unit)  # noqa: E731
+    table = Table(title=f"{unit_label(cut.unit)} by {cut.by}{largest}", title_justify="left")
     table.add_column(cut.by)
     extra = sorted({k for r in cut.rows for k in r.attributes}, key=_ATTRIBUTE_ORDER.index)
     for name in extra:
@@ -290,8 +328,8 @@ def _print_breakdown(cut: Any) -> None:
         table.add_row(
             cell(row.key),
             *[cell(row.attributes.get(name) or "") for name in extra],
-            *[_hours(row.categories[c.value]) for c in Category],
-            _hours(row.total_gpu_seconds),
+            *[fmt(row.categories[c.value]) for c in Category],
+            fmt(row.total_gpu_seconds),
         )
     console.print(table)
 

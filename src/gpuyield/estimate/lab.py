@@ -2,11 +2,12 @@
 
 A scenario is a TOML file (bundled ones live in ``gpuyield/data/scenarios/labs``; see
 docs/estimate.md for the format). Each ``[[fleet]]`` and ``[[released]]`` entry gives GPU-hours
-in one of four ways: ``gpu_hours``; ``num_gpus`` and ``days``; ``dollars`` (at the scenario's or
-the entry's ``price_per_gpu_hour``); or a training run (``params``, ``tokens``, ``accelerator``,
-``mfu``, ``precision``). A released entry may instead name a catalog ``model`` and use its
-reported hours.
-yield = released GPU-hours / fleet GPU-hours.
+in one of five ways: ``gpu_hours``; ``num_gpus`` and ``days``; ``h100_equivalents`` and ``days``;
+``dollars`` (at the scenario's or the entry's ``price_per_gpu_hour``); or a training run
+(``params``, ``tokens``, ``accelerator``, ``mfu``, ``precision``). A released entry may instead
+name a catalog ``model`` and use its reported hours.
+yield = released GPU-hours / fleet GPU-hours; the same in H100-equivalent hours, and in dollars
+with ``price_per_h100_hour`` (lab_units.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.catalog import get_accelerator, get_model, parse_precision
+from gpuyield.estimate.lab_units import (
+    dollar_steps,
+    from_h100_equivalents,
+    h100_weight,
+    weighted_total,
+)
 from gpuyield.estimate.numbers import (
     Range,
     format_percent,
@@ -45,6 +52,7 @@ _ENTRY_KEYS = frozenset(
         "mfu",
         "precision",
         "model",
+        "h100_equivalents",
     }
 )
 # Bundled lab scenarios: gpuyield/data/scenarios/labs/<id>.toml.
@@ -56,6 +64,8 @@ _TOP_KEYS = frozenset(
         "essay_quote",
         "essay_yield",
         "price_per_gpu_hour",
+        "price_per_h100_hour",
+        "price_source",
         "period_days",
         "notes",
         "fleet",
@@ -82,6 +92,16 @@ class LabEstimate:
     essay_yield: Range | None
     #: The shown work.
     worksheet: Worksheet
+    #: The fleet's GPU-hours in H100-equivalent hours (dense BF16 peaks; lab_units.py).
+    fleet_h100_equiv_hours: Range | None = None
+    #: The released models' GPU-hours in H100-equivalent hours.
+    released_h100_equiv_hours: Range | None = None
+    #: released / fleet in H100-equivalents (differs from ``yield_fraction`` on mixed fleets).
+    yield_h100_equiv: Range | None = None
+    #: Fleet, released and wasted dollars at ``price_per_h100_hour``; None without a price.
+    fleet_dollars: Range | None = None
+    released_dollars: Range | None = None
+    wasted_dollars: Range | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
@@ -92,6 +112,12 @@ class LabEstimate:
             "yield": self.yield_fraction.to_json(),
             "released_gpu_equivalents": _json(self.released_gpu_equivalents),
             "essay_yield": _json(self.essay_yield),
+            "fleet_h100_equiv_hours": _json(self.fleet_h100_equiv_hours),
+            "released_h100_equiv_hours": _json(self.released_h100_equiv_hours),
+            "yield_h100_equiv": _json(self.yield_h100_equiv),
+            "fleet_dollars": _json(self.fleet_dollars),
+            "released_dollars": _json(self.released_dollars),
+            "wasted_dollars": _json(self.wasted_dollars),
             "worksheet": self.worksheet.to_json(),
         }
 
@@ -110,8 +136,8 @@ def estimate_lab(scenario: str | Path) -> LabEstimate:
     path, data = _load(scenario)
     tomlfile.check_keys(data, _TOP_KEYS, origin=path)
     default_price = data.get("price_per_gpu_hour")
-    fleet_steps, fleet = _section(data, "fleet", path, default_price)
-    released_steps, released = _section(data, "released", path, default_price)
+    fleet_steps, fleet, fleet_h100 = _section(data, "fleet", path, default_price)
+    released_steps, released, released_h100 = _section(data, "released", path, default_price)
     yield_step = compute(
         "yield",
         "yield",
@@ -127,8 +153,28 @@ def estimate_lab(scenario: str | Path) -> LabEstimate:
     equivalents = _equivalents(data, path, released.value)
     if equivalents is not None:
         steps.append(equivalents)
+    yield_h100 = compute(
+        "yield_h100_equiv",
+        "yield in H100-equivalents",
+        "Y = released H100-h / fleet H100-h",
+        "{released} / {fleet}",
+        lambda released, fleet: released / fleet,
+        {"released": UP, "fleet": DOWN},
+        "%",
+        released=released_h100.value,
+        fleet=fleet_h100.value,
+    )
+    dollars = dollar_steps(data, path, fleet_h100.value, released_h100.value)
+    steps += [fleet_h100, released_h100, yield_h100, *dollars]
     essay = _optional_range(data, "essay_yield", path)
+    priced = {s.name: s.value for s in dollars}
     return LabEstimate(
+        fleet_h100_equiv_hours=fleet_h100.value,
+        released_h100_equiv_hours=released_h100.value,
+        yield_h100_equiv=yield_h100.value,
+        fleet_dollars=priced.get("fleet_dollars"),
+        released_dollars=priced.get("released_dollars"),
+        wasted_dollars=priced.get("wasted_dollars"),
         scenario=str(data.get("id", Path(path).stem)),
         fleet_gpu_hours=fleet.value,
         released_gpu_hours=released.value,
@@ -150,16 +196,18 @@ def _load(scenario: str | Path) -> tuple[str, dict[str, Any]]:
 
 def _section(
     data: Mapping[str, Any], name: str, path: str, default_price: Any
-) -> tuple[list[Step], Step]:
+) -> tuple[list[Step], Step, Step]:
     entries = data.get(name)
     if not isinstance(entries, list) or not entries:
         raise ParseError(f"needs at least one [[{name}]] entry", path=path, field=name)
     steps: list[Step] = []
     totals: dict[str, Range] = {}
+    weights: dict[str, Range] = {}
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
         entry_steps, hours = _entry(entry, where, path, default_price)
-        steps += entry_steps
+        weight_steps, weights[f"e{index}"] = _weight(entry, where, path)
+        steps += entry_steps + weight_steps
         totals[f"e{index}"] = hours
     total = compute(
         f"{name}_gpu_hours",
@@ -171,7 +219,15 @@ def _section(
         "GPU-h",
         **totals,
     )
-    return steps, total
+    return steps, total, weighted_total(name, totals, weights)
+
+
+def _weight(entry: Mapping[str, Any], where: str, path: str) -> tuple[list[Step], Range]:
+    try:
+        worked = h100_weight(entry, where)
+    except InputError as error:
+        raise ParseError(error.message, path=path, field=where, hint=error.hint) from error
+    return list(worked.steps), worked.value
 
 
 def _entry(
@@ -193,6 +249,11 @@ def _entry(
             return [given(f"{where}.gpu_hours", label, num("gpu_hours"), "GPU-h", source)], num(
                 "gpu_hours"
             )
+        if "h100_equivalents" in entry:
+            worked = from_h100_equivalents(
+                label, source, where, num("h100_equivalents"), num("days")
+            )
+            return list(worked.steps), worked.value
         if "num_gpus" in entry:
             return _from_gpu_days(label, source, where, num("num_gpus"), num("days"))
         if "dollars" in entry:

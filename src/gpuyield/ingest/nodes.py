@@ -42,7 +42,7 @@ class NodesStage:
     rows_read: int
     """Records in the file (sinfo: rows, before merging partitions)."""
     nodes: pa.Table
-    """Columns cluster, node, num_gpus, gpu_type, partitions, line."""
+    """Columns cluster, node, num_gpus, gpu_type, partitions, features, line."""
     problems: tuple[Problem, ...]
     """Rejected records in lenient mode."""
 
@@ -105,6 +105,7 @@ def read_nodes(path: Path, *, lenient: bool, cluster: str) -> NodesStage:
         "num_gpus": pa.int64(),
         "gpu_type": pa.string(),
         "partitions": pa.string(),
+        "features": pa.string(),
         "line": pa.int64(),
     }
     table = pa.table({c: pa.array([r[c] for r in merged.values()], t) for c, t in columns.items()})
@@ -128,7 +129,11 @@ def _records_scontrol(text: str) -> list[tuple[int, str]]:
     return records
 
 
-_WANTED_KEYS = frozenset({"NodeName", "CfgTRES", "Gres", "Partitions"})
+# AvailableFeatures (Features before Slurm 17.11): sites often name the GPU model there
+# (``h100,sxm5``), which ledger/weights reads when Gres names no type.
+_WANTED_KEYS = frozenset(
+    {"NodeName", "CfgTRES", "Gres", "Partitions", "AvailableFeatures", "Features"}
+)
 
 
 def key_values(record: str, wanted: frozenset[str] | None = None) -> dict[str, str]:
@@ -177,10 +182,18 @@ def _read_scontrol(
                 "num_gpus": int(tres.group(1)) if tres else gres.num_gpus,
                 "gpu_type": gres.gpu_type,
                 "partitions": fields.get("Partitions") or None,
+                "features": _features(fields.get("AvailableFeatures", fields.get("Features"))),
                 "line": number,
             }
         )
     return rows, problems, len(records)
+
+
+def _features(value: str | None) -> str | None:
+    """A node's features as printed, or None when it has none (``(null)``, empty)."""
+    if value is None or value.strip() in ("", "(null)"):
+        return None
+    return value.strip()
 
 
 def _scontrol_problem(fields: dict[str, str], number: int, record: str) -> Problem | None:
@@ -276,12 +289,14 @@ def _read_sinfo(
             continue
         total += len(nodes)
         partition = values.get("PARTITION", "").rstrip("*") or None
+        features = _features(values.get("AVAIL_FEATURES", values.get("FEATURES")))
         rows.extend(
             {
                 "node": node,
                 "num_gpus": count,
                 "gpu_type": gpu_type,
                 "partitions": partition,
+                "features": features,
                 "line": number,
             }
             for node in nodes

@@ -96,6 +96,33 @@ def typed_gpus_sql(tres_sql: str) -> str:
                     ELSE list_sum(list_transform({values}, lambda x: CAST(x AS BIGINT))) END"""
 
 
+def gpu_types_sql(tres_sql: str, gres_sql: str) -> str:
+    """SQL: every GPU type a job holds with its count, ``a100=4,h100=8`` (sorted by type), from
+    AllocTRES's ``gres/gpu:TYPE=N`` entries, or AllocGRES's ``gpu:TYPE:N`` items when the TRES
+    names none; NULL when neither names a type. Slurm prints every type a job holds (a job on an
+    H100 and an A100 node: ``gres/gpu:a100=1,gres/gpu:h100=1,gres/gpu=2``), and the ledger spreads
+    a job's GPUs over its nodes by type with them (ledger/down.py)."""
+    # Entries whose count is not whole are left out here: the "gpus" check refuses their row.
+    typed = f"""list_filter(regexp_extract_all({tres_sql}, '(?:^|,)gres/gpu:([^=,]+=[^,]*)', 1),
+                            lambda x: regexp_full_match(x, '[^=]+={_WHOLE}'))"""
+    items = f"""list_filter(regexp_extract_all({gres_sql}, '(?:^|,)gpu:([^:,(]+:[^,(]*)', 1),
+                            lambda x: regexp_full_match(x, '[^:]+:{_WHOLE}'))"""
+    from_gres = f"list_transform({items}, lambda x: replace(x, ':', '='))"
+    return f"""CASE WHEN contains({tres_sql}, 'gres/gpu:') THEN
+                    nullif(array_to_string(list_sort({typed}), ','), '')
+                WHEN {tres_sql} IS NULL AND {gres_sql} IS NOT NULL THEN
+                    nullif(array_to_string(list_sort({from_gres}), ','), '')
+           END"""
+
+
+def bad_typed_sql(tres_sql: str) -> str:
+    """SQL: a ``gres/gpu:TYPE=N`` entry whose count is not a whole number (the job's total may
+    still read, but its split by type would be wrong)."""
+    values = f"regexp_extract_all({tres_sql}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
+    return f"""coalesce(list_bool_or(list_transform({values},
+                    lambda x: NOT regexp_full_match(x, '{_WHOLE}'))), false)"""
+
+
 def gres_gpus_sql(gres_sql: str) -> str:
     """SQL: GPUs of an ``AllocGRES`` value (``gpu:4``, ``gpu:a100:4(IDX:0-3)``); NULL when a gpu
     item's count is not a whole number, 0 when no item is a GPU."""
@@ -165,7 +192,7 @@ def node_cap(con: duckdb.DuckDBPyConnection, inventory_nodes: int) -> int:
 # The columns that make two records of one run the same record (everything but the line).
 _DATA_COLUMNS = (
     "job_id, name, user_name, account, partition, qos, state_raw, exit_code, start_s, end_s, "
-    "elapsed_s, num_gpus, gpu_type, num_nodes, node_list, comment, reason"
+    "elapsed_s, num_gpus, gpu_types, num_nodes, node_list, comment, reason"
 )
 _KEY = "cluster, job_id_raw, coalesce(submit_s, start_s, -1)"
 

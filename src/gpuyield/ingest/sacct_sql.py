@@ -150,7 +150,7 @@ def typed_select(
     return f"""
         SELECT {line}cluster, job_id, job_id_raw, submit_s, name, user_name, account,
             partition, qos, state, state_raw, exit_code, start_s, end_s, elapsed_s, num_gpus,
-            gpu_type, num_nodes, node_list, comment, reason, is_step,
+            gpu_types, num_nodes, node_list, comment, reason, is_step,
             {problems_sql} AS problems
         FROM (
             SELECT * EXCLUDE (start_parsed, end_parsed),
@@ -204,7 +204,7 @@ def _check_conditions(
         (
             "gpus",
             f"""(contains({tres_sql}, 'gres/gpu=') OR contains({tres_sql}, 'gres/gpu:'))
-                AND num_gpus IS NULL""",
+                AND (num_gpus IS NULL OR {sacct_checks.bad_typed_sql(tres_sql)})""",
         ),
         # Only lists with brackets or commas can be malformed; one plain name always reads.
         (
@@ -302,9 +302,7 @@ def _raw_typed_sql(
                 {_elapsed_sql(columns)} AS elapsed_s,
                 {sacct_checks.whole_sql(f_sql("nnodes"))} AS num_nodes,
                 {_num_gpus_sql(tres_sql)} AS num_gpus,
-                CASE WHEN contains({tres_sql}, 'gres/gpu:') THEN
-                    nullif(regexp_extract({tres_sql}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')
-                END AS gpu_type,
+                {sacct_checks.gpu_types_sql(tres_sql, f_sql("allocgres"))} AS gpu_types,
                 CASE WHEN {f_sql("nodelist")} IN ('None assigned', '(null)', 'None') THEN NULL
                      ELSE {_spaceless_sql(f_sql("nodelist"))} END AS node_list,
                 {f_sql("comment")} AS comment, {f_sql("reason")} AS reason,

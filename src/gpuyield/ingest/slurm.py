@@ -30,6 +30,7 @@ from gpuyield.ingest._files import FileInfo, named_sources, plain_copies, scan_f
 from gpuyield.ingest._paths import check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD, coverage_notes
+from gpuyield.ingest.gpu_models import check_catalog_models
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.times import check_window
@@ -464,6 +465,7 @@ def _ingest_manifest(attempt: _Attempt) -> None:
         return
     con = attempt.params.con
     manifest = manifest_mod.load_manifest(info.path, tz=attempt.params.tz)
+    check_catalog_models(manifest, info.path)
     if attempt.params.strict_manifest:
         manifest_mod.check_runs_exist(manifest, con, info.path)
     elif missing := manifest_mod.missing_runs(manifest, con):
@@ -577,7 +579,7 @@ def _load_nodes(
         "nodes",
         stage.nodes,
         key=("cluster", "node"),
-        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions"),
+        columns=("cluster", "node", "num_gpus", "gpu_type", "partitions", "features"),
         ingest_id=ingest_id,
     )
 

@@ -57,27 +57,22 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
     Also ``full_end_s`` (unclipped end) and ``failed`` (an end state the hardware may explain).
 
     Slurm reports one ``gres/gpu`` total per job; the ledger spreads it evenly over the job's nodes
-    (what the scheduler does for ``--gres=gpu:N`` per node; uneven spreads are not in sacct). A left
-    join with the inventory: a node missing from it has a null ``node_id`` (see the ledger's check)
-    and is the only one whose ``cluster, node`` are kept.
+    (what the scheduler does for ``--gres=gpu:N`` per node), except for a job holding GPUs of
+    several types, whose count per type is known (``gres/gpu:a100=4,gres/gpu:h100=8``): each
+    type's count is spread over the job's nodes of that type (``--gpus=12`` on an 8-GPU H100 node
+    and a 4-GPU A100 node is 8 + 4, never 6 + 6). A left join with the inventory: a node missing
+    from it has a null ``node_id`` (see the ledger's check) and is the only one whose
+    ``cluster, node`` are kept.
     """
     job_nodes = backend.table("job_nodes")
     known = jobs.filter(jobs.num_gpus.notnull() & (jobs.num_gpus > 0))
     joined = known.join(job_nodes, "job_key")
+    several = joined.gpu_types.contains(",").fill_null(False)
+    one_type = joined.filter(~several)
     # NNodes from sacct (or the node list's length): were it to disagree with the expanded node
     # list, the per-node and per-job totals would differ and the ledger's conservation check fails.
-    per_node = joined.num_gpus.cast("float64") / joined.num_nodes.cast("float64")
-    alloc = joined.select(
-        "cluster",
-        "node",
-        "job_key",
-        "full_end_s",
-        start_s=joined.clip_start_s.cast("float64"),
-        end_s=joined.clip_end_s.cast("float64"),
-        gpus=per_node,
-        # Kept for the hardware-blame rule (ledger/jobs.py), so it need not join node lists again.
-        failed=joined.state.isin(HW_SUSPECT_STATES),
-    )
+    even = one_type.num_gpus.cast("float64") / one_type.num_nodes.cast("float64")
+    alloc = _allocation_columns(one_type, even).union(_typed_allocations(backend, joined, several))
     with_nodes = alloc.left_join(node_ids(capacity), ["cluster", "node"])
     unknown = with_nodes.node_id.isnull()
     # Names only where the inventory lacks the node (for the ledger's error): the ledger stores
@@ -88,6 +83,44 @@ def job_node_allocations(backend: ibis.BaseBackend, jobs: ir.Table, capacity: ir
         cluster=ibis.cases((unknown, alloc.cluster), else_=ibis.null(str)),
         node=ibis.cases((unknown, alloc.node), else_=ibis.null(str)),
     )
+
+
+def _allocation_columns(joined: ir.Table, gpus: ir.Value) -> ir.Table:
+    """The allocation rows of jobs x nodes with ``gpus`` on each node."""
+    return joined.select(
+        "cluster",
+        "node",
+        "job_key",
+        "full_end_s",
+        start_s=joined.clip_start_s.cast("float64"),
+        end_s=joined.clip_end_s.cast("float64"),
+        gpus=gpus,
+        # Kept for the hardware-blame rule (ledger/jobs.py), so it need not join node lists again.
+        failed=joined.state.isin(HW_SUSPECT_STATES),
+    )
+
+
+def _typed_allocations(backend: ibis.BaseBackend, joined: ir.Table, several: ir.Value) -> ir.Table:
+    """Allocations of jobs holding several GPU types: each type's count over the job's nodes of
+    that type (the inventory's GRES type). Where that does not add up to the job's GPUs (a node
+    of no or another type), the job is spread evenly, as every other job is."""
+    types = backend.table("nodes").select("cluster", "node", node_type="gpu_type")
+    mixed = joined.filter(several)
+    mixed = mixed.left_join(types, ["cluster", "node"]).select(mixed, "node_type")
+    listed = "," + mixed.gpu_types + ","
+    key = "," + mixed.node_type + "="
+    at = listed.find(key)
+    count = listed.substr(at + key.length()).split(",")[0].cast("float64")
+    same_type = ibis.window(group_by=["job_key", "node_type"])
+    typed = ibis.cases((at >= 0, count / mixed.count().over(same_type)), else_=ibis.null("float64"))
+    mixed = mixed.mutate(typed_gpus=typed)
+    per_job = ibis.window(group_by="job_key")
+    complete = (mixed.typed_gpus.count().over(per_job) == mixed.count().over(per_job)) & (
+        (mixed.typed_gpus.sum().over(per_job) - mixed.num_gpus).abs() < GPU_EPSILON
+    )
+    mixed = mixed.mutate(complete=complete)
+    even = mixed.num_gpus.cast("float64") / mixed.num_nodes.cast("float64")
+    return _allocation_columns(mixed, ibis.ifelse(mixed.complete, mixed.typed_gpus, even))
 
 
 def node_ids(capacity: ir.Table) -> ir.Table:

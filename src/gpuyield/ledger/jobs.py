@@ -90,6 +90,7 @@ def clipped_jobs(backend: ibis.BaseBackend, window: Window, manifest: Manifest) 
             "partition",
             "state",
             "num_gpus",
+            "gpu_types",
             "num_nodes",
             "start_s",
             full_end_s=end,

@@ -141,7 +141,7 @@ def compute_ledger(
     """
     window = resolve_window(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     if manifest is None:
-        manifest = _stored_manifest(backend)
+        manifest = stored_manifest_of(backend)
     if not window.not_captured:
         return _compute_window(
             backend, window, manifest, keep_segments=keep_segments, idle_threshold=idle_threshold
@@ -161,7 +161,7 @@ def compute_ledger(
     return combine_parts(window, parts)
 
 
-def _stored_manifest(backend: ibis.BaseBackend) -> Manifest:
+def stored_manifest_of(backend: ibis.BaseBackend) -> Manifest:
     """The manifest of the latest ingest, read through the backend (a store, or a lake)."""
     if backend.name == "duckdb":
         return stored_manifest(connection_of(backend, needed_for="the stored manifest"))

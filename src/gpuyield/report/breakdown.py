@@ -59,13 +59,21 @@ class Breakdown:
     """How many groups there are in all (more than the rows shown when cut at ``top``)."""
     top: int | None
     """The cut, None for every group."""
+    unit: str = "gpu_seconds"
+    """What the rows count: GPU-seconds, or a weight's unit (``report --weight``, ledger/weights)."""
+    weights: dict[str, Any] = field(default_factory=dict)
+    """With a weight: each GPU type's weight (or prices), as stated in ``weighted``."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` shape (the ``breakdown`` key of ``gpuyield report --by X --json``)."""
+        weighted = (
+            {} if self.unit == "gpu_seconds" else {"unit": self.unit, "weights": self.weights}
+        )
         return {
             "by": self.by,
             "groups": self.groups,
             "top": self.top,
+            **weighted,
             "rows": [{"key": r.key, **r.attributes, "categories": r.categories} for r in self.rows],
         }
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import ibis
 
 from gpuyield.ledger import Ledger, compute_ledger
-from gpuyield.report.breakdown import breakdown, bucket_totals
+from gpuyield.report.breakdown import Breakdown, breakdown, bucket_totals
 from gpuyield.report.failures import Failures, failures_of
 from gpuyield.report.lineage import LineageFigure, lineages_of
 from gpuyield.report.source import ReportSource, ledger_backend
 from gpuyield.report.summary import YieldReport, iso, report_from_ledger
+from gpuyield.report.weights import showback_of
 
 # Windows at least this long are drawn per day, as the essay's "whole weekend lost" needs.
 _DAILY_FROM_S = 3 * 86400
@@ -130,6 +131,8 @@ class ReportFigures:
     """Chart 5: one per released model of the manifest."""
     quality: Quality
     """Section 6 (with ``report.figures`` and ``report.sources``)."""
+    showback: tuple[Breakdown, ...] = ()
+    """Section 7: dollars (or H100-equivalent hours) by account, user, partition (weights.py)."""
 
 
 def build_figures(
@@ -159,6 +162,7 @@ def collect_figures(
         failures=failures_of(ledger, backend),
         lineages=lineages_of(ledger),
         quality=quality_of(ledger, backend),
+        showback=showback_of(ledger, report.fleet),
     )
 
 

@@ -42,6 +42,8 @@ from gpuyield.report.page_model import (
     TableGroup,
     render,
 )
+from gpuyield.report.showback import TITLE as SHOWBACK_TITLE
+from gpuyield.report.showback import showback_blocks
 from gpuyield.report.source import ReportSource
 from gpuyield.report.summary import iso
 
@@ -52,6 +54,7 @@ _SECTIONS = (
     ("failures", "4. Failures and lemon nodes"),
     ("lineage", "5. Release lineage"),
     ("quality", "6. Data quality"),
+    ("showback", SHOWBACK_TITLE),
 )
 
 
@@ -119,6 +122,7 @@ def render_page(figures: ReportFigures, charts: list[RenderedChart]) -> str:
             lineage_tables(figures.lineages),
         ),
         _section("quality", None, *quality_blocks(figures, data)),
+        _section("showback", None, *showback_blocks(figures, data)),
     )
     css = resources.files("gpuyield").joinpath("data/html/report.css").read_text(encoding="utf-8")
     page = Page(

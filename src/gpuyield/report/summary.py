@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from gpuyield.ledger.ladder import SkippedRungWaste
+    from gpuyield.ledger.weights import FleetYield
     from gpuyield.report.breakdown import Breakdown
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
@@ -77,6 +78,8 @@ class YieldReport:
     """Gaps in the window (``allow_gaps``): left out of installed, never idle."""
     activity: UtilizationSummary | None = None
     """Measured GPU activity; None when no utilization samples were ingested."""
+    fleet: FleetYield | None = None
+    """The ledger by GPU model and weighted (H100-equivalents, FLOPs, dollars): ledger/weights."""
 
     @property
     def allocated_gpu_seconds(self) -> float:
@@ -147,6 +150,7 @@ class YieldReport:
             ],
             # Only with samples: a store without them reports exactly what it did before.
             **({} if self.activity is None else {"gpu_activity": self._activity_dict()}),
+            **({} if self.fleet is None else self.fleet.to_dict()),
         }
 
     def category_before_idle(self, category: str) -> float:
@@ -213,12 +217,6 @@ def _number(value: float) -> float | int:
     return round(value) if abs(value - round(value)) < 1e-6 else value
 
 
-# What the report says of each ingest (``sources``), in this order.
-_SOURCE_FIELDS = (
-    "ingest_id", "source", "path", "sha256", "rows_read", "rows_rejected", "rows_skipped",
-)  # fmt: skip
-
-
 def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
     """How overhead was found: measured from telemetry, estimated from run_settings, or neither."""
     if estimated_runs:
@@ -230,15 +228,53 @@ def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
 
 def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) -> YieldReport:
     """Wrap a computed ledger with the data-quality and provenance facts of the tables it was
-    computed from (``backend``: the ledger's own when None)."""
+    computed from (``backend``: the ledger's own when None; a store or a lake, any engine)."""
+    from gpuyield.ledger.ladder import analyse_ladder
+    from gpuyield.ledger.weights import fleet_yield
+
     backend = backend if backend is not None else ledger.jobs._find_backend()
     rejected = int(backend.table("rejects").count().to_pyarrow().as_py())
-    ingests = backend.table("ingests").select(*_SOURCE_FIELDS).order_by("ingest_id")
+    ingests = backend.table("ingests").select(*_SOURCE_COLUMNS).order_by("ingest_id")
     sources = tuple(ingests.to_pyarrow().to_pylist())
-    measured_overhead = ledger.overhead_measured
+    ladder = analyse_ladder(ledger)
+    fleet = fleet_yield(ledger)
+    return YieldReport(
+        window_start_s=ledger.window.start_s,
+        window_end_s=ledger.window.end_s,
+        installed_gpu_seconds=ledger.installed_gpu_seconds,
+        categories=ledger.categories,
+        subcategories=ledger.subcategories,
+        rejected_rows=rejected,
+        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
+        figures=_figures(ledger),
+        warnings=ledger.window.warnings + fleet.warnings,
+        divergence_evidence=ledger.divergence_evidence,
+        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
+        coverage=ledger.window.coverage,
+        not_captured=ledger.window.not_captured,
+        activity=ledger.utilization,
+        fleet=fleet,
+        sources=sources,
+    )
+
+
+# What the report says of each ingest (``sources``), in this order.
+_SOURCE_COLUMNS = (
+    "ingest_id",
+    "source",
+    "path",
+    "sha256",
+    "rows_read",
+    "rows_rejected",
+    "rows_skipped",
+)
+
+
+def _figures(ledger: Ledger) -> dict[str, str]:
+    """How each derived figure was obtained: measured, estimated, not measured."""
     lost = ledger.measured_lost_jobs, ledger.estimated_lost_jobs
     figures = {
-        "overhead": _overhead_figure(measured_overhead, ledger.overhead_estimated_runs),
+        "overhead": _overhead_figure(ledger.overhead_measured, ledger.overhead_estimated_runs),
         "lost_progress": (
             "none lost"
             if not any(lost)
@@ -250,28 +286,9 @@ def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) 
         ),
         "down": "from node events (sacctmgr show event)",
     }
-    from gpuyield.ledger.ladder import analyse_ladder
-
-    ladder = analyse_ladder(ledger)
     if ledger.utilization is not None:
         figures["gpu_activity"] = "measured (utilization samples)"
-    return YieldReport(
-        window_start_s=ledger.window.start_s,
-        window_end_s=ledger.window.end_s,
-        installed_gpu_seconds=ledger.installed_gpu_seconds,
-        categories=ledger.categories,
-        subcategories=ledger.subcategories,
-        rejected_rows=rejected,
-        jobs_without_gpu_count=ledger.jobs_without_gpu_count,
-        figures=figures,
-        warnings=ledger.window.warnings,
-        divergence_evidence=ledger.divergence_evidence,
-        waste_in_skipped_rungs=None if ladder is None else ladder.waste,
-        coverage=ledger.window.coverage,
-        not_captured=ledger.window.not_captured,
-        activity=ledger.utilization,
-        sources=sources,
-    )
+    return figures
 
 
 def build_report(
@@ -282,8 +299,16 @@ def build_report(
     allow_gaps: bool = False,
 ) -> YieldReport:
     """Compute the ledger of the store at ``db`` (or of a lake) and summarise it."""
+    from gpuyield.ledger.weights import several_classes
+
     with ledger_backend(db) as backend:
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
+        ledger = compute_ledger(
+            backend,
+            since_s=since_s,
+            until_s=until_s,
+            allow_gaps=allow_gaps,
+            keep_segments=several_classes(backend),
+        )
         return report_from_ledger(ledger, backend)
 
 
@@ -312,16 +337,34 @@ def build_report_with_breakdown(
     top: int | None = None,
     allow_gaps: bool = False,
     con: duckdb.DuckDBPyConnection | None = None,
+    weight: str = "gpu-seconds",
 ) -> ReportWithBreakdown:
-    """The report and, when ``by`` is given, its breakdown (one ledger computation for both).
+    """The report and, when ``by`` is given, its breakdown (one ledger computation for both);
+    with a ``weight`` other than GPU-seconds the breakdown is in its unit (report/weights.py).
 
     ``con``: a read-only connection to ``db`` the caller opened (and closes), e.g. to interrupt
     the computation from another thread."""
+    from gpuyield.ledger.weights import several_classes
     from gpuyield.report.breakdown import breakdown
+    from gpuyield.report.weights import unit_of, weighted_breakdown
 
+    weighted = unit_of(weight) != "gpu_seconds"
     with ledger_backend(db, con=con) as backend:
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
-        ledger = compute_ledger(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
-        rows = breakdown(ledger, by, top=top, backend=backend) if by is not None else None
-        return ReportWithBreakdown(report=report_from_ledger(ledger, backend), breakdown=rows)
+        # A fleet of several GPU classes reads them once more, for the split by class.
+        ledger = compute_ledger(
+            backend,
+            since_s=since_s,
+            until_s=until_s,
+            allow_gaps=allow_gaps,
+            keep_segments=several_classes(backend),
+        )
+        report = report_from_ledger(ledger, backend)
+        rows = None
+        if by is not None and weighted:
+            assert report.fleet is not None
+            rows = weighted_breakdown(ledger, report.fleet, by, weight, top=top)
+        elif by is not None:
+            rows = breakdown(ledger, by, top=top, backend=backend)
+        return ReportWithBreakdown(report=report, breakdown=rows)

@@ -75,6 +75,7 @@ class _Collector:
             yield from _window_families(self._snapshot)
             yield from _now_families(self._snapshot)
             yield from _account_families(self._snapshot)
+            yield from _weighted_families(self._snapshot)
             yield from _idle_account_families(self._snapshot)
 
 
@@ -165,16 +166,23 @@ def _ledger_families(snap: Snapshot) -> Iterator[Metric]:
 
 def category_series(report: YieldReport) -> list[tuple[str, str, float]]:
     """(category, subcategory, GPU-seconds): a category's series sum to the report's figure."""
+    return series_of(report.categories, report.subcategories)
+
+
+def series_of(
+    categories: dict[str, float], subcategories: dict[str, float]
+) -> list[tuple[str, str, float]]:
+    """(category, subcategory, value) in any unit: a category's series sum to its figure."""
     series: list[tuple[str, str, float]] = []
     for category in Category:
-        total = report.categories[category.value]
+        total = categories[category.value]
         subs = [k.split(".", 1)[1] for k in SUBCATEGORIES if k.startswith(category.value + ".")]
         if not subs:
             series.append((category.value, "", total))
             continue
         named = 0.0
         for sub in subs:
-            value = report.subcategories.get(f"{category.value}.{sub}", 0.0)
+            value = subcategories.get(f"{category.value}.{sub}", 0.0)
             named += value
             series.append((category.value, sub, value))
         # Nothing is dropped: what the subcategories leave out gets its own series.
@@ -276,6 +284,71 @@ def _account_families(snap: Snapshot) -> Iterator[Metric]:
         for category in _ALLOCATED:
             family.add_metric([snap.cluster, row.key, category], row.categories[category])
     yield family
+
+
+#: Weighted counters (ledger/weights): metric name -> (``weighted`` unit, what one unit is).
+WEIGHTED_METRICS = {
+    "gpuyield_h100_equiv_seconds": (
+        "h100_equiv_seconds",
+        "H100-equivalent seconds (dense BF16 peak over the H100 SXM's, the estimator's catalog)",
+    ),
+    "gpuyield_dollars": ("dollars", "dollars (the manifest's [prices] per GPU-hour)"),
+}
+
+
+def _weighted_families(snap: Snapshot) -> Iterator[Metric]:
+    """The ledger in H100-equivalents and dollars by category, by GPU type in GPU-seconds, and
+    the largest accounts in each weight; a weight no GPU has exports no series, not zeros."""
+    from prometheus_client.core import CounterMetricFamily
+
+    fleet = snap.report.fleet
+    if fleet is None:
+        return
+    for name, (unit, what) in WEIGHTED_METRICS.items():
+        weighted = fleet.weighted.get(unit)
+        if weighted is None or not weighted.weights:
+            continue
+        family = CounterMetricFamily(
+            name,
+            f"Installed {what} by ledger category over the covered time (report --json weighted).",
+            labels=["cluster", "category", "subcategory"],
+        )
+        for category, subcategory, value in series_of(weighted.categories, weighted.subcategories):
+            family.add_metric([snap.cluster, category, subcategory], value)
+        yield family
+    by_type = CounterMetricFamily(
+        "gpuyield_gpu_type_gpu_seconds",
+        "Installed GPU-seconds by GPU type (catalog model, or the name Slurm gives an unknown one) "
+        "and ledger category over the covered time (report --json by_gpu_type).",
+        labels=["cluster", "gpu_type", "category"],
+    )
+    for key, gpu_type in fleet.by_gpu_type.items():
+        for category, value in gpu_type.categories.items():
+            by_type.add_metric([snap.cluster, key, category], value)
+    yield by_type
+    yield from _weighted_account_families(snap)
+
+
+_UNIT_WORDS = {"h100_equiv_seconds": "H100-equivalent seconds", "dollars": "Dollars"}
+
+
+def _weighted_account_families(snap: Snapshot) -> Iterator[Metric]:
+    from prometheus_client.core import CounterMetricFamily
+
+    names = {unit: name for name, (unit, _) in WEIGHTED_METRICS.items()}
+    for cut in snap.weighted_accounts:
+        family = CounterMetricFamily(
+            names[cut.unit].replace("gpuyield_", "gpuyield_account_"),
+            f"{_UNIT_WORDS[cut.unit]} allocated to each account by category over the covered "
+            'time (the largest accounts; the rest as account="(others)").',
+            labels=["cluster", "account", "category"],
+        )
+        for row in cut.rows:
+            if row.key == UNALLOCATED:
+                continue
+            for category in _ALLOCATED:
+                family.add_metric([snap.cluster, row.key, category], row.categories[category])
+        yield family
 
 
 def _idle_account_families(snap: Snapshot) -> Iterator[Metric]:

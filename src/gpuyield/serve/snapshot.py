@@ -15,10 +15,12 @@ from gpuyield import store
 from gpuyield.errors import GpuyieldError
 from gpuyield.ledger import backend_for, compute_ledger
 from gpuyield.ledger.now import DownNode, Waiting, down_at, waiting_at
+from gpuyield.ledger.weights import several_classes
 from gpuyield.report.breakdown import Breakdown, breakdown
 from gpuyield.report.document import report_json_text
 from gpuyield.report.idle_now import NOW_WINDOW_S, IdleNow, build_now, idle_now_json_text
 from gpuyield.report.summary import YieldReport, build_report, report_from_ledger
+from gpuyield.report.weights import weighted_accounts
 
 DAY_S = 86400
 #: The rolling windows of ``gpuyield_yield_ratio{window=...}``.
@@ -64,6 +66,8 @@ class Snapshot:
     """Nodes out of service at the capture time."""
     accounts: Breakdown
     """GPU-seconds by account over the default window."""
+    weighted_accounts: tuple[Breakdown, ...] = ()
+    """The same accounts in H100-equivalent seconds and dollars (report/weights.py)."""
     top_accounts: int
     """Accounts exported one by one (the rest summed as ``(others)``)."""
     page: str
@@ -80,9 +84,10 @@ def build_snapshot(db: str | Path, *, top_accounts: int, with_page: bool = True)
     con = store.connect(db, read_only=True)
     try:
         backend = backend_for(con)
-        ledger = compute_ledger(backend)
+        ledger = compute_ledger(backend, keep_segments=several_classes(backend))
         report = report_from_ledger(ledger, backend)
         accounts = breakdown(ledger, "account", top=top_accounts, backend=backend)
+        weighted = weighted_accounts(ledger, report.fleet, top_accounts)
         as_of = ledger.window.as_of_s
         waiting = waiting_at(backend, as_of)
         down_nodes = down_at(backend, as_of)
@@ -105,6 +110,7 @@ def build_snapshot(db: str | Path, *, top_accounts: int, with_page: bool = True)
         waiting=waiting,
         down_nodes=down_nodes,
         accounts=accounts,
+        weighted_accounts=weighted,
         top_accounts=top_accounts,
         page=render_page_html(db, report) if with_page else "",
         built_at_s=time.time(),

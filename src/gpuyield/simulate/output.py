@@ -12,6 +12,8 @@ from gpuyield.simulate import slurm_text as st
 from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
+from gpuyield.simulate.fleet_truth import fleet_truth
+from gpuyield.simulate.fleet_types import is_typed, model_of
 from gpuyield.simulate.research import S_RUNNING
 from gpuyield.simulate.truth import Truth, compute_truth
 
@@ -34,7 +36,11 @@ def write_outputs(result: SimulationResult, out_dir: Path) -> Truth:
         for run in telemetry:
             text = "\n".join(run.telemetry) + "\n"
             (out_dir / "telemetry" / f"{run.run}.jsonl").write_text(text, encoding="utf-8")
-    text = json.dumps(truth.to_dict(), indent=2) + "\n"
+    document = truth.to_dict()
+    typed = fleet_truth(result)  # a typed fleet's truth by GPU type and weighted
+    if typed is not None:
+        document.update(typed.to_dict())
+    text = json.dumps(document, indent=2) + "\n"
     (out_dir / "truth.json").write_text(text, encoding="utf-8")
     return truth
 
@@ -169,13 +175,24 @@ def _nodes_text(result: SimulationResult) -> str:
             state[int(out.node[i])] = ("DOWN*" if dead else "DOWN", cause.reason)
     boot = st.time1(sc.start_s)
     lines = []
+    train_nodes = sc.group_nodes_total()
     for node in range(sc.fleet.num_nodes):
         used = int(alloc[node])
         default = ("ALLOCATED" if used == gpn else "MIXED" if used else "IDLE", "")
         text, reason = state.get(node, default)
+        research = node >= train_nodes
+        # A typed fleet's nodes are each in their own partition, as its prices are.
+        partitions = ("research" if research else "train") if is_typed(sc.fleet) else None
         lines.append(
             st.scontrol_node(
-                st.node_name(node, prefix, width), text, gpn, used, reason or None, boot
+                st.node_name(node, prefix, width),
+                text,
+                gpn,
+                used,
+                reason or None,
+                boot,
+                gres_type=gres_type(result, research=research),
+                partitions=partitions or "train,research",
             )
         )
     return "\n".join(lines) + "\n"
@@ -219,5 +236,29 @@ def _manifest_text(result: SimulationResult) -> str:
     }
     for empty in [key for key in ("releases", "run_settings") if not data[key]]:
         del data[empty]
+    prices = _prices(result)
+    if prices:
+        data["prices"] = prices
     header = "# Release manifest written by `gpuyield simulate` (format: docs/contracts.md).\n"
     return header + tomli_w.dumps(data)
+
+
+def gres_type(result: SimulationResult, *, research: bool) -> str:
+    """The GRES type of the train or research nodes of a typed fleet (its catalog id), else ""."""
+    fleet = result.scenario.fleet
+    return model_of(fleet, research=research) if is_typed(fleet) else ""
+
+
+def _prices(result: SimulationResult) -> dict[str, Any]:
+    """``[prices]`` of a priced fleet: the train nodes' price by model, the research
+    partition's in its own table (a model may cost differently in each)."""
+    fleet = result.scenario.fleet
+    if not (fleet.price_per_gpu_hour or fleet.research_price_per_gpu_hour):
+        return {}
+    train, research = model_of(fleet, research=False), model_of(fleet, research=True)
+    return {
+        "source": "gpuyield simulate: the scenario's fleet prices",
+        "basis": "list",
+        train: fleet.price_per_gpu_hour,
+        "partitions": {"research": {research: fleet.research_price_per_gpu_hour}},
+    }

@@ -19,6 +19,7 @@ import pyarrow as pa
 from gpuyield.simulate import slurm_columns as sc
 from gpuyield.simulate import slurm_text as st
 from gpuyield.simulate.cluster import SimulationResult
+from gpuyield.simulate.fleet_types import is_typed, model_of
 from gpuyield.simulate.records import JobRow
 from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
 
@@ -117,7 +118,12 @@ def _research_batch(result: SimulationResult, idx: np.ndarray) -> pa.Array:
         sc.ints(elapsed),
         sc.durations(elapsed),
         sc.lookup(lambda m: f"{m}|{st.duration(m * 60)}", jobs.time_limit_s[job] // 60),
-        sc.lookup(_allocation_fields, num_gpus, num_nodes, started),
+        sc.lookup(
+            lambda g, n, s: _allocation_fields(g, n, s, _gres_type(result, research=True)),
+            num_gpus,
+            num_nodes,
+            started,
+        ),
         _node_lists(result, idx, started, num_nodes),
         sc.lookup(lambda n: f"{n}|{n}", num_nodes),
         sc.join("run=r", job_id),
@@ -143,10 +149,10 @@ def _state_fields(state: int, user: int) -> str:
     return f"{text}|{_EXIT.get(name, '0:0')}|0:0"
 
 
-def _allocation_fields(num_gpus: int, num_nodes: int, started: int) -> str:
+def _allocation_fields(num_gpus: int, num_nodes: int, started: int, gres: str = "") -> str:
     """AllocTRES, ReqTRES, AllocCPUS, ReqCPUS, ReqMem: a job that never started has requested
-    resources and no allocated ones."""
-    req = st.tres(num_gpus, num_nodes)
+    resources and no allocated ones; a typed fleet's TRES name the GPU type."""
+    req = st.tres(num_gpus, num_nodes, gres)
     cpus = num_gpus * st.CPUS_PER_GPU
     alloc, alloc_cpus = (req, cpus) if started else ("", 0)
     return f"{alloc}|{req}|{alloc_cpus}|{cpus}|{num_gpus * st.MEM_GB_PER_GPU}G"
@@ -188,8 +194,15 @@ def _lineage_lines(result: SimulationResult) -> Iterator[tuple[_Key, str]]:
     cluster = result.scenario.cluster
     gpn = result.scenario.fleet.gpus_per_node
     node_lists = _lineage_node_lists(result, [row for _, row in rows])
+    gres = _gres_type(result, research=False)
     for (key, row), node_list in zip(rows, node_lists, strict=True):
-        yield key, _lineage_line(row, end, node_list, cluster, gpn)
+        yield key, _lineage_line(row, end, node_list, cluster, gpn, gres)
+
+
+def _gres_type(result: SimulationResult, *, research: bool) -> str:
+    """A typed fleet's GRES type of the train or research nodes (fleet_types.py), else ""."""
+    fleet = result.scenario.fleet
+    return model_of(fleet, research=research) if is_typed(fleet) else ""
 
 
 def _lineage_node_lists(result: SimulationResult, rows: list[JobRow]) -> list[str]:
@@ -205,13 +218,15 @@ def _lineage_node_lists(result: SimulationResult, rows: list[JobRow]) -> list[st
     return texts
 
 
-def _lineage_line(row: JobRow, end: int, node_list: str, cluster: str, gpn: int) -> str:
+def _lineage_line(
+    row: JobRow, end: int, node_list: str, cluster: str, gpn: int, gres: str = ""
+) -> str:
     started = row.start_s is not None
     elapsed = 0
     if row.start_s is not None:
         elapsed = (row.end_s if row.end_s is not None else end) - row.start_s
     nodes = len(row.nodes) if started else row.num_gpus // gpn
-    alloc = st.tres(row.num_gpus, nodes) if started else ""
+    alloc = st.tres(row.num_gpus, nodes, gres) if started else ""
     cpus = row.num_gpus * st.CPUS_PER_GPU
     return st.sacct_line(
         (
@@ -236,7 +251,7 @@ def _lineage_line(row: JobRow, end: int, node_list: str, cluster: str, gpn: int)
             "UNLIMITED",
             "UNLIMITED",
             alloc,
-            st.tres(row.num_gpus, nodes),
+            st.tres(row.num_gpus, nodes, gres),
             cpus if started else 0,
             cpus,
             f"{row.num_gpus * st.MEM_GB_PER_GPU}G",

@@ -17,6 +17,7 @@ from typing import Any
 from gpuyield import tomlfile
 from gpuyield.errors import InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
+from gpuyield.simulate.fleet_types import check_prices, check_typed
 from gpuyield.simulate.scenario_types import check_table
 
 # Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
@@ -68,10 +69,17 @@ class FleetConfig:
     num_nodes: int
     #: GPUs per node (all nodes alike).
     gpus_per_node: int = 8
-    #: Accelerator id in the estimator's catalog (informative; the simulator needs only GPU counts).
+    #: Accelerator id in the estimator's catalog: the lineage groups' (partition ``train``), and
+    #: every node's unless ``research_accelerator`` is given.
     accelerator: str = "h100-sxm"
     #: Node names are ``<prefix><number>`` zero-padded to the width of the largest number.
     node_prefix: str = "n"
+    #: A mixed fleet: the research nodes' (partitions ``research``) accelerator; "" for the same.
+    research_accelerator: str = ""
+    #: $ per GPU-hour of the train and the research nodes (0: not priced); a typed fleet
+    #: (fleet_types.py) with either this or a research accelerator.
+    price_per_gpu_hour: float = 0.0
+    research_price_per_gpu_hour: float = 0.0
 
     def __post_init__(self) -> None:
         _positive(self.num_nodes, "fleet.num_nodes")
@@ -81,6 +89,7 @@ class FleetConfig:
                 f"fleet.num_nodes x fleet.gpus_per_node must be at most {MAX_GPUS:,} GPUs",
                 hint="fix the scenario file",
             )
+        check_prices(self)
 
     @property
     def num_gpus(self) -> int:
@@ -376,6 +385,7 @@ class Scenario:
                     hint="lineage groups take the first nodes; move maintenance.first_node up",
                 )
         _check_maintenance_overlap(self.maintenance)
+        check_typed(self.fleet, backfill=self.research.backfill_lineage_gaps and bool(self.lineage))
         for run in self.lineage:
             if run.num_gpus % self.fleet.gpus_per_node:
                 raise InputError(

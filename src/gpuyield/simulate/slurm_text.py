@@ -118,11 +118,13 @@ def hostlist(indices: Iterable[int], prefix: str, width: int) -> str:
     return f"{prefix}[{','.join(parts)}]"
 
 
-def tres(num_gpus: int, num_nodes: int) -> str:
-    """``AllocTRES`` text of an allocation."""
+def tres(num_gpus: int, num_nodes: int, gres_type: str = "") -> str:
+    """``AllocTRES`` text of an allocation; with a GRES type, its typed count before the total,
+    as Slurm prints it (``gres/gpu:h100=4,gres/gpu=4``)."""
     cpus = num_gpus * CPUS_PER_GPU
+    typed = f"gres/gpu:{gres_type}={num_gpus}," if gres_type else ""
     return (
-        f"billing={cpus},cpu={cpus},gres/gpu={num_gpus},mem={num_gpus * MEM_GB_PER_GPU}G,"
+        f"billing={cpus},cpu={cpus},{typed}gres/gpu={num_gpus},mem={num_gpus * MEM_GB_PER_GPU}G,"
         f"node={num_nodes}"
     )
 
@@ -152,28 +154,40 @@ def cluster_tres(num_nodes: int, gpus_per_node: int) -> str:
 
 
 def scontrol_node(
-    name: str, state: str, gpus: int, alloc_gpus: int, reason: str | None, boot: str
+    name: str,
+    state: str,
+    gpus: int,
+    alloc_gpus: int,
+    reason: str | None,
+    boot: str,
+    *,
+    gres_type: str = "",
+    partitions: str = "train,research",
 ) -> str:
-    """One ``scontrol -o show nodes`` line."""
+    """One ``scontrol -o show nodes`` line (a typed node: ``Gres=gpu:TYPE:N``, typed TRES)."""
     cpus = gpus * CPUS_PER_GPU
     mem_mb = gpus * MEM_GB_PER_GPU * 1024
+    typed_alloc = f",gres/gpu:{gres_type}={alloc_gpus}" if gres_type else ""
     alloc = (
         (
             f"cpu={alloc_gpus * CPUS_PER_GPU},mem={alloc_gpus * MEM_GB_PER_GPU * 1024}M,"
-            f"gres/gpu={alloc_gpus}"
+            f"gres/gpu={alloc_gpus}{typed_alloc}"
         )
         if alloc_gpus
         else ""
     )
+    gres = f"gpu:{gres_type}:{gpus}" if gres_type else f"gpu:{gpus}"
+    typed_cfg = f",gres/gpu:{gres_type}={gpus}" if gres_type else ""
     text = (
         f"NodeName={name} Arch=x86_64 CoresPerSocket={cpus // 2}  "
         f"CPUAlloc={alloc_gpus * CPUS_PER_GPU} CPUEfctv={cpus} CPUTot={cpus} CPULoad=0.00 "
         f"AvailableFeatures=(null) ActiveFeatures=(null) "
-        f"Gres=gpu:{gpus} NodeAddr={name} NodeHostName={name} Version=22.05.8 OS=Linux "
+        f"Gres={gres} NodeAddr={name} NodeHostName={name} Version=22.05.8 OS=Linux "
         f"RealMemory={mem_mb} AllocMem={alloc_gpus * MEM_GB_PER_GPU * 1024} FreeMem=N/A Sockets=2 "
         f"Boards=1 State={state} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A "
-        f"Partitions=train,research  BootTime={boot} SlurmdStartTime={boot} "
-        f"CfgTRES=cpu={cpus},mem={mem_mb}M,billing={cpus},gres/gpu={gpus} AllocTRES={alloc} "
+        f"Partitions={partitions}  BootTime={boot} SlurmdStartTime={boot} "
+        f"CfgTRES=cpu={cpus},mem={mem_mb}M,billing={cpus},gres/gpu={gpus}{typed_cfg} "
+        f"AllocTRES={alloc} "
         f"CapWatts=n/a CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 "
         f"ExtSensorsTemp=n/s"
     )

@@ -125,10 +125,10 @@ def compute_truth(result: SimulationResult) -> Truth:
     tally = Tally()
     for run in result.lineage:
         tally.merge(run.tally)
-    allocated = sum(_lineage_allocated(result))
+    allocated = sum(lineage_allocated(result))
     if result.rows is not None:
-        allocated += _book_research(result, tally)
-    down = _book_down(result, tally)
+        allocated += book_research(result, tally)
+    down = book_down(result, tally)
     idle = installed - allocated - down
     assert idle >= 0, (installed, allocated, down)
     tally.add("idle", idle)
@@ -172,7 +172,7 @@ def _num(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def _lineage_allocated(result: SimulationResult) -> list[int]:
+def lineage_allocated(result: SimulationResult) -> list[int]:
     end = result.scenario.end_s
     return [
         row.num_gpus * ((row.end_s if row.end_s is not None else end) - row.start_s)
@@ -182,7 +182,7 @@ def _lineage_allocated(result: SimulationResult) -> list[int]:
     ]
 
 
-def _book_research(result: SimulationResult, tally: Tally) -> int:
+def book_research(result: SimulationResult, tally: Tally) -> int:
     """Book research rows; returns their allocated GPU-seconds."""
     rows, jobs = result.rows, result.jobs
     assert rows is not None and jobs is not None
@@ -271,12 +271,16 @@ class _NodesHeld:
         return np.asarray(self._keys[at] == keys)
 
 
-def _book_down(result: SimulationResult, tally: Tally) -> int:
-    """Book node-event time not covered by an allocation; returns the down GPU-seconds."""
+def book_down(result: SimulationResult, tally: Tally, nodes: range | None = None) -> int:
+    """Book node-event time not covered by an allocation (of the ``nodes`` given, or all);
+    returns the down GPU-seconds."""
     sc, out = result.scenario, result.outages
     start, end = sc.start_s, sc.end_s
     lo = np.clip(out.detect_s, start, end)
     hi = np.clip(out.back_s, start, end)
+    if nodes is not None:  # outside the nodes: no time
+        outside = (out.node < nodes.start) | (out.node >= nodes.stop)
+        hi = np.where(outside, lo, hi)
     node_s = (hi - lo) * sc.fleet.gpus_per_node
     planned = int(node_s[out.planned].sum())
     # Only the drop policy keeps a job on a failed node, and maintenance never covers lineage nodes.

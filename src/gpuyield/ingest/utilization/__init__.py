@@ -25,10 +25,17 @@ import pyarrow as pa
 
 from gpuyield import store
 from gpuyield.errors import InputError
+from gpuyield.ingest import gpu_models
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
 from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage
-from gpuyield.ingest.utilization.promjson import MetricNames, Role, parse_response, samples_of
+from gpuyield.ingest.utilization.promjson import (
+    MetricNames,
+    Role,
+    node_name,
+    parse_response,
+    samples_of,
+)
 
 __all__ = [
     "MetricNames",
@@ -185,6 +192,9 @@ def _ingest_files(
         staged = load.finish(con, list(ids.values()), replace=replace)
         for path in paths:
             ingest_id = ids[duckjson.source_name(path)]
+            # DCGM's modelName label: which GPU model each node holds (ledger/weights).
+            models = gpu_models.dcgm_names([path], names.node_labels, node_name)
+            gpu_models.store_dcgm_names(con, models, ingest_id, cluster)
             samples = staged.get(ingest_id, 0)
             done = register(con, SOURCE, fresh[path], ingest_id, None, options, read=samples)
             results[path] = UtilizationResult.of(done)
@@ -302,6 +312,9 @@ def _ingest_server(
     replace = load.has_rows(con)
     load.load(con, "SELECT * FROM gy_raw_points", step_s=step_s, cluster=cluster)
     samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
+    docs = (doc for _, _, doc in documents)
+    models = gpu_models.dcgm_names_of(docs, names.node_labels, node_name)
+    gpu_models.store_dcgm_names(con, models, ingest_id, cluster)
     return UtilizationResult.of(
         register(con, SOURCE, content, ingest_id, None, options, read=samples)
     )

@@ -1,0 +1,259 @@
+"""Section 7 of the HTML page: GPU types, the weighted ledger, and showback in dollars.
+
+Every value of ``by_gpu_type`` and ``weighted`` in ``report --json`` is in these tables with its
+key (``data-key``), as everywhere on the page; the showback tables (dollars, or H100-equivalent
+hours without prices, by account, user and partition) are the weighted ``--by`` breakdowns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuyield.categories import Category
+from gpuyield.report.breakdown import Breakdown
+from gpuyield.report.figures import ReportFigures
+from gpuyield.report.page_model import Block, Cell, Keyed, Note, Row, Table, TableGroup
+from gpuyield.report.weights import in_unit, unit_label, waste_sentence
+
+TITLE = "7. GPU types, weights and showback"
+_UNITS = ("h100_equiv_seconds", "flops", "dollars")
+
+
+def showback_blocks(figures: ReportFigures, data: dict[str, Any]) -> tuple[Block, ...]:
+    """The section's blocks; a Note alone for a report without GPU types (older stores)."""
+    if "by_gpu_type" not in data:
+        return (Note(text="No GPU types: this report was made without them."),)
+    report = figures.report
+    sentence = waste_sentence(report.fleet, report.window_start_s, report.window_end_s)
+    lead = Note(
+        text=sentence
+        or "No GPU-hour has a price: add [prices] to the manifest for dollars (docs/weights.md)."
+    )
+    return (
+        lead,
+        TableGroup(tables=(_types_table(data), _type_categories_table(data))),
+        _provenance_table(data),
+        TableGroup(tables=(_weighted_table(data), _weights_table(data))),
+        *_showback_tables(figures.showback),
+    )
+
+
+def _cell(text: str, key: str | None = None, value: Any = None, *, num: bool = False) -> Cell:
+    return Cell(text=text, keyed=None if key is None else Keyed(key=key, value=value), num=num)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _types_table(data: dict[str, Any]) -> Table:
+    fields = (
+        "model",
+        "nodes",
+        "peak_tflops_bf16",
+        "peak_tflops_fp8",
+        "h100_equiv",
+        "installed_gpu_seconds",
+        "yield",
+    )
+    rows = []
+    for key, t in data["by_gpu_type"].items():
+        cells = [_cell(key)]
+        cells += [
+            _cell(_text(t[f]), f"by_gpu_type.{key}.{f}", t[f], num=f != "model") for f in fields
+        ]
+        rows.append(Row(cells=tuple(cells)))
+    headers = (
+        "GPU type",
+        "model",
+        "nodes",
+        "BF16 TFLOP/s",
+        "FP8 TFLOP/s",
+        "H100-equiv",
+        "installed GPU-s",
+        "yield",
+    )
+    return Table(
+        caption="GPU types (dense peaks: the estimator's catalog)",
+        headers=headers,
+        rows=tuple(rows),
+    )
+
+
+def _type_categories_table(data: dict[str, Any]) -> Table:
+    types = list(data["by_gpu_type"])
+    rows = []
+    for category in Category:
+        rows.append(_category_row(data, types, "categories", category.value, ""))
+        subs = sorted({s for t in types for s in data["by_gpu_type"][t]["subcategories"]})
+        rows += [
+            _category_row(data, types, "subcategories", s, "sub")
+            for s in subs
+            if s.startswith(f"{category.value}.")
+        ]
+    return Table(caption="GPU-seconds by type", headers=("category", *types), rows=tuple(rows))
+
+
+def _category_row(data: dict[str, Any], types: list[str], block: str, name: str, css: str) -> Row:
+    cells = [_cell(name.split(".", 1)[1] if css else name)]
+    for t in types:
+        values = data["by_gpu_type"][t][block]
+        cells.append(
+            _cell(
+                _text(values.get(name, 0)),
+                f"by_gpu_type.{t}.{block}.{name}",
+                values[name],
+                num=True,
+            )
+            if name in values
+            else _cell("", num=True)
+        )
+    return Row(cells=tuple(cells), css_class=css)
+
+
+def _provenance_table(data: dict[str, Any]) -> Table:
+    """Where each type's model, peaks and prices come from: one row per stated fact."""
+    rows = []
+    for key, t in data["by_gpu_type"].items():
+        facts: list[tuple[str, str, Any]] = [
+            ("name", "name", t["name"]),
+            ("peak_source", "peaks from", t["peak_source"]),
+        ]
+        facts += [
+            (f"slurm_types.{i}", "Slurm GRES type", v) for i, v in enumerate(t["slurm_types"])
+        ]
+        facts += [(f"model_source.{i}", "model from", v) for i, v in enumerate(t["model_source"])]
+        for i, price in enumerate(t["prices"]):
+            facts += [(f"prices.{i}.{f}", f"price {i + 1}: {f}", price[f]) for f in price]
+        rows += [
+            Row(cells=(_cell(key), _cell(label), _cell(_text(v), f"by_gpu_type.{key}.{k}", v)))
+            for k, label, v in facts
+        ]
+    return Table(
+        caption="What each GPU type is, and where that comes from",
+        headers=("GPU type", "fact", "value"),
+        rows=tuple(rows),
+        folded=len(rows) > 24,
+    )
+
+
+def _weighted_table(data: dict[str, Any]) -> Table:
+    weighted = data["weighted"]
+    units = [u for u in _UNITS if u in weighted]
+    names = [c.value for c in Category]
+    subs = sorted({s for u in units if weighted[u] for s in weighted[u]["subcategories"]})
+    rows = []
+    nested = [n for c in names for n in (c, *(s for s in subs if s.startswith(f"{c}.")))]
+    for name in [*nested, "installed", "waste", "yield"]:
+        block = "categories" if name in names else "subcategories" if name in subs else None
+        cells = [_cell(name.split(".", 1)[1] if block == "subcategories" else name)]
+        for u in units:
+            w = weighted[u]
+            if w is None:
+                cells.append(_cell("no [prices]", f"weighted.{u}", None))
+                continue
+            value = w[block][name] if block else w[name]
+            key = f"weighted.{u}.{block}.{name}" if block else f"weighted.{u}.{name}"
+            text = (
+                f"{value:.1%}"
+                if name == "yield" and value is not None
+                else (_text(value) if name == "yield" else in_unit(value, u))
+            )
+            cells.append(_cell(text, key, value, num=True))
+        rows.append(Row(cells=tuple(cells), css_class="sub" if block == "subcategories" else ""))
+    headers = ("category", *(unit_label(u) for u in units))
+    return Table(
+        caption="The ledger weighted (each column sums to its installed)",
+        headers=headers,
+        rows=tuple(rows),
+    )
+
+
+def _weights_table(data: dict[str, Any]) -> Table:
+    """The weight of each type in each unit, the basis, and what was not weighted."""
+    rows = []
+    for u, w in data["weighted"].items():
+        if w is None:
+            continue
+        rows.append(
+            Row(
+                cells=(
+                    _cell(unit_label(u)),
+                    _cell("basis"),
+                    _cell(w["basis"], f"weighted.{u}.basis", w["basis"]),
+                )
+            )
+        )
+        for t, weight in w["weights"].items():
+            if isinstance(weight, list):
+                for i, price in enumerate(weight):
+                    for f, v in price.items():
+                        key = f"weighted.{u}.weights.{t}.{i}.{f}"
+                        rows.append(
+                            Row(
+                                cells=(
+                                    _cell(unit_label(u)),
+                                    _cell(f"{t} {f}"),
+                                    _cell(_text(v), key, v),
+                                )
+                            )
+                        )
+            else:
+                rows.append(
+                    Row(
+                        cells=(
+                            _cell(unit_label(u)),
+                            _cell(f"{t} weight"),
+                            _cell(_text(weight), f"weighted.{u}.weights.{t}", weight),
+                        )
+                    )
+                )
+        for t, gpu_s in w["not_weighted_gpu_seconds"].items():
+            key = f"weighted.{u}.not_weighted_gpu_seconds.{t}"
+            rows.append(
+                Row(
+                    cells=(
+                        _cell(unit_label(u)),
+                        _cell(f"{t}: not weighted, GPU-s"),
+                        _cell(_text(gpu_s), key, gpu_s),
+                    )
+                )
+            )
+    return Table(
+        caption="Weights and prices used",
+        headers=("unit", "what", "value"),
+        rows=tuple(rows),
+        folded=len(rows) > 24,
+    )
+
+
+def _showback_tables(cuts: tuple[Breakdown, ...]) -> tuple[Block, ...]:
+    """Showback: each group's categories in the weight's unit (the ``--by --weight`` rows)."""
+    tables = []
+    for cut in cuts:
+        shown = f" (the {cut.top} largest of {cut.groups:,})" if cut.top is not None else ""
+        rows = tuple(
+            Row(
+                cells=(
+                    _cell(row.key),
+                    *(
+                        _cell(in_unit(row.categories[c.value], cut.unit), num=True)
+                        for c in Category
+                    ),
+                    _cell(in_unit(row.total_gpu_seconds, cut.unit), num=True),
+                )
+            )
+            for row in cut.rows
+        )
+        tables.append(
+            Table(
+                caption=f"Showback: {unit_label(cut.unit)} by {cut.by}{shown}",
+                headers=(cut.by, *(c.value for c in Category), "total"),
+                rows=rows,
+            )
+        )
+    return tuple(tables)
