@@ -10,6 +10,7 @@ import pytest
 from gpuyield.lake import LakeSource
 from gpuyield.report.breakdown import DIMENSIONS
 from gpuyield.report.html import write_html_report
+from tests.conftest import REPO
 from tests.lake import data
 from tests.lake.data import Ingested, report_text
 
@@ -64,3 +65,43 @@ def test_two_stores_writing_one_lake_report_as_one_store_holding_both(
     assert data.without_ingest_ids(shared) == data.without_ingest_ids(both)
     rows = data.without_ingest_ids(shared)["breakdown"]["rows"]  # type: ignore[index]
     assert [r["key"] for r in rows] == ["check", "east"]
+
+
+def test_a_typed_fleet_in_dollars_is_the_same_from_the_lake(tmp_path: Path) -> None:
+    """The real typed-GPU capture (tests/ingest/fixtures/slurm-typed) priced per GPU model: the
+    GPU types, the fleet's weights and the showback by account reach the lake's report."""
+    typed = REPO / "tests" / "ingest" / "fixtures" / "slurm-typed"
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(
+        typed.joinpath("manifest.toml").read_text(encoding="utf-8")
+        + '\n[prices]\nsource = "test: a rate card"\nbasis = "list"\nh100 = 2.10\n'
+        + '"a100-sxm" = 1.15\n',
+        encoding="utf-8",
+    )
+    since, until = typed.joinpath("window.txt").read_text(encoding="utf-8").split()
+    db, lake = tmp_path / "typed.duckdb", tmp_path / "typed-lake"
+    data.cli(
+        "ingest",
+        "slurm",
+        "--db",
+        db,
+        "--sacct",
+        typed / "sacct-X-D.psv",
+        "--events",
+        typed / "events.psv",
+        "--nodes",
+        typed / "nodes.txt",
+        "--manifest",
+        manifest,
+        "--since",
+        since,
+        "--until",
+        until,
+        "--lake",
+        lake,
+        "-q",
+    )
+    args = ("report", "--json", "--weight", "dollars", "--by", "account")
+    from_store = data.cli(*args, "--db", db)
+    assert '"dollars"' in from_store and "h100" in from_store
+    assert data.cli(*args, "--lake", lake) == from_store

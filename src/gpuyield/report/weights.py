@@ -17,6 +17,7 @@ import pyarrow as pa
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ledger.ledger import Ledger, materialize
+from gpuyield.ledger.sums import in_units
 from gpuyield.ledger.weights import UNITS, WASTE, FleetYield, GpuClass, WeightedLedger
 from gpuyield.ledger.weights.split import job_shares, node_class_table
 from gpuyield.report.breakdown import (
@@ -134,6 +135,9 @@ def weighted_breakdown(
         )
     top = DEFAULT_TOP.get(by) if top is None else top
     grouped = _weighted_groups(ledger, fleet, by, weights)
+    # The breakdown sums and reads exact units (ledger/sums.py): each group's weighted total
+    # becomes one, so groups add up in the same order on every engine.
+    grouped = grouped.mutate(gpu_s=in_units(grouped.gpu_s))
     ordered, groups = _ordered(_largest_first(grouped, "label", top or None))
     rows = [BreakdownRow(key=OTHERS if k is None else k, categories=c) for k, c in ordered]
     stated = fleet.weighted.get(unit)
