@@ -129,15 +129,21 @@ def _by_attribute(ledger: Ledger, by: str, top: int | None) -> Breakdown:
     )
 
 
-def _largest_first(grouped: ir.Table, key: str, top: int | None) -> ir.Table:
+def _largest_first(grouped: ir.Table, key: str, top: int | None, *, exact: bool = True) -> ir.Table:
     """``grouped`` (``key, category, gpu_s``) cut by the engine, so only the rows shown reach
     Python (a cluster has millions of jobs, and can have as many runs).
 
     Columns ``key, order, category, gpu_s, groups``: each group's place (largest total first,
     equal totals by key, so the same store always prints the same order); past ``top``, the
     groups folded into one with a null key and order -1; ``groups`` counts them all.
+    ``exact``: ``gpu_s`` is in exact units (ledger/sums.py); otherwise plain floats (a weight's
+    unit, such as dollars, whose small values micro-units would round away).
     """
-    totals = grouped.group_by(key).aggregate(total=units_sum(grouped.gpu_s))
+
+    def total(values: ir.NumericColumn) -> ir.NumericScalar:
+        return units_sum(values) if exact else values.sum()
+
+    totals = grouped.group_by(key).aggregate(total=total(grouped.gpu_s))
     order = [ibis.desc("total"), key]
     # A top-N pick, not a sort of every group: the rest is told by the join finding no place.
     chosen = totals if top is None else totals.order_by(order).limit(top)
@@ -148,10 +154,12 @@ def _largest_first(grouped: ir.Table, key: str, top: int | None) -> ir.Table:
         ibis.ifelse(shown, cut[key], ibis.null(cut[key].type())).name(key),
         cut.place.fill_null(-1).name("order"),
         "category",
-    ).aggregate(gpu_s=units_sum(cut.gpu_s), groups=totals.count().as_scalar())
+    ).aggregate(gpu_s=total(cut.gpu_s), groups=totals.count().as_scalar())
 
 
-def _ordered(cut: ir.Table) -> tuple[list[tuple[Any, dict[str, float]]], int]:
+def _ordered(
+    cut: ir.Table, *, exact: bool = True
+) -> tuple[list[tuple[Any, dict[str, float]]], int]:
     """``_largest_first``'s groups as (key, GPU-seconds per category), in order, the folded rest
     (key None) last; and how many groups there are."""
     key = cut.columns[0]
@@ -161,7 +169,7 @@ def _ordered(cut: ir.Table) -> tuple[list[tuple[Any, dict[str, float]]], int]:
         groups = int(r["groups"])
         place = int(r["order"]) if r["order"] >= 0 else groups  # the rest after the groups kept
         _, cats = by_place.setdefault(place, (r[key], {c.value: 0.0 for c in Category}))
-        cats[r["category"]] += gpu_seconds(r["gpu_s"])
+        cats[r["category"]] += gpu_seconds(r["gpu_s"]) if exact else float(r["gpu_s"])
     return [by_place[place] for place in sorted(by_place)], groups
 
 

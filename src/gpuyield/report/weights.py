@@ -17,7 +17,6 @@ import pyarrow as pa
 from gpuyield.categories import Category
 from gpuyield.errors import InputError
 from gpuyield.ledger.ledger import Ledger, materialize
-from gpuyield.ledger.sums import in_units
 from gpuyield.ledger.weights import UNITS, WASTE, FleetYield, GpuClass, WeightedLedger
 from gpuyield.ledger.weights.split import job_shares, node_class_table
 from gpuyield.report.breakdown import (
@@ -135,10 +134,9 @@ def weighted_breakdown(
         )
     top = DEFAULT_TOP.get(by) if top is None else top
     grouped = _weighted_groups(ledger, fleet, by, weights)
-    # The breakdown sums and reads exact units (ledger/sums.py): each group's weighted total
-    # becomes one, so groups add up in the same order on every engine.
-    grouped = grouped.mutate(gpu_s=in_units(grouped.gpu_s))
-    ordered, groups = _ordered(_largest_first(grouped, "label", top or None))
+    # In the weight's unit, summed as floats: micro-units would round small weights (dollars) away.
+    cut = _largest_first(grouped, "label", top or None, exact=False)
+    ordered, groups = _ordered(cut, exact=False)
     rows = [BreakdownRow(key=OTHERS if k is None else k, categories=c) for k, c in ordered]
     stated = fleet.weighted.get(unit)
     return Breakdown(
