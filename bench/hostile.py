@@ -10,6 +10,9 @@ that process's. The baseline is the bundled sample itself in the same run; ``rat
 time over the baseline's. A case refused with a clear error is an outcome, not a failure: what is
 measured is what it cost to get there. ``--quick`` makes every file 1 MB instead of 10.
 
+Issue 26's ``--sacct-usage`` cases (``ingest utilization`` of Slurm's run averages and jobstats
+summaries, after the same sample) bound node lists, GPU counts and summaries by the inventory.
+
 Issue 26 adds sacct as other sites print it (Elapsed, another delimiter, odd node lists), a gzip
 bomb, hostile manifests, and preflight's family match of a 41-character run name against a glob
 with 12 ``*`` (target: under 100 ms of matching; ``ratio`` there is over a plain glob and name).
@@ -105,6 +108,64 @@ def _issue26_cases(size: int) -> dict[str, tuple[str, str | bytes, bool]]:
     }  # fmt: skip
 
 
+USAGE_HEADER = "JobID|JobIDRaw|Start|End|NodeList|AllocTRES|TRESUsageInAve|AdminComment"
+
+
+def _usage(i: int, *, nodes: str = "n[1-4]", gpus: str = "32", comment: str = "") -> str:
+    """A ``--sacct-usage`` step line: a minute inside the sample's window, 50% busy."""
+    from datetime import UTC, datetime
+
+    start = 1796035300 + (i % 1000)
+    start_text, end_text = (
+        datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S") for t in (start, start + 60)
+    )
+    usage = "" if comment else "gres/gpuutil=50"
+    return f"{i}|{i}|{start_text}|{end_text}|{nodes}|gres/gpu={gpus}|{usage}|{comment}"
+
+
+def _jobstats_summary(inflated_bytes: int) -> str:
+    """A jobstats ``JS1:`` summary of 8 GPUs padded with blanks to ``inflated_bytes``, compressed
+    a MiB at a time (the bench's own memory stays small: its children's peak would include it)."""
+    import base64
+    import zlib
+
+    gpus = json.dumps({"nodes": {"n1": {"gpu_utilization": {str(g): 50 for g in range(8)}}}})
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [deflate.compress(gpus[:-1].encode())]
+    blanks = b" " * (1 << 20)
+    parts += [deflate.compress(blanks) for _ in range(inflated_bytes >> 20)]
+    parts.append(deflate.compress(b"}") + deflate.flush())
+    return "JS1:" + base64.b64encode(b"".join(parts)).decode()
+
+
+def _usage_cases(size: int) -> dict[str, tuple[str, str | bytes, bool]]:
+    """Issue 26's ``--sacct-usage`` inputs (``ingest utilization``) at ``size`` bytes."""
+    bomb = _jobstats_summary(1 << 30)  # 1 GiB of blanks: about 1 MB of gzip
+    summary = _jobstats_summary(0)
+    return {
+        "sacct-usage 32-GPU steps every line (the most samples a line)": (
+            "usage", _fill(_usage, size, USAGE_HEADER), False,
+        ),
+        "sacct-usage gres/gpu=1e9 every line": (
+            "usage", _fill(lambda i: _usage(i, gpus="1e9"), size, USAGE_HEADER), False,
+        ),
+        "sacct-usage NodeList=n[0-999999] every line": (
+            "usage",
+            _fill(lambda i: _usage(i, nodes="n[0-999999]", gpus="8000000"), size, USAGE_HEADER),
+            False,
+        ),
+        "sacct-usage jobstats summaries every line": (
+            "usage",
+            _fill(lambda i: _usage(i, nodes="n1", gpus="8", comment=summary), size, USAGE_HEADER),
+            False,
+        ),
+        "sacct-usage jobstats gzip bomb, 1 MB to 1 GiB": (
+            "usage", USAGE_HEADER + "\n" + _usage(0, nodes="n1", gpus="8", comment=bomb) + "\n",
+            False,
+        ),
+    }  # fmt: skip
+
+
 def _cases(size: int) -> dict[str, tuple[str, str | bytes, bool]]:
     """Case -> (file kind, content, lenient)."""
     registration = "lab|n[0-999999]||Cluster|1||0|{t}|Unknown|00:00:01|Cluster Registered TRES||gres/gpu=8000000"
@@ -150,6 +211,7 @@ def _cases(size: int) -> dict[str, tuple[str, str | bytes, bool]]:
             False,
         ),
         **_issue26_cases(size),
+        **_usage_cases(size),
     }  # fmt: skip
 
 
@@ -168,7 +230,10 @@ try:
         sacct=base / "sacct-X-D-wide.psv", events=base / "sacctmgr-event-format.psv",
         nodes=base / "scontrol-show-nodes-oneliner.txt", manifest=base / "manifest.toml"),
         until_s=1796032800 + 3600)
-    if kind != "baseline":
+    if kind == "usage":
+        from gpuyield.ingest.utilization import ingest_utilization
+        ingest_utilization(db, sacct_usage=[Path(path)])
+    elif kind != "baseline":
         ingest_slurm(db, SlurmInputs(**{kind.removesuffix(".gz"): Path(path)}),
                      lenient=lenient == "1", until_s=1796032800 + 3600)
     build_report(db)

@@ -25,7 +25,10 @@ import duckdb
 from gpuyield.errors import InputError
 from gpuyield.sqltext import identifier
 
-SCHEMA_VERSION = 3
+# 3 (flops): GPU models of nodes and jobs. 4: utilization samples carry the interval they cover
+# (start_s) and are attributed at ingest. Both were 3 on their branches: a store of either is
+# rebuilt.
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -89,10 +92,40 @@ CREATE TABLE IF NOT EXISTS ft_events (
     replicas BIGINT, gpus BIGINT, quorum_id BIGINT, participants BIGINT, attempt BIGINT,
     ingest_id BIGINT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS gpu_samples (
+-- Utilization samples, as series: one row per GPU, job label and stretch of time, its sample
+-- times and activities as lists (DuckDB writes a list at a fraction of the cost of a row per
+-- sample). A GPU's series never overlap in time. The sample at ts[i] covers the time since the
+-- sample before it of its GPU (ts[i-1], or prev_t for the first), at most step_s before it
+-- (first_step_s for the first): the view gpu_samples below has a row per sample
+-- (ingest/utilization/stage.py).
+CREATE TABLE IF NOT EXISTS gpu_series (
     cluster VARCHAR, node VARCHAR NOT NULL, gpu BIGINT NOT NULL, job_id VARCHAR,
-    t_s BIGINT NOT NULL, step_s BIGINT NOT NULL, active DOUBLE, tensor_active DOUBLE,
-    sm_active DOUBLE, ingest_id BIGINT NOT NULL
+    first_t BIGINT NOT NULL, last_t BIGINT NOT NULL, prev_t BIGINT, step_s BIGINT NOT NULL,
+    first_step_s BIGINT NOT NULL, ts BIGINT[] NOT NULL, active DOUBLE[], tensor_active DOUBLE[],
+    sm_active DOUBLE[], ingest_id BIGINT NOT NULL
+);
+-- The samples attributed to jobs, grouped per node, attribution, job and interval (kept up to
+-- date by every ingest: gpuyield/attribution). Activity sums in billionths, exact as integers.
+CREATE TABLE IF NOT EXISTS sample_groups (
+    node VARCHAR NOT NULL, how VARCHAR NOT NULL, job_ref BIGINT, start_s BIGINT NOT NULL,
+    end_s BIGINT NOT NULL, samples BIGINT NOT NULL, idle_samples BIGINT NOT NULL, active_sum BIGINT NOT NULL, tensor_sum BIGINT NOT NULL,
+    tensor_samples BIGINT NOT NULL, gpu_mask HUGEINT NOT NULL
+);
+-- The allocations (job run x node) and inventory the attribution used, to find what an ingest
+-- changes; job_ref names a job run (cluster, job_id_raw, submit_s) across re-ingests.
+CREATE SEQUENCE IF NOT EXISTS job_refs START 1;
+CREATE TABLE IF NOT EXISTS sample_jobs (
+    job_ref BIGINT NOT NULL, cluster VARCHAR NOT NULL, job_id_raw VARCHAR NOT NULL,
+    submit_s BIGINT NOT NULL, node VARCHAR NOT NULL, start_s BIGINT NOT NULL,
+    end_s BIGINT NOT NULL, gpus DOUBLE NOT NULL, gpu_mask HUGEINT
+);
+CREATE TABLE IF NOT EXISTS sample_nodes (
+    cluster VARCHAR NOT NULL, node VARCHAR NOT NULL, num_gpus BIGINT NOT NULL
+);
+-- GPUs measured per job run and node (distinct indices): more than the run held means the
+-- samples contradict the allocation, and none of them is charged to it.
+CREATE TABLE IF NOT EXISTS sample_job_gpus (
+    job_ref BIGINT NOT NULL, node VARCHAR NOT NULL, gpus_measured BIGINT NOT NULL
 );
 -- The GPU indices a job run held on a node (scontrol -d show job, captured while it ran).
 CREATE TABLE IF NOT EXISTS job_gpus (
@@ -108,6 +141,34 @@ CREATE TABLE IF NOT EXISTS job_comments (
     line BIGINT NOT NULL
 );
 """
+
+
+def samples_sql(
+    *, source_sql: str = "gpu_series o", computed_sql: str = "", kept_sql: str = ""
+) -> str:
+    """One row per GPU and sample time with a measurement, covering ``[start_s, t_s)``, from the
+    series ``o`` of ``source_sql`` (``gpu_series o``, or it joined to what selects some): the
+    view ``gpu_samples`` is all of them. A point without any measurement (NaN) still ends the
+    interval of the one after it. More columns: ``computed_sql`` (``, expr AS name`` over the
+    source) and ``kept_sql`` (``, name``)."""
+    return f"""
+        SELECT cluster, node, gpu, job_id,
+               greatest(t_s - step_s, before_s) AS start_s, t_s, step_s,
+               active, tensor_active, sm_active, ingest_id{kept_sql}
+        FROM (
+            SELECT *, CASE WHEN t_s = first_t THEN first_step_s ELSE o_step_s END AS step_s
+            FROM (
+                SELECT o.cluster, o.node, o.gpu, o.job_id, o.ingest_id, o.first_t,
+                       o.first_step_s, o.step_s AS o_step_s{computed_sql},
+                       unnest(o.ts) AS t_s,
+                       unnest(list_prepend(o.prev_t, o.ts[1:len(o.ts) - 1])) AS before_s,
+                       unnest(o.active) AS active, unnest(o.tensor_active) AS tensor_active,
+                       unnest(o.sm_active) AS sm_active
+                FROM {source_sql}
+            )
+        )
+        WHERE coalesce(NOT isnan(active), false) OR coalesce(NOT isnan(tensor_active), false)
+           OR coalesce(NOT isnan(sm_active), false)"""
 
 
 def duckdb_connect(
@@ -147,6 +208,7 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     _check_schema_version(con, target)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
+        con.execute(f"CREATE OR REPLACE VIEW gpu_samples AS {samples_sql()}")
         con.execute(
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
         )

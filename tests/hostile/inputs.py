@@ -50,7 +50,8 @@ INSTALLED_GPU_S = 115_200
 # The tables an ingest writes: all of them must be as they were after a failed ingest.
 TABLES = (
     "ingests", "rejects", "jobs", "job_nodes", "node_events", "cluster_events", "nodes",
-    "manifests", "telemetry",
+    "manifests", "telemetry", "job_gpus", "gpu_series", "sample_groups", "sample_jobs",
+    "sample_nodes", "sample_job_gpus",
 )  # fmt: skip
 
 

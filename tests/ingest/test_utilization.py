@@ -87,35 +87,33 @@ def test_host_labels_become_slurm_node_names() -> None:
     assert node_name("10.140.1.10:9400") == "10.140.1.10"
 
 
+def use_python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make DuckDB's reader refuse every file, as it does a file with a fault: the ingest then
+    reads the files again in Python (the reader that names faults)."""
+    from gpuyield.ingest.utilization import duckjson, stage
+
+    columns = ", ".join(
+        f"error('test: read in Python')::{column.split()[1]} AS {column.split()[0]}"
+        if i == 0
+        else f"NULL::{column.split()[1]} AS {column.split()[0]}"
+        for i, column in enumerate(c.strip() for c in stage.STAGE_COLUMNS.split(","))
+    )
+    monkeypatch.setattr(duckjson, "stage_sql", lambda paths, names: f"SELECT {columns}")
+
+
 def test_duckdb_reader_stores_what_the_python_reader_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuyield.ingest.utilization import MetricNames, duckjson
-    from gpuyield.store import connect
-
-    surveyed = duckjson.survey([FIXTURE], MetricNames())
-    assert surveyed == {
-        str(FIXTURE): duckjson.FileSurvey(
-            nodes=frozenset({"n1", "n2"}),
-            roles=frozenset({"active", "tensor"}),
-            # n2's labelled and unlabelled series take turns within one span
-            overlapping_series=True,
-        )
-    }
-    assert not surveyed[str(FIXTURE)].loads_without_pivot()  # two metrics: pivoted
+    """Two metrics in one file, labelled and unlabelled series of one GPU taking turns: the
+    pivoted path; both readers stage the same series, so the stores are equal row for row."""
     fast = tmp_path / "fast.duckdb"
     ingest_utilization(fast, prom_json=[FIXTURE])
-    monkeypatch.setattr(duckjson, "survey", lambda paths, names: None)
+    use_python_reader(monkeypatch)
     slow = tmp_path / "slow.duckdb"
     ingest_utilization(slow, prom_json=[FIXTURE])
-    query = "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
-    rows = []
-    for db in (fast, slow):
-        con = connect(db, read_only=True)
-        rows.append(con.execute(query).fetchall())
-        con.close()
-    assert len(rows[0]) == 16 * 120 - 10
-    assert rows[0] == rows[1]
+    assert len(_stored(fast)) == 16 * 120 - 10
+    assert _stored(fast) == _stored(slow)
+    assert _groups(fast) == _groups(slow)
 
 
 def _stored(db: Path) -> list[tuple[object, ...]]:
@@ -126,6 +124,16 @@ def _stored(db: Path) -> list[tuple[object, ...]]:
         return con.execute(
             "SELECT * EXCLUDE (ingest_id) FROM gpu_samples ORDER BY node, gpu, t_s"
         ).fetchall()
+    finally:
+        con.close()
+
+
+def _groups(db: Path) -> list[tuple[object, ...]]:
+    from gpuyield.store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return con.execute("SELECT * FROM sample_groups ORDER BY ALL").fetchall()
     finally:
         con.close()
 
@@ -149,14 +157,10 @@ def _one_metric_of_n1(tmp_path: Path, *, repeat_a_point: bool = False) -> Path:
 def test_one_metric_loads_without_the_pivot_and_stores_what_python_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuyield.ingest.utilization import MetricNames, duckjson
-
     path = _one_metric_of_n1(tmp_path)
-    surveyed = duckjson.survey([path], MetricNames())
-    assert surveyed is not None and surveyed[str(path)].loads_without_pivot()
     fast = tmp_path / "fast.duckdb"
     ingest_utilization(fast, prom_json=[path])
-    monkeypatch.setattr(duckjson, "survey", lambda paths, names: None)
+    use_python_reader(monkeypatch)
     slow = tmp_path / "slow.duckdb"
     ingest_utilization(slow, prom_json=[path])
     assert len(_stored(fast)) == 8 * 120 - 10  # GPU 3 misses ten samples
@@ -267,3 +271,49 @@ def test_samples_add_up_so_any_earlier_ingest_of_a_file_makes_it_a_no_op(tmp_pat
     assert latest is None
     (restepped,) = ingest_utilization(db, prom_json=[FIXTURE], step_s=30)
     assert not restepped.skipped and restepped.ingest_id > other.ingest_id
+
+
+def test_several_answers_in_one_file_are_the_answers_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large capture saved as one answer per group of nodes, one a line (NDJSON, what
+    ``simulate --utilization`` writes): the same samples as the single answer, on both readers."""
+    document = json.loads(FIXTURE.read_text())
+    by_node: dict[str, list[object]] = {}
+    for series in document["data"]["result"]:
+        by_node.setdefault(series["metric"]["Hostname"], []).append(series)
+    lines = [
+        json.dumps({**document, "data": {**document["data"], "result": result}})
+        for result in by_node.values()
+    ]
+    assert len(lines) == 2
+    several = tmp_path / "several.json"
+    several.write_text("\n".join(lines) + "\n")
+    one = tmp_path / "one.duckdb"
+    ingest_utilization(one, prom_json=[FIXTURE])
+    fast = tmp_path / "fast.duckdb"
+    ingest_utilization(fast, prom_json=[several])
+    use_python_reader(monkeypatch)
+    slow = tmp_path / "slow.duckdb"
+    ingest_utilization(slow, prom_json=[several])
+    assert _stored(one) == _stored(fast) == _stored(slow)
+    assert len(_stored(one)) == 16 * 120 - 10
+
+
+def test_files_read_in_batches_store_what_one_batch_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large capture is read, stored and attributed a batch of files at a time (memory holds
+    one batch): a file per metric of the same GPUs and times merges as it does in one batch."""
+    import gpuyield.ingest.utilization as utilization
+
+    paths = _split_by_metric(tmp_path)
+    whole = tmp_path / "whole.duckdb"
+    ingest_utilization(whole, prom_json=paths)
+    monkeypatch.setattr(utilization, "BATCH_BYTES", 1)  # each file a batch of its own
+    batched = tmp_path / "batched.duckdb"
+    results = ingest_utilization(batched, prom_json=paths)
+    assert [r.samples for r in results] == [16 * 120 - 10] * 2
+    assert _stored(batched) == _stored(whole)
+    assert _groups(batched) == _groups(whole)
+    assert all(row[7] is not None and row[8] is not None for row in _stored(batched))

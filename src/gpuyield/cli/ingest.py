@@ -291,8 +291,17 @@ def utilization_command(
     ] = None,
     until: Annotated[str | None, typer.Option(help="With --prometheus: window end (ISO).")] = None,
     step: Annotated[
-        str, typer.Option(help="Sample interval: each sample covers the step before it.")
-    ] = "60s",
+        str | None,
+        typer.Option(
+            help="The interval the samples were taken at (30s, 1m), when you know it: the data "
+            "must agree. Left out, each series' spacing is read from its data (the first "
+            "sample of a series covers at most 60s). --prometheus asks at this step (60s)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        str,
+        typer.Option(help="With --prometheus: the longest to read all its answers (10m, 1h)."),
+    ] = "30m",
     node_label: Annotated[
         str | None, typer.Option(help="Label naming the node (default: Hostname, instance...).")
     ] = None,
@@ -309,10 +318,15 @@ def utilization_command(
     lake: SyncOption = None,
 ) -> None:
     """Ingest per-GPU activity, so allocated GPUs measured idle move to idle.allocated."""
-    from gpuyield.ingest.utilization import MetricNames, PrometheusSource, ingest_utilization
+    from gpuyield.ingest.utilization import (
+        Limits,
+        MetricNames,
+        PrometheusSource,
+        ingest_utilization,
+    )
 
     with errors_mapped():
-        step_s = _seconds(step)
+        step_s = None if step is None else _seconds(step, "--step")
         names = MetricNames()
         names = dataclasses.replace(
             names,
@@ -330,7 +344,12 @@ def utilization_command(
                 raise InputError(
                     "--prometheus needs --since and --until", hint="the window to read"
                 )
-            server = PrometheusSource(url=prometheus, since_s=since_s, until_s=until_s)
+            server = PrometheusSource(
+                url=prometheus,
+                since_s=since_s,
+                until_s=until_s,
+                limits=Limits(deadline_s=_seconds(timeout, "--timeout")),
+            )
         results = ingest_utilization(
             db,
             prom_json=prom_json or [],
@@ -354,14 +373,14 @@ def utilization_command(
         print_sync(synced)
 
 
-def _seconds(text: str) -> int:
-    """``60s``, ``1m``, ``60``: a step in whole seconds."""
-    units = {"s": 1, "m": 60, "h": 3600}
+def _seconds(text: str, flag: str) -> int:
+    """``60s``, ``1m``, ``60``: a duration in whole seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
     try:
         value = int(number) * unit
     except ValueError:
         value = 0
     if value <= 0:
-        raise InputError(f"--step: not a duration: {text!r}", hint="write it like 60s or 1m")
+        raise InputError(f"{flag}: not a duration: {text!r}", hint="write it like 60s or 1m")
     return value

@@ -214,18 +214,26 @@ def inflation_error(what: str | Path, compressed_bytes: int) -> InputError:
     )
 
 
-def decompress_bounded(data: bytes, *, what: str) -> bytes:
-    """gzip ``data`` (one member, as jobstats' JS1 documents are) inflated in memory, refused past
-    ``inflation_budget``: never inflated whole first and measured after."""
+def decompress_bounded(data: bytes, *, what: str, max_bytes: int | None = None) -> bytes:
+    """gzip or zlib ``data`` (one member, as jobstats' JS1 documents are) inflated in memory,
+    refused past ``inflation_budget`` (or ``max_bytes``, when smaller): never inflated whole
+    first and measured after."""
     import zlib
 
-    inflater = zlib.decompressobj(wbits=31)  # gzip header and trailer
+    inflater = zlib.decompressobj(wbits=47)  # 32 + 15: a gzip or a zlib header
     budget = inflation_budget(len(data))
+    if max_bytes is not None:
+        budget = min(budget, max_bytes)
     try:
         out = inflater.decompress(data, budget + 1)
     except zlib.error as error:
         raise InputError(f"{what}: not gzip data: {error}", hint="is it complete?") from None
     if len(out) > budget or inflater.unconsumed_tail:
+        if max_bytes is not None and budget == max_bytes:
+            raise InputError(
+                f"{what}: inflates to more than {budget:,} bytes from {len(data):,}",
+                hint="if the data is genuine, it is not what this field holds",
+            )
         raise inflation_error(what, len(data))
     return out
 

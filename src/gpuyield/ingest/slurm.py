@@ -1,8 +1,7 @@
-"""``gpuyield ingest slurm``: sacct, node events, inventory and manifest as one atomic, idempotent ingest.
-
-Atomic: everything runs in one DuckDB transaction; an error (or a killed process) leaves the store as
-it was. Idempotent: a file whose content (SHA-256) was ingested before from the same source is skipped,
-and rows replace earlier rows with the same natural key, so overlapping captures do not double count.
+"""``gpuyield ingest slurm``: sacct, node events, inventory and manifest in one atomic, idempotent
+ingest: one DuckDB transaction (an error or a killed process leaves the store as it was); a file
+whose content (SHA-256) was ingested before from the same source is skipped, and rows replace
+earlier rows with the same natural key, so overlapping captures do not double count.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ from typing import Any
 
 import duckdb
 
+from gpuyield import attribution, rungs, store
 from gpuyield import manifest as manifest_mod
-from gpuyield import rungs, store
 from gpuyield.errors import GpuyieldError, InputError
 from gpuyield.ingest import consistency, runlog, running, sacct_checks, sacct_load
 from gpuyield.ingest import events as events_mod
@@ -366,6 +365,7 @@ def _ingest_scanned(params: _Params, *, direct: bool) -> _Attempt:
         inventory_changed=nodes is not None,
     )
     _ingest_telemetry(attempt)
+    attribution.sync(params.con)  # stored samples find the runs stored or changed here
     return attempt
 
 

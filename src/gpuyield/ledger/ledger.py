@@ -44,15 +44,12 @@ from gpuyield.ledger.utilization import (
     IDLE_THRESHOLD,
     Utilization,
     UtilizationSummary,
-    attribute,
     combined_summaries,
-    grouped,
     has_samples,
-    held_gpus,
     idle_segments,
     on_segments,
-    sample_intervals,
     summarize,
+    window_groups,
 )
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
 from gpuyield.manifest import Manifest, check_engine_regex, empty_manifest, stored_manifest
@@ -206,7 +203,7 @@ def _compute_window(
     util = None
     if has_samples(backend):  # the job segments are read twice then: once for the samples' cut
         segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
-        util = _utilization(backend, jobs, allocations, capacity, segments_jobs, window, idle_threshold)  # fmt: skip
+        util = _utilization(backend, jobs, segments_jobs, window, idle_threshold)
     islands = down_islands(backend, capacity, window)
     swept = _swept(backend, allocations, islands, capacity)
     _check_node_peaks(swept)
@@ -278,7 +275,8 @@ def _categories(
     categories = {c.value: totals.get(c.value, 0.0) for c in Category}
     unallocated = installed - categories["down"] - allocated_by_job
     categories[Category.IDLE.value] = unallocated + idle_allocated
-    _check_conservation(installed, categories)
+    subcategories = {k: v for k, v in totals.items() if "." in k}
+    _check_conservation(installed, categories, subcategories)
     return categories
 
 
@@ -342,26 +340,21 @@ def _move_idle(totals: dict[str, float], summary: UtilizationSummary) -> float:
 def _utilization(
     backend: ibis.BaseBackend,
     jobs: ir.Table,
-    allocations: ir.Table,
-    capacity: ir.Table,
     segments_jobs: ir.Table,
     window: Window,
     threshold: float,
 ) -> Utilization:
-    """Samples attributed to jobs, their activity per category, and the idle moves."""
-    samples = sample_intervals(backend, node_ids(capacity), window.start_s, window.end_s)
-    held = held_gpus(backend, jobs, node_ids(capacity))
-    # Stored grouped (a job's GPUs at one instant together): a GPU count fewer rows to write,
-    # and the one pass over every sample.
+    """The samples attributed at ingest, their activity per category, and the idle moves."""
+    # Stored for the window (a job's GPUs at one instant together): the summary reads it once,
+    # the cut again.
     groups = materialize(
         backend,
         "gy_sample_groups",
-        grouped(attribute(samples, jobs, allocations, capacity, held), threshold),
+        window_groups(backend, jobs, window.start_s, window.end_s, threshold),
     )
     # Not stored: the plain report reads it once (the summary); breakdowns read it again.
     cut = on_segments(groups, segments_jobs)
-    labelled = samples.filter(samples.job_id.notnull()).count()
-    summary = summarize(groups, cut, threshold, labelled)
+    summary = summarize(groups, cut, threshold)
     segments = idle_segments(cut, list(segments_jobs.columns))
     return Utilization(summary=summary, segments=segments)
 
@@ -460,11 +453,25 @@ def _totals(
     return totals, lost_jobs
 
 
-def _check_conservation(installed: float, categories: dict[str, float]) -> None:
-    total = sum(categories.values())
-    if not _close(total, installed) or any(v < -_TOLERANCE_GPU_S for v in categories.values()):
+def _check_conservation(
+    installed: float, categories: dict[str, float], subcategories: dict[str, float]
+) -> None:
+    """Every GPU-second in one category, none below zero: else say which is wrong, by how much."""
+    negative = {k: v for k, v in {**categories, **subcategories}.items() if v < -_TOLERANCE_GPU_S}
+    if negative:
+        key = min(negative, key=lambda k: negative[k])
         raise ConservationError(
-            f"categories sum to {total:.3f} GPU-seconds but installed is {installed:.3f}: "
+            f"{'subcategory' if '.' in key else 'category'} {key} is {negative[key]:.3f} "
+            f"GPU-seconds, {-negative[key]:.3f} below zero (installed {installed:.3f}; "
+            + ", ".join(f"{k}={v:.3f}" for k, v in categories.items())
+            + ")",
+            hint="a bug in the ledger or contradictory inputs; please report it with the files",
+        )
+    total = sum(categories.values())
+    if not _close(total, installed):
+        raise ConservationError(
+            f"categories sum to {total:.3f} GPU-seconds but installed is {installed:.3f}, "
+            f"{total - installed:+.3f} off: "
             + ", ".join(f"{k}={v:.3f}" for k, v in categories.items()),
             hint="a bug in the ledger or contradictory inputs; please report it with the files",
         )

@@ -1,36 +1,36 @@
-"""Allocated is not used: GPU activity samples joined to the jobs that held the GPUs.
+"""Allocated is not used: GPU activity samples, attributed to the jobs that held the GPUs.
 
-A sample is one GPU over ``[t_s - step_s, t_s)``. It belongs to a job
-1. by the job label the exporter put on it (``hpc_job``, jobstats' ``nvidia_gpu_jobId``), or
-2. by its GPU index, when a job held that GPU of that node at the sample's midpoint
-   (``job_gpus``: ``scontrol -d show job`` captured while the job ran, ingest/jobs_detail.py), or
-3. by its node, when exactly one job held GPUs there at the sample's midpoint and that job held
-   the whole node (then every GPU of the node was the job's).
-Anything else on a node where jobs ran is *unattributed*: counted and shown, never guessed (a job
-whose GPU indices were never captured shared the node; or two jobs claim the same GPU). An
-unlabelled sample of a GPU no job held, on a node where every job there at the time has known
-indices, is unallocated. Samples of nodes no job held measure unallocated GPUs and change
-nothing. Time no sample covers is unmeasured, not idle.
+The samples are attributed once, at ingest (``gpuyield.attribution``: by job label, by GPU index,
+by whole node; the rest counted as unallocated or unattributed, never guessed), and stored grouped
+per node, job run and interval (``sample_groups``). A report takes the groups that overlap its
+window, clips them to it, and names each run by the window's ``job_key``. A run whose samples
+measured more distinct GPUs than it held (labels that contradict the allocation) is charged
+nothing: its samples count as unattributed. A sample covers ``[start_s, t_s)`` and a GPU's samples
+never overlap, so the GPU-seconds measured inside a run never exceed the run's.
 
 A job's GPU-second measured below the activity threshold (default 1% graphics-engine activity over
 the whole sample interval) moves from the job's category to ``idle``, subcategory ``allocated``,
 as a pair of signed segments (+idle, -category) carrying the job, user and account, so totals,
-breakdowns and time buckets all see the move and conservation holds by construction.
+breakdowns and time buckets all see the move and conservation holds by construction: no category
+of a run loses more than the run held.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 import ibis
 import ibis.expr.types as ir
 from ibis.common.exceptions import TableNotFound
 
+from gpuyield.attribution import CHARGED, groups_sql
+from gpuyield.attribution import IDLE_THRESHOLD as IDLE_THRESHOLD  # its home; importable here
+from gpuyield.attribution.rules import ACTIVITY_UNITS, Shape, prepare
 from gpuyield.categories import Category
+from gpuyield.sqltext import identifier
+from gpuyield.store import connection_of
 
-#: Below this graphics-engine activity a sample interval counts as idle (1%: DCGM reports a GPU
-#: with a context open and no kernels at 0%, and a running job rarely averages under 1% a minute).
-IDLE_THRESHOLD = 0.01
 #: The subcategory of ``idle`` that allocated-but-idle GPU time moves to.
 ALLOCATED = "allocated"
 IDLE_ALLOCATED = f"{Category.IDLE.value}.{ALLOCATED}"
@@ -100,223 +100,90 @@ class Utilization:
 
 
 def has_samples(backend: ibis.BaseBackend) -> bool:
-    """True when the store holds utilization samples (older stores lack the table)."""
+    """True when the store holds utilization samples."""
     try:
-        table = backend.table("gpu_samples")
+        table = backend.table("gpu_series")
     except TableNotFound:
         return False
     return bool(table.count().to_pyarrow().as_py())
 
 
-def sample_intervals(
-    backend: ibis.BaseBackend, node_ids: ir.Table, window_start_s: int, window_end_s: int
+def window_groups(
+    backend: ibis.BaseBackend,
+    jobs: ir.Table,
+    window_start_s: int,
+    window_end_s: int,
+    threshold: float,
 ) -> ir.Table:
-    """Samples clipped to the window, with the node's id (null where the inventory lacks it)."""
-    raw = backend.table("gpu_samples")
-    start = ibis.greatest(raw.t_s - raw.step_s, ibis.literal(window_start_s)).cast("float64")
-    end = ibis.least(raw.t_s, ibis.literal(window_end_s)).cast("float64")
-    samples = raw.mutate(u_start_s=start, u_end_s=end).filter(lambda t: t.u_end_s > t.u_start_s)
-    ids = node_ids.select(id_cluster="cluster", id_node="node", node_id="node_id")
-    # Hashed on the node name; the cluster is checked where the samples name one.
-    joined = samples.left_join(
-        ids,
-        [
-            samples.node == ids.id_node,
-            samples.cluster.isnull() | (samples.cluster == ids.id_cluster),
-        ],
+    """The attributed sample groups overlapping the window, clipped to it: ``how, job_key,
+    u_start_s, u_end_s`` and the sums (``_SUMS``), one row per attribution, run
+    and interval. ``jobs`` are the window's (``clipped_jobs``): a run is named by its
+    ``job_key``; a run that measured more GPUs than it held is charged nothing."""
+    raw = _stored_groups(backend, threshold)
+    inside = raw.filter((raw.end_s > window_start_s) & (raw.start_s < window_end_s))
+    inside = inside.mutate(
+        u_start_s=ibis.greatest(inside.start_s, ibis.literal(window_start_s)).cast("float64"),
+        u_end_s=ibis.least(inside.end_s, ibis.literal(window_end_s)).cast("float64"),
     )
-    return joined.select(
-        "node",
-        "gpu",
-        "t_s",
-        "job_id",
-        "active",
-        "tensor_active",
+    refs = backend.table("sample_jobs").select("job_ref", "cluster", "job_id_raw", "submit_s")
+    refs = refs.distinct()
+    keys = jobs.select("job_key", k_cluster="cluster", k_raw="job_id_raw", k_submit="submit_s")
+    named = refs.join(
+        keys,
+        [
+            refs.cluster == keys.k_cluster,
+            refs.job_id_raw == keys.k_raw,
+            refs.submit_s == keys.k_submit,
+        ],
+    ).select(r_ref="job_ref", r_key="job_key")
+    over = _over_allocated(backend)
+    joined = inside.left_join(named, inside.job_ref == named.r_ref)
+    joined = joined.left_join(over, joined.job_ref == over.o_ref)
+    charged = joined.how.isin(CHARGED)
+    how = ibis.ifelse(charged & joined.o_ref.notnull(), "unattributed", joined.how)
+    flat = joined.select(
         "u_start_s",
         "u_end_s",
-        "node_id",
+        *_SUMS,
+        how=how,
+        job_key=ibis.ifelse(charged & joined.o_ref.isnull(), joined.r_key, ibis.null("int64")),
+    )
+    return flat.group_by(["how", "job_key", "u_start_s", "u_end_s"]).aggregate(
+        **{name: flat[name].sum() for name in _SUMS}
     )
 
 
-# What later steps read of an attributed sample (beside ``job_key`` and ``how``).
-_KEPT = ("active", "tensor_active", "u_start_s", "u_end_s")
-
-
-def held_gpus(backend: ibis.BaseBackend, jobs: ir.Table, node_ids: ir.Table) -> ir.Table | None:
-    """``job_key, node_id, gpu``: the GPU indices Slurm said each job run held (``job_gpus``,
-    joined to the run by cluster, JobIDRaw and start). None when the store has none (older stores
-    lack the table): attribution is then by label and whole node only, as before."""
-    try:
-        raw = backend.table("job_gpus")
-    except TableNotFound:
-        return None
-    if not raw.count().to_pyarrow().as_py():
-        return None
-    runs = jobs.select("job_key", h_cluster="cluster", h_raw="job_id_raw", h_start="start_s")
-    on_run = [raw.cluster == runs.h_cluster, raw.job_id_raw == runs.h_raw,
-              raw.start_s == runs.h_start]  # fmt: skip
-    joined = raw.join(runs, on_run)
-    ids = node_ids.select(n_cluster="cluster", n_node="node", node_id="node_id")
-    joined = joined.join(ids, [joined.cluster == ids.n_cluster, joined.node == ids.n_node])
-    return joined.select("job_key", "node_id", "gpu").distinct()
-
-
-def attribute(
-    samples: ir.Table,
-    jobs: ir.Table,
-    allocations: ir.Table,
-    capacity: ir.Table,
-    held: ir.Table | None = None,
-) -> ir.Table:
-    """Every sample with ``how`` (label, gpu, node, unallocated, unattributed) and its
-    ``job_key``; ``held`` (``held_gpus``) names the GPUs jobs held, None when none are known."""
-    return _by_label(samples, jobs, allocations).union(
-        _by_node(samples, allocations, capacity, held)
+def _stored_groups(backend: ibis.BaseBackend, threshold: float) -> ir.Table:
+    """``sample_groups`` as stored (attributed at ingest with ``IDLE_THRESHOLD``), or the same
+    attribution computed now into a temporary table for another threshold (DuckDB only)."""
+    if threshold == IDLE_THRESHOLD:
+        return backend.table("sample_groups")
+    con = connection_of(backend, needed_for="an idle threshold other than the stored one")
+    name = f"gy_groups_{uuid.uuid4().hex[:12]}"
+    shape = Shape.of(con)
+    prepare(con, regions=False, shape=shape)
+    con.execute(
+        f"CREATE TEMP TABLE {identifier(name)} AS {groups_sql(regions=False, shape=shape)}",
+        {"threshold": threshold},
     )
+    return backend.table(name)
 
 
-def _by_label(samples: ir.Table, jobs: ir.Table, allocations: ir.Table) -> ir.Table:
-    labelled = samples.filter(samples.job_id.notnull())
-    # The label names the job; the node and time must agree with one of the job's allocations
-    # (a requeued job keeps its id on other nodes: its first run's GPUs are not its second's).
-    # Exporters label with SLURM_JOB_ID, sacct's JobIDRaw (an array task's own id, not 12_3).
-    ids = jobs.select("job_key", l_raw="job_id_raw")
-    held = allocations.join(ids, "job_key").select(
-        l_job_key="job_key", l_raw="l_raw", l_node="node_id", l_s="start_s", l_e="end_s"
-    )
-    by_label = labelled.left_join(
-        held,
-        [
-            labelled.job_id == held.l_raw,
-            labelled.node_id == held.l_node,
-            held.l_s < labelled.u_end_s,
-            held.l_e > labelled.u_start_s,
-        ],
-    )
-    return by_label.select(
-        *_KEPT,
-        job_key=by_label.l_job_key,
-        how=ibis.ifelse(by_label.l_job_key.notnull(), "label", "label_unmatched"),
-    )
+def _over_allocated(backend: ibis.BaseBackend) -> ir.Table:
+    """``o_ref``: runs whose charged samples measured more distinct GPUs than the run held."""
+    measured = backend.table("sample_job_gpus")
+    measured = measured.group_by("job_ref").aggregate(m_gpus=measured.gpus_measured.sum())
+    held = backend.table("sample_jobs")
+    held = held.group_by("job_ref").aggregate(h_gpus=held.gpus.sum())
+    both = measured.join(held, "job_ref")
+    over = both.filter(both.m_gpus.cast("float64") > both.h_gpus + 1e-9)
+    return over.select(o_ref="job_ref")
 
 
-def _by_node(
-    samples: ir.Table, allocations: ir.Table, capacity: ir.Table, held: ir.Table | None
-) -> ir.Table:
-    """Unlabelled samples: the job holding that GPU (``held``) at the sample's midpoint, else the
-    job holding the whole node then, if one did.
-
-    A job holding every GPU of a node is the only job there (the ledger refuses a node held
-    beyond its GPUs), so at most one such allocation covers an instant: a join, not a count.
-    """
-    unlabelled = samples.filter(samples.job_id.isnull())
-    unlabelled = unlabelled.mutate(mid_s=(unlabelled.u_start_s + unlabelled.u_end_s) / 2)
-    by_index = None
-    if held is not None:
-        by_index, unlabelled = _by_gpu_index(unlabelled, allocations, held)
-    whole = capacity.group_by("node_id").aggregate(node_gpus=capacity.num_gpus.max())
-    alloc = allocations.join(whole, "node_id").select(
-        a_node="node_id",
-        a_job_key="job_key",
-        a_s="start_s",
-        a_e="end_s",
-        a_whole=allocations.gpus >= whole.node_gpus.cast("float64") - 1e-9,
-    )
-    whole_alloc = alloc.filter(alloc.a_whole)
-    on_whole = unlabelled.left_join(
-        whole_alloc,
-        [
-            unlabelled.node_id == whole_alloc.a_node,
-            whole_alloc.a_s <= unlabelled.mid_s,
-            whole_alloc.a_e > unlabelled.mid_s,
-        ],
-    )
-    matched = on_whole.filter(on_whole.a_job_key.notnull()).select(
-        *_KEPT, job_key=on_whole.a_job_key, how=ibis.literal("node")
-    )
-    rest = on_whole.filter(on_whole.a_job_key.isnull()).select(*unlabelled.columns)
-    # Jobs that held part of the node, GPU indices unknown (sacct has none): the GPU may be theirs.
-    # A job of known indices held other GPUs (had it held this one, it took the sample above).
-    unknown = alloc if held is None else _unknown_indices(alloc, held)
-    overlapping = [
-        rest.node_id == unknown.a_node,
-        unknown.a_s <= rest.mid_s,
-        unknown.a_e > rest.mid_s,
-    ]
-    shared = rest.semi_join(unknown, overlapping).select(
-        *_KEPT, job_key=ibis.null("int64"), how=ibis.literal("unattributed")
-    )
-    free = rest.anti_join(unknown, overlapping)
-    # No job there: an unallocated GPU; a node missing from the inventory cannot be told.
-    free = free.select(
-        *_KEPT,
-        job_key=ibis.null("int64"),
-        how=ibis.ifelse(free.node_id.isnull(), "unattributed", "unallocated"),
-    )
-    by_node = matched.union(shared).union(free)
-    return by_node if by_index is None else by_index.union(by_node)
-
-
-def _by_gpu_index(
-    unlabelled: ir.Table, allocations: ir.Table, held: ir.Table
-) -> tuple[ir.Table, ir.Table]:
-    """Unlabelled samples of a GPU a job held at the sample's midpoint; and the others.
-
-    Slurm gives a GPU to one job at a time: should two jobs' captured indices claim the same GPU
-    at once (contradictory inputs), the sample is unattributed, not given to both.
-    """
-    runs = allocations.select(g_job_key="job_key", g_node="node_id", g_s="start_s", g_e="end_s")
-    gpus = held.select(h_job_key="job_key", h_node="node_id", g_gpu="gpu")
-    alloc = runs.join(gpus, [runs.g_job_key == gpus.h_job_key, runs.g_node == gpus.h_node])
-    alloc = alloc.select("g_job_key", "g_node", "g_s", "g_e", "g_gpu")
-    on = [
-        unlabelled.node_id == alloc.g_node,
-        unlabelled.gpu == alloc.g_gpu,
-        alloc.g_s <= unlabelled.mid_s,
-        alloc.g_e > unlabelled.mid_s,
-    ]
-    found = unlabelled.join(alloc, on)
-    sample = ibis.window(group_by=[found.node_id, found.gpu, found.t_s])
-    found = found.mutate(g_claims=found.g_job_key.count().over(sample))
-    one = found.filter(found.g_claims == 1)
-    matched = one.select(*_KEPT, job_key=one.g_job_key, how=ibis.literal("gpu"))
-    many = found.filter(found.g_claims > 1).select(*_KEPT, "node_id", "gpu", "t_s").distinct()
-    contested = many.select(*_KEPT, job_key=ibis.null("int64"), how=ibis.literal("unattributed"))
-    return matched.union(contested), unlabelled.anti_join(alloc, on)
-
-
-def _unknown_indices(alloc: ir.Table, held: ir.Table) -> ir.Table:
-    """The allocations (``_by_node``'s columns) whose GPU indices on their node are not known."""
-    known = held.select(k_job_key="job_key", k_node="node_id").distinct()
-    return alloc.anti_join(
-        known, [alloc.a_job_key == known.k_job_key, alloc.a_node == known.k_node]
-    )
-
-
-def grouped(attributed: ir.Table, threshold: float) -> ir.Table:
-    """Attributed samples of one job and one interval taken together (the GPUs of a node, read
-    at the same instant): the cut, the sums and the idle moves weigh a sample by its interval
-    only, so sums over the group are exact, and the tables that follow are a GPU count smaller.
-    ``idle_samples`` are those below ``threshold``; a sample without graphics-engine activity
-    (only tensor pipes measured) counts as measured, not idle, as before the grouping."""
-    return attributed.group_by(["how", "job_key", "u_start_s", "u_end_s"]).aggregate(
-        samples=attributed.count(),
-        idle_samples=(attributed.active < threshold).sum(),
-        active_sum=_in_units(attributed.active).sum(),
-        tensor_sum=_in_units(attributed.tensor_active).sum(),
-        tensor_samples=attributed.tensor_active.count(),
-    )
-
-
-#: Activity is summed in billionths, weights in milliseconds, as integers: integer sums are exact,
-#: so the figures do not depend on the order in which parallel threads add them up (float sums
-#: did: two computations of one report differed in the 16th digit).
-_ACTIVITY_UNITS = 1_000_000_000
+#: Weights (interval lengths) are summed in milliseconds, as integers; activity sums arrive in
+#: billionths (``ACTIVITY_UNITS``): integer sums are exact, so the figures do not depend on the
+#: order in which parallel threads add them up (float sums did, in the 16th digit).
 _WEIGHT_UNITS = 1_000
-
-
-def _in_units(activity: ir.FloatingColumn) -> ir.IntegerColumn:
-    return (activity * _ACTIVITY_UNITS).round().cast("int64")
 
 
 def _exact_sum(weight_units: ir.IntegerColumn, amount: ir.IntegerColumn) -> ir.DecimalScalar:
@@ -330,7 +197,7 @@ _SUMS = ("samples", "idle_samples", "active_sum", "tensor_sum", "tensor_samples"
 
 
 def on_segments(groups: ir.Table, job_segments: ir.Table) -> ir.Table:
-    """Attributed sample groups (``grouped``) cut by the job's segments: one row per group and
+    """Attributed sample groups (``window_groups``) cut by the job's segments: one row per group and
     segment overlap.
 
     ``sign`` carries the segment's sign (overhead pairs a +overhead with a -released segment),
@@ -375,22 +242,16 @@ def idle_segments(cut: ir.Table, columns: list[str]) -> ir.Table:
     return plus.union(minus)
 
 
-def summarize(
-    groups: ir.Table, cut: ir.Table, threshold: float, total_labelled: ir.IntegerScalar
-) -> UtilizationSummary:
+def summarize(groups: ir.Table, cut: ir.Table, threshold: float) -> UtilizationSummary:
     """Counts by attribution; activity per category; GPU-seconds moved per category key."""
     counts = {
         r["how"]: int(r["n"])
         for r in groups.group_by("how").aggregate(n=groups.samples.sum()).to_pyarrow().to_pylist()
     }
-    # A labelled sample of a GPU handed between two runs of one job within a step matches both
-    # (each gets its part of the step): count samples, not matches. An unmatched one has one row.
-    labelled = int(total_labelled.to_pyarrow().as_py())
     unmatched = counts.get("label_unmatched", 0)
-    node_side = sum(counts.get(k, 0) for k in ("gpu", "node", "unallocated", "unattributed"))
     samples = SampleCounts(
-        total=labelled + node_side,
-        by_job_label=labelled - unmatched,
+        total=sum(counts.values()),
+        by_job_label=counts.get("label", 0),
         by_gpu_index=counts.get("gpu", 0),
         by_whole_node=counts.get("node", 0),
         unallocated=counts.get("unallocated", 0),
@@ -407,8 +268,8 @@ def summarize(
     scales = {
         "measured": _WEIGHT_UNITS,
         "idle": _WEIGHT_UNITS,
-        "active": _WEIGHT_UNITS * _ACTIVITY_UNITS,
-        "tensor": _WEIGHT_UNITS * _ACTIVITY_UNITS,
+        "active": _WEIGHT_UNITS * ACTIVITY_UNITS,
+        "tensor": _WEIGHT_UNITS * ACTIVITY_UNITS,
         "tensor_measured": _WEIGHT_UNITS,
     }
     rows = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,12 @@ from gpuyield.ingest.telemetry.records import (
 )
 
 SUPPORTED_VERSION = 1
+#: A recorder line is a few hundred bytes; a longer one is not ours (and is not held whole).
+MAX_LINE_BYTES = 1 << 20
+#: Records one file may hold: a line a step for ten million steps (Llama 3 405B trained for
+#: about 1.2M); the records are held in memory, so past this the file is split by run.
+MAX_RECORDS = 10_000_000
+_NOT_OURS = "gpuyield.Recorder writes one short JSON object a line; is this file its log?"
 
 
 class _Line:
@@ -194,63 +200,78 @@ def _record(line: _Line, last_start: JobStart | None) -> Record:
         raise line.error(str(error)) from error
 
 
-def _parse_lines(path: Path, raw: list[bytes]) -> list[dict[str, Any] | None]:
-    """Each line parsed, None where it is not JSON (a candidate torn line)."""
-    parsed: list[dict[str, Any] | None] = []
-    for number, text in enumerate(raw, start=1):
-        try:
-            value = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            parsed.append(None)
-            continue
-        if not isinstance(value, dict):
-            raise ParseError(
-                f"expected a JSON object, got {type(value).__name__}", path=path, line=number
-            )
-        parsed.append(value)
-    return parsed
+def _parse(path: Path, raw: bytes, number: int) -> dict[str, Any] | None:
+    """One line parsed; None where it is not JSON (a candidate torn line)."""
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    except (RecursionError, ValueError) as error:  # nested past the parser's depth; 4300+ digits
+        message = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise ParseError(
+            f"not a recorder line: {message}", path=path, line=number, hint=_NOT_OURS
+        ) from None
+    if not isinstance(value, dict):
+        raise ParseError(
+            f"expected a JSON object, got {type(value).__name__}", path=path, line=number
+        )
+    return value
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The file's lines and their numbers, read one at a time, none past ``MAX_LINE_BYTES``."""
+    with path.open("rb") as handle:
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(line.rstrip(b"\n")) > MAX_LINE_BYTES:
+                raise ParseError(
+                    f"a line longer than {MAX_LINE_BYTES:,} bytes",
+                    path=path,
+                    line=number,
+                    hint=_NOT_OURS,
+                )
+            yield number, line
 
 
 def read(path: str | Path) -> TelemetryLog:
-    """Read a Recorder JSONL file; torn lines left by crashes are skipped and counted."""
+    """Read a Recorder JSONL file a line at a time; torn lines left by crashes are skipped and
+    counted. A line that is not JSON is torn when only blank lines, or a restart's
+    ``job_start``, follow it."""
     path = Path(path)
-    raw = path.read_bytes().split(b"\n")
-    if raw and raw[-1] == b"":
-        raw.pop()  # the file ends with a newline: no partial last line
-    parsed = _parse_lines(path, raw)
     records: list[Record] = []
     torn = 0
+    pending: int | None = None  # the line number of a line that is not JSON, not yet judged
     last_start: JobStart | None = None
-    for index, data in enumerate(parsed):
-        number = index + 1
+    for number, raw in _lines(path):
+        if not raw.strip():
+            continue  # a blank line carries nothing
+        data = _parse(path, raw, number)
+        if pending is not None:
+            if data is None or data.get("event") != "job_start":
+                raise ParseError(
+                    "not valid JSON, and not a line torn by a crash (it is neither the last "
+                    "line nor followed by a job_start)",
+                    path=path,
+                    line=pending,
+                )
+            torn, pending = torn + 1, None
         if data is None:
-            if not raw[index].strip():
-                continue  # a blank line carries nothing
-            if _is_torn(raw, parsed, index):
-                torn += 1
-                continue
-            raise ParseError(
-                "not valid JSON, and not a line torn by a crash (it is neither the last line "
-                "nor followed by a job_start)",
-                path=path,
-                line=number,
-            )
+            pending = number
+            continue
         record = _record(_Line(data, path, number), last_start)
         if isinstance(record, JobStart):
             last_start = record
         records.append(record)
+        if len(records) > MAX_RECORDS:
+            raise ParseError(
+                f"more than {MAX_RECORDS:,} records in one file",
+                path=path,
+                line=number,
+                hint="split the log by run (one file per job_start) and ingest the files",
+            )
+    torn += pending is not None  # the last line, torn by the crash that ended the run
     return TelemetryLog(
         path=str(path), format=TelemetryFormat.JSONL, records=tuple(records), torn_lines=torn
     )
-
-
-def _is_torn(raw: list[bytes], parsed: list[dict[str, Any] | None], index: int) -> bool:
-    """A broken line is a crash's torn tail when only blank lines, or a restart, follow it."""
-    for later, data in enumerate(parsed[index + 1 :], start=index + 1):
-        if data is None and not raw[later].strip():
-            continue
-        return data is not None and data.get("event") == "job_start"
-    return True
 
 
 def looks_like(head: bytes) -> bool:

@@ -16,6 +16,15 @@ from pathlib import Path
 from gpuyield.errors import InputError, ParseError
 from gpuyield.ingest.telemetry import _keys
 from gpuyield.ingest.telemetry.records import StepRecord, TelemetryFormat, TelemetryLog
+from gpuyield.tomlfile import read_small_text
+
+#: A run's meta.yaml is a few hundred bytes.
+MAX_META_BYTES = 1 << 20
+#: A metric line is '<timestamp ms> <value> <step>': tens of bytes.
+MAX_LINE_BYTES = 4096
+#: Points one metric file may hold: a step logged ten million times (Llama 3 405B trained for
+#: about 1.2M steps); they are held in memory.
+MAX_POINTS = 10_000_000
 
 
 def is_run_dir(path: Path) -> bool:
@@ -23,7 +32,8 @@ def is_run_dir(path: Path) -> bool:
     meta = path / "meta.yaml"
     if not (path / "metrics").is_dir() or not meta.is_file():
         return False
-    return any(line.startswith("run_id:") for line in meta.read_text().splitlines())
+    text = read_small_text(meta, max_bytes=MAX_META_BYTES, what="an MLflow run's meta.yaml")
+    return any(line.startswith("run_id:") for line in text.splitlines())
 
 
 def find_run(path: Path) -> Path:
@@ -53,21 +63,46 @@ def _metric_keys(metrics_dir: Path) -> dict[str, Path]:
 
 
 def _read_metric(path: Path) -> list[tuple[int, float, float]]:
-    """(step, epoch seconds, value) per line of one metric file."""
+    """(step, epoch seconds, value) per line of one metric file, read a line at a time."""
     points: list[tuple[int, float, float]] = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) not in (2, 3):
-            raise ParseError("expected '<timestamp ms> <value> <step>'", path=path, line=number)
-        try:
-            timestamp_ms, value = int(parts[0]), float(parts[1])
-            step = int(parts[2]) if len(parts) == 3 else 0
-        except ValueError as error:
-            raise ParseError(f"not a number: {error}", path=path, line=number) from error
-        points.append((step, timestamp_ms / 1000.0, value))
+    with path.open("rb") as handle:
+        lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")
+        for number, raw in enumerate(lines, start=1):
+            points += _point(path, raw, number)
+            if len(points) > MAX_POINTS:
+                raise ParseError(
+                    f"more than {MAX_POINTS:,} points in one metric",
+                    path=path,
+                    line=number,
+                    hint="an MLflow metric file holds a line per logged step; is this one?",
+                )
     return points
+
+
+def _point(path: Path, raw: bytes, number: int) -> list[tuple[int, float, float]]:
+    """The line's point (none for a blank line)."""
+    if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+        raise ParseError(
+            f"a line longer than {MAX_LINE_BYTES:,} bytes",
+            path=path,
+            line=number,
+            hint="an MLflow metric line is '<timestamp ms> <value> <step>'",
+        )
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ParseError("not UTF-8 text", path=path, line=number) from None
+    parts = line.split()
+    if not parts:
+        return []
+    if len(parts) not in (2, 3):
+        raise ParseError("expected '<timestamp ms> <value> <step>'", path=path, line=number)
+    try:
+        timestamp_ms, value = int(parts[0]), float(parts[1])
+        step = int(parts[2]) if len(parts) == 3 else 0
+    except ValueError as error:
+        raise ParseError(f"not a number: {error}", path=path, line=number) from error
+    return [(step, timestamp_ms / 1000.0, value)]
 
 
 def read(path: str | Path) -> TelemetryLog:

@@ -58,13 +58,23 @@ def _read_csv(path: Path) -> TelemetryLog:
     return TelemetryLog(path=str(path), format=TelemetryFormat.WANDB, records=tuple(records))
 
 
+def _loads(text: str, path: Path, line: int | None) -> Any:
+    """``text`` parsed; JSON the parser cannot hold (nested past its depth, a number of more
+    than 4300 digits) is a ParseError like any invalid JSON, naming the line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        where = error.lineno if line is None else line
+        raise ParseError(f"invalid JSON: {error.msg}", path=path, line=where) from None
+    except (RecursionError, ValueError) as error:
+        message = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise ParseError(f"invalid JSON: {message}", path=path, line=line or 1) from None
+
+
 def _json_rows(path: Path, text: str) -> list[tuple[int, Mapping[str, Any]]]:
     stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ParseError(f"invalid JSON: {error.msg}", path=path, line=error.lineno) from error
+        data = _loads(text, path, None)
         if not all(isinstance(row, dict) for row in data):
             raise ParseError("expected a list of objects", path=path, line=1)
         # A JSON array has no per-row line numbers; report the row's 1-based index instead.
@@ -73,10 +83,7 @@ def _json_rows(path: Path, text: str) -> list[tuple[int, Mapping[str, Any]]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ParseError(f"invalid JSON: {error.msg}", path=path, line=number) from error
+        row = _loads(line, path, number)
         if not isinstance(row, dict):
             raise ParseError("expected a JSON object", path=path, line=number)
         rows.append((number, row))

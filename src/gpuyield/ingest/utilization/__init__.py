@@ -5,19 +5,22 @@ Sources, each in the format labs already have:
 - saved Prometheus ``query_range`` responses (``--prom-json``), from the NVIDIA DCGM exporter
   (``DCGM_FI_PROF_GR_ENGINE_ACTIVE``, ``DCGM_FI_DEV_GPU_UTIL``, ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``,
   ``DCGM_FI_PROF_SM_ACTIVE``) or Princeton's jobstats exporter (``nvidia_gpu_duty_cycle``,
-  ``nvidia_gpu_jobId``);
-- a Prometheus server itself (``--prometheus URL``), read through the same HTTP API.
+  ``nvidia_gpu_jobId``), one response per file or several one after the other (NDJSON);
+- a Prometheus server itself (``--prometheus URL``), read through the same HTTP API;
+- Slurm's own per-step averages and jobstats summaries (``--sacct-usage``).
 
-Every source is read, staged (one row per GPU and sample time) and loaded in one transaction;
-the same content twice is a no-op. The ledger joins the samples to allocations (ledger/utilization).
+Every source is read into staged series (``stage``), checked, stored as one row per GPU and
+sample time with the interval it covers, and attributed to the jobs that held the GPUs
+(``gpuyield.attribution``), all in one transaction; the same content twice is a no-op.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -28,16 +31,12 @@ from gpuyield.errors import InputError
 from gpuyield.ingest import gpu_models
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
-from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage
-from gpuyield.ingest.utilization.promjson import (
-    MetricNames,
-    Role,
-    node_name,
-    parse_response,
-    samples_of,
-)
+from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage, stage
+from gpuyield.ingest.utilization.prometheus import Limits
+from gpuyield.ingest.utilization.promjson import MetricNames, Role, node_name, parse_response
 
 __all__ = [
+    "Limits",
     "MetricNames",
     "PrometheusSource",
     "Role",
@@ -46,6 +45,16 @@ __all__ = [
 ]
 
 SOURCE = "utilization"
+#: Input read, stored and attributed at a time (several files, so DuckDB reads them in parallel):
+#: memory holds one batch's series and groups, not the whole capture's.
+BATCH_BYTES = 256 << 20
+#: The Python reader (the fallback that names a fault DuckDB's reader refused) holds a file's
+#: parsed JSON in memory, about twenty times its size: larger files are refused with a hint.
+PYTHON_READER_MAX_BYTES = 256 << 20
+_SPLIT_HINT = (
+    "save the answers in files of some tens of MB (fewer nodes or hours a query; several "
+    "answers one a line in one file are fine), or check the file is a Prometheus answer"
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -97,6 +106,8 @@ class PrometheusSource:
     """Window start (epoch seconds)."""
     until_s: int
     """Window end (epoch seconds, inclusive of a sample at that instant)."""
+    limits: Limits = field(default_factory=Limits)
+    """How long and how much to read from it."""
 
 
 def ingest_utilization(
@@ -106,12 +117,17 @@ def ingest_utilization(
     server: PrometheusSource | None = None,
     sacct_usage: Iterable[Path] = (),
     tz: str = "UTC",
-    step_s: int = 60,
+    step_s: int | None = None,
     names: MetricNames | None = None,
     cluster: str | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> list[UtilizationResult]:
-    """Ingest utilization samples, all sources or none."""
+    """Ingest utilization samples, all sources or none.
+
+    ``step_s``: the interval the saved responses were taken at, when the user declares it (the
+    data must agree); None reads each series' spacing from its data. A server is asked at
+    ``step_s`` (60 s when None).
+    """
     names = names or MetricNames()
     files = [Path(p) for p in prom_json]
     usage = [Path(p) for p in sacct_usage]
@@ -120,201 +136,243 @@ def ingest_utilization(
             "no utilization source given",
             hint="pass --prom-json FILE..., --prometheus URL or --sacct-usage FILE",
         )
-    if step_s <= 0:
+    if step_s is not None and step_s <= 0:
         raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
     own = con is None
     con = con if con is not None else store.connect(db)
     try:
-        for fast in (True, False):
-            try:
-                with store.transaction(con):
-                    results = _ingest_files(
-                        con, files, names, step_s=step_s, cluster=cluster, fast=fast
-                    )
-                    if server is not None:
-                        results.append(
-                            _ingest_server(con, server, names, step_s=step_s, cluster=cluster)
-                        )
-                    results.extend(_ingest_usage(con, p, tz=tz, cluster=cluster) for p in usage)
-                    return results
-            except _Refused:
-                continue  # rolled back: read every file again in Python, which names the fault
-        raise AssertionError("the Python reader never refuses silently")
+        with tempfile.TemporaryDirectory(prefix="gpuyield-prometheus-") as answers_dir:
+            plan = _Plan(names=names, step_s=step_s, cluster=cluster, tz=tz)
+            for path in files:
+                plan.add_file(path)
+            if server is not None:
+                plan.add_server(server, Path(answers_dir))
+            plan.usage = usage
+            return _ingest(con, plan)
     finally:
         if own:
             con.close()
 
 
-class _Refused(Exception):
-    """DuckDB's reader refused a point that the Python reader must name (or accept)."""
+@dataclass(kw_only=True, slots=True)
+class _Saved:
+    """A saved response to read: a file given, or a server's answer written to one."""
+
+    path: Path
+    """The file."""
+    result_index: int
+    """Which result it belongs to."""
+    metric: str | None = None
+    """The metric of its series that name none."""
 
 
-def _options(step_s: int, cluster: str | None, names: MetricNames) -> str:
-    return json.dumps(
-        {"step_s": step_s, "cluster": cluster, "metrics": sorted(names.metrics)}, sort_keys=True
-    )
+@dataclass(kw_only=True, slots=True)
+class _Source:
+    """One input and what became of it."""
+
+    content: InputContent
+    options: str
+    declared_step_s: int | None
+    saved: list[_Saved] = field(default_factory=list)
+    usage: Path | None = None
+    result: UtilizationResult | None = None
+    ingest_id: int = 0
 
 
-def _ingest_files(
-    con: duckdb.DuckDBPyConnection,
-    files: list[Path],
-    names: MetricNames,
-    *,
-    step_s: int,
-    cluster: str | None,
-    fast: bool = True,
-) -> list[UtilizationResult]:
-    """Saved responses, read together: DuckDB reads many files in parallel (``fast``), else
-    Python reads them one by one."""
-    options = _options(step_s, cluster, names)
-    results: dict[Path, UtilizationResult] = {}
-    fresh: dict[Path, InputContent] = {}
-    for path in files:
-        content = _content(path)
-        seen = already_ingested(con, SOURCE, content, options, latest_only=False)
-        if seen is not None:
-            results[path] = UtilizationResult.of(seen)
-        else:
-            fresh[path] = content
-    if fresh:
-        paths = list(fresh)
-        ids = {duckjson.source_name(p): store.next_ingest_id(con) for p in paths}
-        replace = load.has_rows(con)
-        surveyed = duckjson.survey(paths, names) if fast else None
-        if surveyed is not None:
-            _load_fast(con, paths, surveyed, ids, names, step_s=step_s, cluster=cluster)
-        else:  # read again in Python, which names the series and field at fault
-            tables = [
-                _with_ingest(parse_response(p, names), ids[duckjson.source_name(p)]) for p in paths
-            ]
-            con.register("gy_raw_points", pa.concat_tables(tables))
-            load.load(con, "SELECT * FROM gy_raw_points", step_s=step_s, cluster=cluster)
-        staged = load.finish(con, list(ids.values()), replace=replace)
-        for path in paths:
-            ingest_id = ids[duckjson.source_name(path)]
-            # DCGM's modelName label: which GPU model each node holds (ledger/weights).
-            models = gpu_models.dcgm_names([path], names.node_labels, node_name)
-            gpu_models.store_dcgm_names(con, models, ingest_id, cluster)
-            samples = staged.get(ingest_id, 0)
-            done = register(con, SOURCE, fresh[path], ingest_id, None, options, read=samples)
-            results[path] = UtilizationResult.of(done)
-    return [results[p] for p in files]
+@dataclass(kw_only=True, slots=True)
+class _Plan:
+    """Every input of one call, in order."""
 
+    names: MetricNames
+    step_s: int | None
+    cluster: str | None
+    tz: str
+    sources: list[_Source] = field(default_factory=list)
+    usage: list[Path] = field(default_factory=list)
 
-def _load_fast(
-    con: duckdb.DuckDBPyConnection,
-    paths: list[Path],
-    surveyed: dict[str, duckjson.FileSurvey],
-    ids: dict[str, int],
-    names: MetricNames,
-    *,
-    step_s: int,
-    cluster: str | None,
-) -> None:
-    """DuckDB's reader, group by group of files sharing nodes; ``_Refused`` when a check fails."""
-    duckjson.register_roles(con, names)
-    duckjson.register_ingest_ids(con, ids)
-    nodes = {source: s.nodes for source, s in surveyed.items()}
-    groups = _sharing_nodes(paths, nodes)
-    # Files alone on their nodes with one metric go in one statement: DuckDB reads a JSON
-    # document on one thread, so only several files at once keep every core busy, and without
-    # the pivot nothing grows with the number of files.
-    direct = [
-        g[0]
-        for g in groups
-        if len(g) == 1 and surveyed[duckjson.source_name(g[0])].loads_without_pivot()
-    ]
-    pivoted = [g for g in groups if not (len(g) == 1 and g[0] in direct)]
-    try:
-        if direct:
-            sql = duckjson.points_sql(direct, names, pivot=False, step_s=step_s)
-            load.load(con, sql, step_s=step_s, cluster=cluster, pivot=False)
-        for group in pivoted:
-            sql = duckjson.points_sql(group, names, step_s=step_s)
-            load.load(con, sql, step_s=step_s, cluster=cluster)
-    except duckjson.CHECK_ERRORS as error:
-        raise _Refused from error
-
-
-def _ingest_usage(
-    con: duckdb.DuckDBPyConnection, path: Path, *, tz: str, cluster: str | None
-) -> UtilizationResult:
-    """Slurm's own per-step GPU utilization or the jobstats summary: one sample per GPU and run."""
-    content = _content(path)
-    options = json.dumps({"sacct_usage": True, "tz": tz, "cluster": cluster}, sort_keys=True)
-    seen = already_ingested(con, SOURCE, content, options, latest_only=False)
-    if seen is not None:
-        return UtilizationResult.of(seen)
-    table = sacct_usage.read(path, tz=tz)
-    ingest_id = store.next_ingest_id(con)
-    replace = load.has_rows(con)
-    con.register("gy_raw_points", _with_ingest(table, ingest_id))
-    load.load(
-        con,
-        "SELECT * FROM gy_raw_points",
-        step_s=0,
-        cluster=cluster,
-        step_column=True,
-    )
-    samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
-    return UtilizationResult.of(
-        register(con, SOURCE, content, ingest_id, None, options, read=samples)
-    )
-
-
-def _sharing_nodes(paths: list[Path], nodes: dict[str, frozenset[str]]) -> list[list[Path]]:
-    """Files in groups that share no node: samples of one GPU and time (say, one metric per
-    file) are pivoted together, and each group's pivot stays as small as its files."""
-    groups: list[tuple[set[str], list[Path]]] = []
-    for path in paths:
-        mine = set(nodes[duckjson.source_name(path)])
-        touching = [g for g in groups if g[0] & mine]
-        merged = (mine.union(*(g[0] for g in touching)), [p for g in touching for p in g[1]])
-        merged[1].append(path)
-        groups = [g for g in groups if not g[0] & mine] + [merged]
-    return [g[1] for g in groups]
-
-
-def _with_ingest(table: pa.Table, ingest_id: int) -> pa.Table:
-    return table.append_column("ingest_id", pa.array([ingest_id] * table.num_rows, pa.int64()))
-
-
-def _content(path: Path) -> InputContent:
-    """A file's content hash; ``ingests`` records no size for utilization inputs."""
-    return InputContent(path=str(path), sha256=scan_file(path).sha256)
-
-
-def _ingest_server(
-    con: duckdb.DuckDBPyConnection,
-    server: PrometheusSource,
-    names: MetricNames,
-    *,
-    step_s: int,
-    cluster: str | None,
-) -> UtilizationResult:
-    metrics = sorted(names.metrics)
-    documents = list(
-        prometheus.query_documents(
-            server.url, metrics, since_s=server.since_s, until_s=server.until_s, step_s=step_s
+    def add_file(self, path: Path) -> None:
+        content = InputContent(path=str(path), sha256=scan_file(path).sha256)
+        source = _Source(
+            content=content, options=self._options(self.step_s), declared_step_s=self.step_s
         )
-    )
-    digest = hashlib.sha256()
-    for _, _, document in documents:
-        digest.update(json.dumps(document, sort_keys=True).encode())
-    options = _options(step_s, cluster, names)
-    content = InputContent(path=server.url, sha256=digest.hexdigest())
-    seen = already_ingested(con, SOURCE, content, options, latest_only=False)
-    if seen is not None:
-        return UtilizationResult.of(seen)
-    tables = [samples_of(doc, names, source=where, metric=m) for where, m, doc in documents]
-    ingest_id = store.next_ingest_id(con)
-    con.register("gy_raw_points", _with_ingest(pa.concat_tables(tables), ingest_id))
-    replace = load.has_rows(con)
-    load.load(con, "SELECT * FROM gy_raw_points", step_s=step_s, cluster=cluster)
-    samples = load.finish(con, [ingest_id], replace=replace).get(ingest_id, 0)
-    docs = (doc for _, _, doc in documents)
-    models = gpu_models.dcgm_names_of(docs, names.node_labels, node_name)
-    gpu_models.store_dcgm_names(con, models, ingest_id, cluster)
-    return UtilizationResult.of(
-        register(con, SOURCE, content, ingest_id, None, options, read=samples)
-    )
+        source.saved.append(_Saved(path=path, result_index=len(self.sources)))
+        self.sources.append(source)
+
+    def add_server(self, server: PrometheusSource, out_dir: Path) -> None:
+        """The server's answers, fetched once (before any transaction) and saved as files."""
+        step_s = self.step_s or stage.DEFAULT_STEP_S
+        digest = hashlib.sha256()
+        answers = list(
+            prometheus.query_answers(
+                server.url,
+                sorted(self.names.metrics),
+                since_s=server.since_s,
+                until_s=server.until_s,
+                step_s=step_s,
+                out_dir=out_dir,
+                limits=server.limits,
+                feed=digest.update,
+            )
+        )
+        content = InputContent(path=server.url, sha256=digest.hexdigest())
+        # The server answers on the grid asked: its step is declared.
+        source = _Source(content=content, options=self._options(step_s), declared_step_s=step_s)
+        index = len(self.sources)
+        source.saved = [_Saved(path=a.path, result_index=index, metric=a.metric) for a in answers]
+        self.sources.append(source)
+
+    def _options(self, step_s: int | None) -> str:
+        metrics = sorted(self.names.metrics)
+        return json.dumps(
+            {"step_s": step_s, "cluster": self.cluster, "metrics": metrics}, sort_keys=True
+        )
+
+
+def _ingest(con: duckdb.DuckDBPyConnection, plan: _Plan) -> list[UtilizationResult]:
+    for path in plan.usage:
+        content = InputContent(path=str(path), sha256=scan_file(path).sha256)
+        options = {"sacct_usage": True, "tz": plan.tz, "cluster": plan.cluster}
+        plan.sources.append(
+            _Source(
+                content=content,
+                options=json.dumps(options, sort_keys=True),
+                declared_step_s=None,
+                usage=path,
+            )
+        )
+    try:
+        with store.transaction(con):
+            _load_all(con, plan, fast=True)
+    except duckjson.CHECK_ERRORS:
+        # Rolled back: read the saved responses again in Python, which names the fault (or,
+        # where DuckDB's reader was stricter, accepts them).
+        with store.transaction(con):
+            _load_all(con, plan, fast=False)
+    return [s.result for s in plan.sources if s.result is not None]
+
+
+def _load_all(con: duckdb.DuckDBPyConnection, plan: _Plan, *, fast: bool) -> None:
+    """Stage every input not ingested before, store and attribute them, register each."""
+    stage.create(con)
+    fresh: list[_Source] = []
+    for source in plan.sources:
+        seen = already_ingested(con, SOURCE, source.content, source.options, latest_only=False)
+        source.result = None if seen is None else UtilizationResult.of(seen)
+        if seen is None:
+            source.ingest_id = store.next_ingest_id(con)
+            fresh.append(source)
+    stored: dict[int, int] = {}
+    for batch in _batches(fresh):
+        stage.create(con)
+        saved = [(x, s.ingest_id) for s in batch for x in s.saved]
+        if saved:
+            _stage_saved(con, saved, plan.names, fast=fast)
+        for source in batch:
+            if source.usage is not None:
+                _stage_usage(con, source.usage, source.ingest_id, plan)
+        declared = {s.ingest_id: s.declared_step_s for s in batch}
+        stored |= load.load(con, declared, cluster=plan.cluster)
+        for source in batch:
+            _store_gpu_models(con, source, plan)
+    for source in fresh:
+        done = register(
+            con,
+            SOURCE,
+            source.content,
+            source.ingest_id,
+            None,
+            source.options,
+            read=stored.get(source.ingest_id, 0),
+        )
+        source.result = UtilizationResult.of(done)
+
+
+def _store_gpu_models(con: duckdb.DuckDBPyConnection, source: _Source, plan: _Plan) -> None:
+    """DCGM's ``modelName`` label of the source's saved answers: which GPU model each node
+    holds (ledger/weights)."""
+    if not source.saved:
+        return
+    paths = [x.path for x in source.saved]
+    models = gpu_models.dcgm_names(paths, plan.names.node_labels, node_name)
+    gpu_models.store_dcgm_names(con, models, source.ingest_id, plan.cluster)
+
+
+def _batches(sources: list[_Source]) -> list[list[_Source]]:
+    """Sources in batches of about ``BATCH_BYTES`` of input each (a source whole): each batch is
+    read, stored and attributed before the next, so memory holds one batch, whatever the size
+    of the capture. The later batches find the earlier ones' samples stored, as a later ingest
+    would (the store's rules are the same)."""
+    batches: list[list[_Source]] = []
+    size = BATCH_BYTES
+    for source in sources:
+        paths = [x.path for x in source.saved] + ([source.usage] if source.usage else [])
+        bytes_ = sum(p.stat().st_size for p in paths)
+        if size + bytes_ > BATCH_BYTES and (not batches or batches[-1]):
+            batches.append([])
+            size = 0
+        batches[-1].append(source)
+        size += bytes_
+    return batches
+
+
+def _stage_saved(
+    con: duckdb.DuckDBPyConnection,
+    saved: list[tuple[_Saved, int]],
+    names: MetricNames,
+    *,
+    fast: bool,
+) -> None:
+    """Saved responses into ``gy_series``: all files in one read by DuckDB (it reads several
+    files in parallel), or one by one in Python."""
+    if fast:
+        duckjson.register_roles(con, names)
+        sources = pa.table(
+            {
+                "source": [duckjson.source_name(x.path) for x, _ in saved],
+                "ingest_id": pa.array([i for _, i in saved], pa.int64()),
+                "metric": pa.array([x.metric for x, _ in saved], pa.string()),
+            }
+        )
+        con.register("gy_sources", sources)
+        paths = [x.path for x, _ in saved]
+        try:
+            con.execute(f"INSERT INTO gy_series {duckjson.stage_sql(paths, names)}")
+        except duckdb.OutOfMemoryException as error:
+            raise InputError(
+                f"DuckDB's JSON reader ran out of memory reading {len(paths)} file(s) "
+                f"({paths[0]}...): {str(error).splitlines()[0]}",
+                hint=_SPLIT_HINT,
+            ) from None
+        return
+    for item, ingest_id in saved:
+        size = item.path.stat().st_size
+        if size > PYTHON_READER_MAX_BYTES:
+            raise InputError(
+                f"{item.path}: DuckDB's JSON reader could not read it, and at {size:,} bytes it "
+                "is too large to read again in Python to say why",
+                hint=_SPLIT_HINT,
+            )
+        table = parse_response(item.path, names, metric=item.metric)
+        _stage_table(con, table, ingest_id)
+
+
+def _stage_usage(con: duckdb.DuckDBPyConnection, path: Path, ingest_id: int, plan: _Plan) -> None:
+    """Slurm's run averages: at most as many GPUs a node, and nodes a step, as the inventory
+    has (bounded work whatever the file says)."""
+    rows = con.execute(
+        """SELECT max(num_gpus), count(*) FROM nodes WHERE $cluster IS NULL OR cluster = $cluster""",
+        {"cluster": plan.cluster},
+    ).fetchall()
+    max_gpus, num_nodes = rows[0]
+    bounds = {}
+    if max_gpus:
+        bounds = {"max_gpus_per_node": int(max_gpus), "max_nodes": int(num_nodes)}
+    table = sacct_usage.read(path, tz=plan.tz, **bounds)
+    _stage_table(con, table, ingest_id)
+
+
+def _stage_table(con: duckdb.DuckDBPyConnection, table: pa.Table, ingest_id: int) -> None:
+    ids = pa.array([ingest_id] * table.num_rows, pa.int64())
+    con.register("gy_staged_arrow", table.append_column("ingest_id", ids))
+    con.execute("INSERT INTO gy_series SELECT * FROM gy_staged_arrow")
+    con.unregister("gy_staged_arrow")

@@ -1,115 +1,40 @@
 """Saved ``query_range`` responses read by DuckDB's JSON reader: the fast path for large captures.
 
 A cluster-day of a 100k-GPU cluster at one sample a minute is 144M points; Python's ``json`` reads
-them at about 70k a second, DuckDB's reader across files in parallel at millions. Two passes:
-
-1. ``survey`` reads the labels only (not the points): which nodes and metrics each file holds, so
-   files of disjoint nodes load apart and a file of one metric skips the pivot (the pivot, a hash
-   aggregate over every point, costs several times the read);
-2. ``points_sql`` reads the points and checks everything ``promjson`` checks (a successful matrix,
-   series with node and GPU labels and values, whole-second times, finite non-negative values) in
-   the same pass: a point that fails raises (DuckDB's ``error()``) and the caller reads the files
-   again in Python, which names the series and field at fault.
-
-Labels are read once per series, not once per point.
+them at about 70k a second, DuckDB's reader across files in parallel at millions. One pass reads
+every file into the staged series (``promjson.SERIES_SCHEMA``, the temp table ``gy_series``): a
+row per series with its labels read once, its times and values as two lists. Everything the
+Python reader checks is checked in the same pass (a successful matrix; series with a metric, a
+node, a GPU index of digits and values; whole-second times in range; finite non-negative values
+or NaN; whole job ids): a point that fails raises (DuckDB's ``error()``), and the caller reads
+the files again in Python (``promjson``), which names the file, series and field at fault. Both
+readers stage the same rows, and everything after the staging is shared (stage.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from gpuyield import store
-from gpuyield.ingest.utilization.promjson import MetricNames, Role
+from gpuyield.attribution import MAX_GPU_INDEX
+from gpuyield.ingest.utilization.promjson import MAX_JOB_ID, MAX_TIME_S, MetricNames, Role
 from gpuyield.sqltext import literal
 
-# The reader's largest object: a 32-bit count of bytes (a larger response takes the slow path).
-_MAX_OBJECT_BYTES = (1 << 32) - 1
+# The reader's largest object (one answer): it allocates a buffer of this size per thread, so a
+# file of many answers (NDJSON) must not make it the file's size. A larger answer is refused.
+MAX_ANSWER_BYTES = 1 << 30
 # ``[time, "value"]`` pairs read as two strings: cheaper than JSON values, and a number reads as
 # its text.
 _SERIES = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" VARCHAR[][])'
 _COLUMNS = f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_SERIES}[])'}}"
-# The survey keeps each series' points as JSON text: the reader copies it but builds no lists,
-# and the first and last times are read off its two ends.
-_LABELS = 'STRUCT(metric MAP(VARCHAR, VARCHAR), "values" JSON)'
-_LABEL_COLUMNS = (
-    f"{{'status': 'VARCHAR', 'data': 'STRUCT(resultType VARCHAR, result {_LABELS}[])'}}"
-)
-_FIRST_TIME = r"""'^\s*\[\s*\[\s*"?(-?[0-9.eE+]+)'"""
-_LAST_TIME = r"""'\[\s*"?(-?[0-9.eE+]+)"?\s*,\s*"[^"]*"\s*\]\s*\]\s*$'"""
-
-
-def _dense_enough_sql(step_s: int) -> str:
-    """A series holds at most one point per step between its ends (Prometheus writes one per
-    step and leaves out the steps with no data): more points than that means a time repeats.
-    Checked from the two ends, not point by point (a count of distinct times costs as much as
-    the read); a repeat inside a series that also has gaps is not caught this way, and no
-    Prometheus writes either."""
-    return (
-        "len(vs) - 1 <= (TRY_CAST(vs[-1][1] AS DOUBLE) - TRY_CAST(vs[1][1] AS DOUBLE)) / "
-        + literal(step_s)
-    )
-
-
 # Starts the message of every error the checks raise (seen only if the Python reader, which
 # then reads the files to name the fault, were to accept what DuckDB refused).
 REFUSED = "gpuyield: refused"
 # What the checks raise (``error()``) or a cast of a malformed point raises: read the files in
 # Python, which names what is wrong. Any other error (memory, disk) is the error to report.
 CHECK_ERRORS = (duckdb.InvalidInputException, duckdb.ConversionException)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FileSurvey:
-    """What the labels of one file say, before its points are read."""
-
-    nodes: frozenset[str]
-    """Nodes of the series gpuyield reads (known metrics)."""
-    roles: frozenset[str]
-    """Roles (``Role`` values) of those series."""
-    overlapping_series: bool
-    """Two series of one node, GPU and role cover some time in common (two exporters scraping
-    one GPU). Series that follow each other (the job label changed) do not."""
-
-    def loads_without_pivot(self) -> bool:
-        """One metric, no overlapping series: every point is already one GPU sample. (The
-        job-id metric alone measures nothing: it goes through the pivot with the rest.)"""
-        return (
-            len(self.roles) == 1
-            and Role.JOB.value not in self.roles
-            and not self.overlapping_series
-        )
-
-
-def survey(paths: list[Path], names: MetricNames) -> dict[str, FileSurvey] | None:
-    """Per file (by ``source_name``), what its labels say; None when DuckDB cannot read every
-    file as a Prometheus response (the Python reader then says why).
-
-    On a connection of its own: a reader error must not abort the store's transaction.
-    """
-    con = duckdb.connect()
-    try:
-        store.limit_memory(con)
-        con.execute("SET enable_progress_bar = false")  # the CLI shows its own progress
-        register_roles(con, names)
-        rows = con.execute(_survey_sql(paths, names)).fetchall()
-    except duckdb.Error:
-        return None
-    finally:
-        con.close()
-    if len(rows) != len(paths):
-        return None
-    return {
-        str(source): FileSurvey(
-            nodes=frozenset(n for n in nodes or () if n is not None),
-            roles=frozenset(r for r in roles or () if r is not None),
-            overlapping_series=bool(overlapping),
-        )
-        for source, nodes, roles, overlapping in rows
-    }
 
 
 def register_roles(con: duckdb.DuckDBPyConnection, names: MetricNames) -> None:
@@ -124,133 +49,119 @@ def register_roles(con: duckdb.DuckDBPyConnection, names: MetricNames) -> None:
     con.register("gy_metric_roles", roles)
 
 
-def register_ingest_ids(con: duckdb.DuckDBPyConnection, ingest_ids: dict[str, int]) -> None:
-    """The file -> ingest id table ``points_sql`` joins (``gy_ingest_ids``), once per file."""
-    ids = pa.table({"source": list(ingest_ids), "ingest_id": list(ingest_ids.values())})
-    con.register("gy_ingest_ids", ids)
+def stage_sql(paths: list[Path], names: MetricNames) -> str:
+    """The staged series of the files (``SERIES_SCHEMA`` and ``ingest_id``), checked as they
+    are read: anything ``promjson`` would refuse raises. ``gy_sources`` (``source, ingest_id,
+    metric``) gives each file's ingest id, and the metric of its series that name none (a
+    server's ``last_over_time`` answers).
 
-
-def _survey_sql(paths: list[Path], names: MetricNames) -> str:
-    """Per file: its nodes, its roles, and whether two series of one GPU and role overlap in
-    time (Prometheus returns each series' points in time order: its ends give its span; an end
-    that cannot be read counts as overlapping). A file with no series still gives a (null) row,
-    so every file is accounted for."""
-    node_sql, gpu_sql, _ = _labels(names)
-    return f"""
-        WITH doc AS (
-            SELECT filename AS source,
-                   unnest(CASE WHEN len(data.result) > 0 THEN data.result
-                               ELSE [NULL::{_LABELS}] END) AS s
-            FROM {_reader_sql(paths, _LABEL_COLUMNS)}
-        ), series AS (
-            SELECT source, r.role, {node_sql} AS node, {gpu_sql} AS gpu,
-                   TRY_CAST(regexp_extract(left(s."values"::VARCHAR, 64), {_FIRST_TIME}, 1)
-                            AS DOUBLE) AS first_t,
-                   TRY_CAST(regexp_extract(right(s."values"::VARCHAR, 256), {_LAST_TIME}, 1)
-                            AS DOUBLE) AS last_t
-            FROM doc LEFT JOIN gy_metric_roles r ON r.name = s.metric['__name__']
-        ), spans AS (
-            SELECT *, max(last_t) OVER (
-                PARTITION BY source, node, gpu, role ORDER BY first_t
-                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_t
-            FROM series
-        )
-        SELECT source,
-               list(DISTINCT node) FILTER (WHERE role IS NOT NULL),
-               list(DISTINCT role) FILTER (WHERE role IS NOT NULL),
-               coalesce(bool_or(first_t IS NULL OR last_t IS NULL OR before_t >= first_t)
-                        FILTER (WHERE role IS NOT NULL), false)
-        FROM spans GROUP BY source
+    Each series' points become two lists of numbers (a pair that is not two items reads as
+    null); the checks are on the lists as a whole (no null, least and greatest, times whole),
+    which costs a fraction of a check per point.
     """
-
-
-def points_sql(
-    paths: list[Path], names: MetricNames, *, pivot: bool = True, step_s: int = 60
-) -> str:
-    """Every point of the files as ``promjson.RAW_SCHEMA`` rows plus ``ingest_id`` (from
-    ``gy_ingest_ids``), checked as they are read: anything ``promjson`` would refuse raises.
-    Without the ``pivot`` (which keeps one sample per GPU and time) a series with more points
-    than ``step_s`` steps between its ends raises too (a time repeats: the Python reader then
-    merges the repeats)."""
-    dense_sql = "true" if pivot else f"(len(vs) <= 1 OR {_dense_enough_sql(step_s)})"
-    node_sql, gpu_sql, job_sql = _labels(names)
-    job_role = literal(Role.JOB.value)
-    ok_point_sql = (
-        "len(v) = 2 AND t IS NOT NULL AND isfinite(t) AND t = floor(t) "
-        "AND raw IS NOT NULL AND (isnan(raw) OR (raw >= 0 AND isfinite(raw)))"
-    )
+    job_sql = literal(Role.JOB.value)
     return f"""
         WITH doc AS (
-            SELECT i.ingest_id,
+            SELECT filename, f.ingest_id, f.metric AS default_metric,
                    CASE WHEN coalesce(status = 'success' AND data.resultType = 'matrix'
                                       AND data.result IS NOT NULL, false)
                         THEN data.result
-                        ELSE error({literal(REFUSED + ": not a successful matrix")}) END AS result
-            FROM {_reader_sql(paths, _COLUMNS)} JOIN gy_ingest_ids i ON i.source = filename
+                        ELSE {_refused_sql("not a successful matrix")} END AS result
+            FROM {_reader_sql(paths)} JOIN gy_sources f ON f.source = filename
         ), series AS (
-            SELECT ingest_id, unnest(result) AS s FROM doc
+            SELECT filename, ingest_id, default_metric, unnest(result) AS s,
+                   'data.result[' || (generate_subscripts(result, 1) - 1) || ']' AS field
+            FROM doc
         ), known AS (
-            SELECT ingest_id, r.role, r.scale, {node_sql} AS node, {gpu_sql} AS gpu,
-                   {job_sql} AS label_job,
-                   s."values" AS vs
-            FROM series JOIN gy_metric_roles r ON r.name = s.metric['__name__']
-        ), checked AS (
-            SELECT ingest_id, role, scale, label_job,
-                   CASE WHEN node IS NOT NULL AND gpu IS NOT NULL AND vs IS NOT NULL
-                             AND {dense_sql} THEN node
-                        ELSE error({literal(REFUSED + ": a series without labels or values")})
-                   END AS node, gpu, vs
-            FROM known
-        ), pts AS (
-            SELECT ingest_id, role, scale, node, gpu, label_job, unnest(vs) AS v FROM checked
+            SELECT filename, ingest_id, field, r.role, r.scale, {_node_sql(names)} AS node,
+                   {_gpu_text_sql(names)} AS gpu_text, {_job_label_sql(names)} AS label,
+                   CASE WHEN s.metric IS NOT NULL THEN s."values"
+                        ELSE {_refused_sql("a series without a metric")} END AS vs
+            FROM series LEFT JOIN gy_metric_roles r
+              ON r.name = coalesce(s.metric['__name__'], default_metric)
         ), typed AS (
-            SELECT *, TRY_CAST(v[1] AS DOUBLE) AS t, TRY_CAST(v[2] AS DOUBLE) AS raw FROM pts
+            SELECT * EXCLUDE (vs), vs IS NOT NULL AS has_values,
+                   list_transform(vs, lambda p: CASE WHEN len(p) = 2
+                                                     THEN TRY_CAST(p[1] AS DOUBLE) END) AS tl,
+                   list_transform(vs, lambda p: CASE WHEN len(p) = 2
+                                                     THEN TRY_CAST(p[2] AS DOUBLE) END) AS rl
+            FROM known WHERE role IS NOT NULL
         )
-        SELECT role, node, gpu,
-               CASE WHEN role = {job_role}
-                    THEN CASE WHEN raw > 0 THEN CAST(CAST(raw AS BIGINT) AS VARCHAR) END
-                    ELSE label_job END AS job_id,
-               CASE WHEN {ok_point_sql} THEN CAST(t AS BIGINT)
-                    ELSE error({literal(REFUSED + ": a malformed point")}) END AS t_s,
-               CASE WHEN role = {job_role} THEN CAST('NaN' AS DOUBLE) ELSE raw * scale END AS value,
-               ingest_id
+        SELECT filename AS source, field, role,
+               CASE WHEN {_OK_SERIES} THEN node
+                    ELSE {_refused_sql("a series without node, GPU or values")} END AS node,
+               TRY_CAST(gpu_text AS BIGINT) AS gpu,
+               CASE WHEN role = {job_sql} THEN NULL ELSE label END AS job_label,
+               CASE WHEN {_OK_TIMES} THEN CAST(tl AS BIGINT[])
+                    ELSE {_refused_sql("a malformed time")} END AS ts,
+               CASE WHEN NOT ({_OK_VALUES}) THEN {_refused_sql("a malformed value")}
+                    WHEN role = {job_sql} AND NOT ({_OK_JOB_IDS})
+                        THEN {_refused_sql("a malformed job id")}
+                    WHEN role = {job_sql} OR scale = 1 THEN rl
+                    ELSE list_transform(rl, lambda x: x * scale) END AS vs,
+               NULL::BIGINT AS step_s, ingest_id
         FROM typed
-        -- A NaN is no measurement (the interval stays unmeasured); a null (unreadable) point
-        -- must reach the check above, not be filtered out before it.
-        WHERE NOT coalesce(isnan(raw), false) OR role = {job_role}
     """
 
 
-def _labels(names: MetricNames) -> tuple[str, str, str]:
-    """SQL for a series' node (Slurm's short name), GPU index and job label, from ``s.metric``."""
+# The checks on a series, its times, its values and its job ids (``typed``'s columns).
+_OK_SERIES = f"""node IS NOT NULL AND has_values
+    AND coalesce(regexp_full_match(gpu_text, '[0-9]{{1,3}}'), false)
+    AND TRY_CAST(gpu_text AS BIGINT) <= {MAX_GPU_INDEX}"""
+_OK_TIMES = f"""list_count(tl) = len(tl) AND coalesce(list_min(tl) >= 0, true)
+    AND coalesce(list_max(tl) <= {MAX_TIME_S}, true)
+    AND tl = CAST(CAST(tl AS BIGINT[]) AS DOUBLE[])"""
+_OK_VALUES = """list_count(rl) = len(rl) AND coalesce(list_min(rl) >= 0, true)
+    AND NOT list_contains(rl, 'inf'::DOUBLE)"""
+_OK_JOB_IDS = f"""list_bool_and(list_transform(rl,
+    lambda x: isnan(x) OR (x = floor(x) AND x < {MAX_JOB_ID})))"""
 
-    def first_sql(labels: tuple[str, ...]) -> str:
-        return "coalesce(" + ", ".join(f"nullif(s.metric[{literal(k)}], '')" for k in labels) + ")"
 
-    host_sql = first_sql(names.node_labels)
-    no_port_sql = f"regexp_replace({host_sql}, '^([^:]*):[0-9]+$', '\\1')"
-    node_sql = (
+def _refused_sql(why: str) -> str:
+    """An error that sends the files to the Python reader (which names the fault)."""
+    return f"error({literal(REFUSED + ': ' + why)})"
+
+
+def _first_sql(labels: tuple[str, ...]) -> str:
+    """The first of the labels that is present and not empty, of a series ``s``."""
+    return "coalesce(" + ", ".join(f"nullif(s.metric[{literal(k)}], '')" for k in labels) + ")"
+
+
+def _node_sql(names: MetricNames) -> str:
+    """A series' node (Slurm's short name): no ``:port``, no domain; an address keeps its dots."""
+    no_port_sql = f"regexp_replace({_first_sql(names.node_labels)}, '^([^:]*):[0-9]+$', '\\1')"
+    return (
         f"CASE WHEN regexp_matches({no_port_sql}, '^[0-9.]+$') THEN {no_port_sql} "
         f"ELSE split_part({no_port_sql}, '.', 1) END"
     )
-    gpu_sql = f"TRY_CAST({first_sql(names.gpu_labels)} AS BIGINT)"
-    return node_sql, gpu_sql, first_sql(names.job_labels)
 
 
-def _reader_sql(paths: list[Path], columns_sql: str) -> str:
+def _gpu_text_sql(names: MetricNames) -> str:
+    """A series' GPU index label as given: the first present, even empty (the Python reader
+    takes it so, then refuses it)."""
+    return "coalesce(" + ", ".join(f"s.metric[{literal(k)}]" for k in names.gpu_labels) + ")"
+
+
+def _job_label_sql(names: MetricNames) -> str:
+    return _first_sql(names.job_labels)
+
+
+def _reader_sql(paths: list[Path]) -> str:
     files_sql = "[" + ", ".join(literal(str(p)) for p in paths) + "]"
     size = max(_object_size(p) for p in paths)
+    # ``unstructured``: one JSON value after another, as the Python reader reads them.
     return (
-        f"read_json({files_sql}, columns={columns_sql}, "
-        f"maximum_object_size={literal(size)}, filename=true)"
+        f"read_json({files_sql}, columns={_COLUMNS}, maximum_object_size={literal(size)}, "
+        "filename=true, format='unstructured', compression='none')"
     )
+
+
+def _object_size(path: Path) -> int:
+    """The file's size, at most ``MAX_ANSWER_BYTES``: the reader allocates a buffer of the
+    maximum object size per thread."""
+    return min(MAX_ANSWER_BYTES, max(1 << 24, path.stat().st_size + 1))
 
 
 def source_name(path: Path) -> str:
     """The file name as the reader's ``filename`` column gives it (the path as passed)."""
     return str(path)
-
-
-def _object_size(path: Path) -> int:
-    """The file's size: the reader allocates a buffer of the maximum object size per thread."""
-    return min(_MAX_OBJECT_BYTES, max(1 << 24, path.stat().st_size + 1))

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 import pyarrow as pa
 
+from gpuyield.attribution import MAX_GPU_INDEX
 from gpuyield.errors import ParseError
 
 
@@ -56,17 +58,30 @@ class MetricNames:
     """Labels naming the Slurm job that held the GPU, where the exporter maps GPUs to jobs."""
 
 
-# Columns of the raw samples: one row per series point, before metrics are pivoted per GPU.
-RAW_SCHEMA = pa.schema(
+# The staged series, one row per series of a known metric: what both readers (this module's and
+# DuckDB's, duckjson.py) produce, so everything after the read is one code path. ``field`` says
+# where the series is in its source (for errors: ``data.result[3]``, ``line 7``). ``ts`` holds the
+# point times in the order given, ``vs`` the values scaled to 0..1 (NaN: no measurement at that
+# time; a job-id series keeps the id). ``step_s``: the interval each point covers when the source
+# knows it (a run's average), else null (read from the spacing of the points).
+SERIES_SCHEMA = pa.schema(
     [
+        ("source", pa.string()),
+        ("field", pa.string()),
         ("role", pa.string()),
         ("node", pa.string()),
         ("gpu", pa.int64()),
-        ("job_id", pa.string()),
-        ("t_s", pa.int64()),
-        ("value", pa.float64()),
+        ("job_label", pa.string()),
+        ("ts", pa.list_(pa.int64())),
+        ("vs", pa.list_(pa.float64())),
+        ("step_s", pa.int64()),
     ]
 )
+#: Sample times are epoch seconds in [0, MAX_TIME_S] (about the year 3000): anything else is a
+#: unit mistake (milliseconds) or garbage, and would overflow the store's integers.
+MAX_TIME_S = 1 << 35
+#: A job id (jobstats' ``nvidia_gpu_jobId`` gauge) is a whole number below this.
+MAX_JOB_ID = 1 << 53
 
 
 def node_name(raw: str) -> str:
@@ -74,32 +89,51 @@ def node_name(raw: str) -> str:
 
     An IP address keeps its dots (Slurm nodes are rarely named by address, but then they are).
     """
-    host = raw.rsplit(":", 1)[0] if raw.count(":") == 1 else raw
-    if host.replace(".", "").isdigit():
+    host = raw.rsplit(":", 1)[0] if re.fullmatch(r"[^:]*:[0-9]+", raw) else raw
+    if re.fullmatch(r"[0-9.]+", host):
         return host
     return host.split(".", 1)[0]
 
 
-def parse_response(path: Path, names: MetricNames) -> pa.Table:
-    """The samples of one saved ``query_range`` (or matrix ``query``) response."""
+def parse_response(path: Path, names: MetricNames, *, metric: str | None = None) -> pa.Table:
+    """The series (``SERIES_SCHEMA``) of a saved ``query_range`` (or matrix ``query``) response,
+    or of several written one after the other (one per line, as NDJSON); ``metric`` names the
+    series that carry no ``__name__``."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        documents = _documents(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise ParseError(
             f"not a Prometheus JSON response: {error}",
             path=path,
             hint="save exactly what `curl '.../api/v1/query_range?query=...'` prints",
         ) from None
-    return samples_of(document, names, source=str(path))
+    tables = [series_of(d, names, source=str(path), metric=metric) for d in documents]
+    return pa.concat_tables(tables) if tables else SERIES_SCHEMA.empty_table()
 
 
-def samples_of(
+def _documents(text: str) -> list[object]:
+    """The JSON values of ``text``, one after the other (DuckDB's ``format='unstructured'``)."""
+    decoder = json.JSONDecoder()
+    documents, at = [], 0
+    while True:
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        if at == len(text):
+            break
+        document, at = decoder.raw_decode(text, at)
+        documents.append(document)
+    if not documents:
+        raise json.JSONDecodeError("no JSON document", text, 0)
+    return documents
+
+
+def series_of(
     document: object, names: MetricNames, *, source: str, metric: str | None = None
 ) -> pa.Table:
-    """The samples of a parsed response; ``source`` names it in errors, ``metric`` is the name of
+    """The series of a parsed response; ``source`` names it in errors, ``metric`` is the name of
     series without one (PromQL functions such as ``last_over_time`` drop ``__name__``)."""
     result = _matrix(document, source)
-    columns: dict[str, list[object]] = {name: [] for name in RAW_SCHEMA.names}
+    columns: dict[str, list[object]] = {name: [] for name in SERIES_SCHEMA.names}
     for index, series in enumerate(result):
         where = f"data.result[{index}]"
         if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
@@ -110,20 +144,21 @@ def samples_of(
             continue  # another metric in the same response: not ours to read
         role, scale = known
         node, gpu, job = _identity(labels, names, source, where)
-        for t_s, value in _points(series, source, where):
-            if role is Role.JOB:
-                job_value: str | None = None if value <= 0 else f"{value:.0f}"
-                columns["job_id"].append(job_value)
-                value = math.nan
-            else:
-                columns["job_id"].append(job)
-                value *= scale
-            columns["role"].append(role.value)
-            columns["node"].append(node)
-            columns["gpu"].append(gpu)
-            columns["t_s"].append(t_s)
-            columns["value"].append(value)
-    return pa.table(columns, schema=RAW_SCHEMA)
+        points = _points(series, source, where, job_ids=role is Role.JOB)
+        row = {
+            "source": source,
+            "field": where,
+            "role": role.value,
+            "node": node,
+            "gpu": gpu,
+            "job_label": None if role is Role.JOB else job,
+            "ts": [t for t, _ in points],
+            "vs": [v if role is Role.JOB else v * scale for _, v in points],
+            "step_s": None,
+        }
+        for name, value in row.items():
+            columns[name].append(value)
+    return pa.table(columns, schema=SERIES_SCHEMA)
 
 
 def _matrix(document: object, source: str) -> list[object]:
@@ -136,9 +171,14 @@ def _matrix(document: object, source: str) -> list[object]:
             field="status",
             hint="save the response of /api/v1/query_range (status success, resultType matrix)",
         )
-    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+    if (
+        not isinstance(data, dict)
+        or data.get("resultType") != "matrix"
+        or not isinstance(data.get("result"), list)
+    ):
+        kind = data.get("resultType") if isinstance(data, dict) else None
         raise ParseError(
-            f"resultType {data.get('resultType')!r}, not a matrix",
+            f"resultType {kind!r}, not a matrix",
             path=source,
             field="data.resultType",
             hint="use query_range (or a range selector): an instant vector has no history",
@@ -158,53 +198,73 @@ def _identity(
             hint="name the exporter's host label with --node-label",
         )
     gpu_text = next((str(labels[k]) for k in names.gpu_labels if k in labels), None)
-    try:
-        gpu = int(gpu_text) if gpu_text is not None else None
-    except ValueError:
-        gpu = None
-    if gpu is None:
+    if gpu_text is None:
         raise ParseError(
-            f"GPU index {gpu_text!r} is not a number"
-            if gpu_text is not None
-            else f"a series with none of the GPU labels {', '.join(names.gpu_labels)}",
+            f"a series with none of the GPU labels {', '.join(names.gpu_labels)}",
             path=source,
             field=f"{where}.metric",
             hint="name the exporter's GPU index label with --gpu-label",
         )
+    # Digits only, as DuckDB's reader checks them: "-1", "3.0" or " 3" are not a GPU's index.
+    if not (gpu_text.isascii() and gpu_text.isdigit()) or int(gpu_text) > MAX_GPU_INDEX:
+        raise ParseError(
+            f"GPU index {gpu_text!r} of node {node_name(node)} is not a GPU of a node "
+            f"(0 to {MAX_GPU_INDEX})",
+            path=source,
+            field=f"{where}.metric",
+            hint="name the exporter's GPU index label with --gpu-label (gpu or minor_number)",
+        )
     job = next((str(labels[k]) for k in names.job_labels if labels.get(k)), None)
-    return node_name(node), gpu, job
+    return node_name(node), int(gpu_text), job
 
 
-def _points(series: dict[str, object], source: str, where: str) -> list[tuple[int, float]]:
+def _points(
+    series: dict[str, object], source: str, where: str, *, job_ids: bool
+) -> list[tuple[int, float]]:
+    """The series' ``[time, "value"]`` pairs, in the order given; NaN values are kept (no
+    measurement at that time: the next point covers only the time since it)."""
     values = series.get("values")
     if not isinstance(values, list):
         raise ParseError("a series without values", path=source, field=f"{where}.values")
     points: list[tuple[int, float]] = []
     for j, pair in enumerate(values):
-        try:
-            t, text = pair
-            value = float(text)
-            t_s = float(t)
-        except (TypeError, ValueError):
+        field = f"{where}.values[{j}]"
+        t_s, value = _pair(pair, source, field)
+        if not (0 <= t_s <= MAX_TIME_S):
             raise ParseError(
-                f'not a [time, "value"] pair: {pair!r}',
+                f"time {t_s} is not a time in epoch seconds",
                 path=source,
-                field=f"{where}.values[{j}]",
-            ) from None
-        if not math.isfinite(t_s) or t_s != int(t_s):
-            raise ParseError(
-                f"time {t} is not a whole second",
-                path=source,
-                field=f"{where}.values[{j}]",
-                hint="query with a whole-second start and step",
+                field=field,
+                hint="query_range answers in epoch seconds; was this file converted?",
             )
-        if math.isnan(value):
-            continue  # no measurement at this step: the interval stays unmeasured
+        if job_ids and not math.isnan(value) and (value != int(value) or value >= MAX_JOB_ID):
+            raise ParseError(f"job id {value!r} is not a job id", path=source, field=field)
         if value < 0 or math.isinf(value):
-            raise ParseError(
-                f"value {text!r} is not a utilization",
-                path=source,
-                field=f"{where}.values[{j}]",
-            )
-        points.append((int(t_s), value))
+            raise ParseError(f"value {value!r} is not a utilization", path=source, field=field)
+        points.append((t_s, value))
     return points
+
+
+def _pair(pair: object, source: str, field: str) -> tuple[int, float]:
+    """A ``[time, "value"]`` pair as DuckDB's reader reads it: a number or its text (JSON's
+    ``true`` is not one, though Python's ``float`` takes it)."""
+    try:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError
+        t, text = pair[0], pair[1]
+        if isinstance(t, bool) or isinstance(text, bool):
+            raise ValueError
+        value = float(text)
+        t_s = float(t)
+    except (TypeError, ValueError):
+        raise ParseError(
+            f'not a [time, "value"] pair: {pair!r}', path=source, field=field
+        ) from None
+    if not math.isfinite(t_s) or t_s != int(t_s):
+        raise ParseError(
+            f"time {t_s} is not a whole second",
+            path=source,
+            field=field,
+            hint="query with a whole-second start and step",
+        )
+    return int(t_s), value

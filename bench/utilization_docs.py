@@ -1,0 +1,121 @@
+"""The utilization benchmark's figures as docs/benchmarks.md shows them, and where an ingest's
+time goes (each SQL statement of one ingest, timed in-process).
+
+The page's table is written from the benchmark's output (``write_docs``), between the markers
+``<!-- bench:utilization:begin -->`` and ``<!-- bench:utilization:end -->``, never typed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+BEGIN = "<!-- bench:utilization:begin -->"
+END = "<!-- bench:utilization:end -->"
+
+# Statements of an ingest by what they do (the first that matches names a statement).
+PHASES = (
+    ("INSERT INTO gy_series", "read the JSON (DuckDB's reader, checked per series)"),
+    ("CREATE OR REPLACE TEMP TABLE gy_info", "series' order, ends and spacing"),
+    ("INSERT INTO gpu_series", "write the samples as series"),
+    ("INSERT INTO sample_groups", "attribute and group the samples"),
+    ("COMMIT", "commit (write the store)"),
+    ("SELECT ingest_id, count(*) FROM gpu_samples", "count what was stored"),
+)
+
+_PROFILE = r"""
+import json, sys, time
+from pathlib import Path
+from gpuyield import store
+from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
+from gpuyield.ingest.utilization import ingest_utilization
+
+class Timed:
+    def __init__(self, con):
+        self.con, self.log = con, []
+    def execute(self, sql, *args, **kwargs):
+        began = time.perf_counter()
+        result = self.con.execute(sql, *args, **kwargs)
+        self.log.append((" ".join(sql.split()), time.perf_counter() - began))
+        return result
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+data = Path(sys.argv[1])
+db = data / "breakdown.duckdb"
+for stale in (db, db.with_name(db.name + ".wal")):
+    stale.unlink(missing_ok=True)
+ingest_slurm(db, SlurmInputs.from_dir(data))
+con = store.connect(db)
+timed = Timed(con)
+began = time.perf_counter()
+ingest_utilization(None, prom_json=sorted(data.glob("dcgm-*.json")), con=timed)
+total = time.perf_counter() - began
+con.close()
+print(json.dumps({"total_s": total, "statements": timed.log}))
+"""
+
+
+def breakdown(num_gpus: int) -> dict[str, Any]:
+    """Each statement of one ``ingest utilization`` of the size's data set, timed, by phase."""
+    from bench.utilization import OUT, generate
+
+    data, _ = generate(num_gpus, OUT)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROFILE, str(data)], capture_output=True, text=True, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    phases: dict[str, float] = {}
+    for sql, seconds in found["statements"]:
+        name = next((label for prefix, label in PHASES if sql.startswith(prefix)), "the rest")
+        phases[name] = phases.get(name, 0.0) + seconds
+    phases["the rest"] = phases.get("the rest", 0.0) + found["total_s"] - sum(phases.values())
+    return {"total_s": round(found["total_s"], 2), "phases_s": _rounded(phases)}
+
+
+def _rounded(values: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 2) for k, v in sorted(values.items(), key=lambda kv: -kv[1])}
+
+
+def markdown(figures: dict[str, Any]) -> str:
+    """The section's text: the machine, a row per size, and the breakdowns when measured."""
+    m = figures["machine"]
+    lines = [
+        f"Measured {m['when']} on {m['cpus']} cores (load average {m['load_avg_1m']} at the "
+        f"start; DuckDB {m['duckdb']}), by `python -m bench.utilization`; each step a fresh "
+        "process, medians of the rounds; ratios against the bare read of the same round set.",
+        "",
+        "| GPUs | samples | JSON | bare read | ingest utilization | report | ingest + report "
+        "| ratio | peak RSS | target (3x, 4 GB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for size in figures["sizes"]:
+        wall = size["median_wall_s"]
+        lines.append(
+            f"| {size['gpus']:,} | {size['samples'] / 1e6:.1f}M | {size['sample_mb']:,.0f} MB "
+            f"| {wall['bare_read']:.1f} s | {wall['ingest_utilization']:.1f} s "
+            f"({size['ingest_ratio']:.1f}x) | {wall['report']:.1f} s ({size['report_ratio']:.1f}x) "
+            f"| {size['ingest_and_report_s']:.1f} s | **{size['ratio_to_bare_read']:.2f}x** "
+            f"| {size['peak_rss_mb'] / 1024:.1f} GB | {'met' if size['meets_target'] else 'not met'} |"
+        )
+    for size in figures["sizes"]:
+        if "breakdown" in size:
+            total = size["breakdown"]["total_s"]
+            title = f"Where one ingest's time went at {size['gpus']:,} GPUs ({total:.1f} s):"
+            lines += ["", title, ""]
+            lines += ["| phase | seconds |", "|---|---:|"]
+            lines += [f"| {k} | {v:.1f} |" for k, v in size["breakdown"]["phases_s"].items()]
+    return "\n".join(lines)
+
+
+def write_docs(page: Path, figures: dict[str, Any]) -> None:
+    """Replace the page's utilization section (between the markers) with ``markdown``."""
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{page} has no {BEGIN} ... {END} section to write")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(f"{head}{BEGIN}\n{markdown(figures)}\n{END}{tail}")
