@@ -68,6 +68,8 @@ def moved_ids(column: str, index: int) -> str | None:
         return f"ingest_id + {index * layout.INGEST_ID_STRIDE}"
     if column == "job_key":
         return f"job_key + {index * layout.JOB_KEY_STRIDE}"
+    if column == "job_ref":  # the utilization attribution's job runs: a sequence per store
+        return f"job_ref + {index * layout.JOB_KEY_STRIDE}"
     return None
 
 
