@@ -101,8 +101,10 @@ def test_a_new_ingest_rewrites_only_the_partitions_it_changed(
     (second,) = read_manifests(lake)
     new = {f.path for f in second.files} - {f.path for f in first.files}
     tables = {f.table for f in second.files if f.path in new}
-    # The samples, and the ingests table that names their file; no job or event rewritten.
-    assert tables == {"gpu_samples", "ingests"}
+    # The samples, the ingests table that names their file and the attribution the ingest
+    # updated in place (compared whole: its rows name no ingest); no job or event rewritten.
+    assert {"gpu_series", "ingests", "sample_groups"} <= tables
+    assert not tables & {"jobs", "job_nodes", "node_events", "nodes"}
     assert second.generation == first.generation + 1
     assert set(second.retired) <= {f.path for f in first.files}
     # A retired file stays for readers of the previous manifest until the next sync.

@@ -183,7 +183,10 @@ def _fingerprints(
     for table in layout.store_tables():
         columns = _columns(con, table)
         rows = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
-        incremental = watermark > 0 and rows > layout.INCREMENTAL_FROM_ROWS
+        # Only a table whose rows name the ingest that wrote them can be compared by ingest; one
+        # kept up to date in place (the utilization attribution's) is compared whole.
+        knows_ingest = "ingest_id" in columns or table == "job_nodes"
+        incremental = watermark > 0 and rows > layout.INCREMENTAL_FROM_ROWS and knows_ingest
         if not incremental:
             whole.add(table)
         query = _fingerprint_sql(table, columns, watermark if incremental else None)
