@@ -26,6 +26,7 @@ BENCHES = (
     "ft",
     "utilization",
     "report_html",
+    "lake",
     "weights",
     "whatif",
 )

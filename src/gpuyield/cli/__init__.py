@@ -17,6 +17,7 @@ from gpuyield.cli import (
     estimate,
     idle_now,
     ingest,
+    lake,
     plan,
     report,
     serve,
@@ -53,6 +54,7 @@ report_app.command(name="ft-loss")(train.ft_loss_command)
 
 app.add_typer(ingest.app, name="ingest")
 app.add_typer(report_app, name="report")
+app.add_typer(lake.app, name="lake")
 app.add_typer(estimate.app, name="estimate")
 app.add_typer(simulate.app, name="simulate")
 app.add_typer(divergence.app, name="divergence")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, print_json, shown
+from gpuyield.cli._common import console, errors_mapped, shown
 from gpuyield.cli._grammar import (
     DEFAULT_DB,
     DEFAULT_ZONE,
@@ -19,6 +19,7 @@ from gpuyield.cli._grammar import (
     size_option,
     zone_option,
 )
+from gpuyield.cli.lake import SyncOption, print_json_with_sync, print_sync, sync_after
 
 
 def collect_command(
@@ -76,6 +77,7 @@ def collect_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
     ] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Run sacct, sacctmgr and scontrol since the last collection and ingest them in one transaction (for cron)."""
     from gpuyield.cli._progress import RichProgress
@@ -97,8 +99,9 @@ def collect_command(
                 progress=progress,
                 max_output_bytes=max_output,
             )
+    synced = sync_after(db, lake)
     if as_json:
-        print_json(outcome.to_dict())
+        print_json_with_sync(outcome.to_dict(), synced)
         return
     if quiet:
         return
@@ -121,3 +124,5 @@ def collect_command(
     )
     for warning in outcome.ingest.warnings:
         console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)
+    if synced is not None:
+        print_sync(synced)

@@ -21,6 +21,7 @@ from gpuyield.cli._grammar import (
     usage_error,
     zone_option,
 )
+from gpuyield.cli.lake import SyncOption, print_json_with_sync, print_sync, sync_after
 
 app = typer.Typer(
     help="Read scheduler accounting, node events, inventory, manifests and telemetry.",
@@ -120,6 +121,7 @@ def slurm_command(
             "not be later than it. Default: this machine's clock.",
         ),
     ] = None,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
@@ -157,11 +159,14 @@ def slurm_command(
                 cluster=cluster,
                 progress=progress,
             )
+    synced = sync_after(db, lake)
     if as_json:
-        print_json(summary.to_dict())
+        print_json_with_sync(summary.to_dict(), synced)
         return
     if not quiet:
         _print_summary(summary)
+        if synced is not None:
+            print_sync(synced)
 
 
 def _print_summary(summary: Any) -> None:
@@ -203,14 +208,19 @@ def telemetry_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest run telemetry: measured lost progress, overhead, and divergence found in the loss curve."""
     from gpuyield.ingest.runlog import ingest_telemetry_files
 
     with errors_mapped():
         results = ingest_telemetry_files(db, run, files, fmt=fmt)
+    synced = sync_after(db, lake)
     if as_json:
+        # The list as before; what --lake wrote goes to stderr, not into the record.
         print_json([dataclasses.asdict(r) for r in results])
+        if synced is not None:
+            print_sync(synced, to_stderr=True)
         return
     for r in results:
         status = (
@@ -227,6 +237,8 @@ def telemetry_command(
             )
         )
         console.print(f"{shown(r.run)}: {shown(r.path)}: {status}", highlight=False)
+    if synced is not None:
+        print_sync(synced)
 
 
 @app.command("gres-conf")
@@ -308,6 +320,7 @@ def utilization_command(
     tz: ZoneOption = DEFAULT_ZONE,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest per-GPU activity, so allocated GPUs measured idle move to idle.allocated."""
     from gpuyield.ingest.utilization import (
@@ -345,9 +358,14 @@ def utilization_command(
             names=names,
             cluster=cluster,
         )
+    synced = sync_after(db, lake)
     if as_json:
         print_json([dataclasses.asdict(r) for r in results])
+        if synced is not None:
+            print_sync(synced, to_stderr=True)
         return
     for r in results:
         status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"
         console.print(f"{shown(r.path)}: {status}", highlight=False)
+    if synced is not None:
+        print_sync(synced)

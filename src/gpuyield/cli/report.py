@@ -38,6 +38,8 @@ from gpuyield.cli._weights import (
 )
 from gpuyield.errors import GpuyieldError
 
+# Library fields named by the flags that set them.
+_FLAGS = {"lake.engine": "--engine", "lake.spark_master": "--spark-master"}
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
     "or cluster (each cluster of the store as a report of its own)."
@@ -54,6 +56,27 @@ _TOP_HELP = (
 
 def report_command(
     db: Annotated[Path, db_option()] = DEFAULT_DB,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            "--lake",
+            help="Report on a lake (`gpuyield lake export`, `ingest --lake`) instead of a store.",
+        ),
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="With --lake: duckdb (in this process) or spark [default: duckdb].",
+        ),
+    ] = None,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-master",
+            help="With --engine spark: the master, spark://HOST:PORT [default: local[*]].",
+        ),
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
     top: Annotated[int | None, count_option("--top", help=_TOP_HELP, example="10")] = None,
     weight: Annotated[str, typer.Option("--weight", help=_WEIGHT_HELP)] = "gpu-seconds",
@@ -84,9 +107,12 @@ def report_command(
     wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
+    from gpuyield.report.source import describe
+
     check_flags(html=html, png=png, by=by, top=top)
     unit = _weight_unit(weight, html=html, as_json=as_json, by=by)
-    with errors_mapped():
+    with errors_mapped(_FLAGS):
+        source = report_source(db=db, lake=lake, engine=engine, spark_master=spark_master)
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
         if html is not None:
@@ -96,7 +122,7 @@ def report_command(
             # One bar per phase on stderr (nothing when it is not a terminal).
             with waiting_for_store(wait), RichProgress(counts=True) as progress:
                 written = write_html_report(
-                    db,
+                    source,
                     html,
                     since_s=since_s,
                     until_s=until_s,
@@ -107,11 +133,14 @@ def report_command(
             console.print(f"HTML report written to {shown(written)}", highlight=False)
             return
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
+        with (
+            waiting_for_store(wait),
+            err_console.status(f"computing the ledger of {shown(describe(source))}"),
+        ):
             from gpuyield.report.summary import build_report_with_breakdown
 
             result = build_report_with_breakdown(
-                db,
+                source,
                 since_s=since_s,
                 until_s=until_s,
                 by=by,
@@ -140,6 +169,37 @@ def _weight_unit(weight: str, *, html: Path | None, as_json: bool, by: str | Non
         return check_weight(weight, html=html, as_json=as_json, by=by)
     except GpuyieldError as error:
         usage_error(error.message, hint=error.hint)
+
+
+def report_source(
+    *, db: Path, lake: Path | None, engine: str | None, spark_master: str | None
+) -> Any:
+    """The store or the lake (with its engine) the flags name; flags that do not go together are
+    usage errors (exit 2)."""
+    from gpuyield.lake import LakeSource
+
+    if lake is None:
+        if engine is not None or spark_master is not None:
+            flag = "--engine" if engine is not None else "--spark-master"
+            usage_error(f"{flag} works only with --lake", hint="add --lake DIR, or drop it")
+        return db
+    if _given("db"):
+        usage_error("give --db or --lake, not both", hint="a report reads one of them")
+    if spark_master is not None and engine not in (None, "spark"):
+        usage_error("--spark-master works only with --engine spark", hint="add --engine spark")
+    chosen = "spark" if spark_master is not None and engine is None else engine or "duckdb"
+    return LakeSource(path=lake, engine=chosen, spark_master=spark_master)
+
+
+def _given(parameter: str) -> bool:
+    """Whether the command line set ``parameter`` (not its default)."""
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    context = get_current_context(silent=True)
+    return context is not None and (
+        context.get_parameter_source(parameter) is ParameterSource.COMMANDLINE
+    )
 
 
 def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:

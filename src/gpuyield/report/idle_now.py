@@ -189,7 +189,7 @@ def build_now(db: str | Path, *, window_s: int = NOW_WINDOW_S) -> NowReading:
         backend = backend_for(con)
         ledger = _now_ledger(backend, window_s)
         return NowReading(
-            report=report_from_ledger(ledger, con),
+            report=report_from_ledger(ledger, backend),
             idle=idle_now_of(ledger, backend, window_s=window_s, top=None),
         )
     finally:

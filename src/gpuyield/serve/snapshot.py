@@ -85,7 +85,7 @@ def build_snapshot(db: str | Path, *, top_accounts: int, with_page: bool = True)
     try:
         backend = backend_for(con)
         ledger = compute_ledger(backend, keep_segments=several_classes(backend))
-        report = report_from_ledger(ledger, con)
+        report = report_from_ledger(ledger, backend)
         accounts = breakdown(ledger, "account", top=top_accounts, backend=backend)
         weighted = weighted_accounts(ledger, report.fleet, top_accounts)
         as_of = ledger.window.as_of_s
