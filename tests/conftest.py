@@ -6,6 +6,7 @@ import difflib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -88,3 +89,33 @@ def slurm_local() -> Path:
     if not SLURM_LOCAL.is_dir():
         pytest.skip("shared/data/slurm-local is not next to the repo")
     return SLURM_LOCAL
+
+
+def _unavailable(reason: str) -> None:
+    # CI installs what the real components need: there a missing one is a failure, not a skip.
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark standalone master and worker on loopback, once per test session
+    (tests/spark_cluster.py); stopped at the end."""
+    from tests import spark_cluster
+
+    reason = spark_cluster.why_unavailable()
+    if reason is not None:
+        _unavailable(reason)
+    with spark_cluster.running_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def spark_session(spark_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The tests' Spark driver on ``spark_cluster`` (the ledger's Spark paths run on it)."""
+    from tests.spark_cluster import session_for
+
+    session = session_for(spark_cluster, tmp_path_factory.mktemp("spark-driver"))
+    yield session
+    session.stop()

@@ -75,4 +75,4 @@ def test_a_usage_error_is_one_plain_line_off_a_terminal(long_tmp: Path) -> None:
     # typer.core._main's rich_markup_mode chooses the box; a typer upgrade that moves it fails here.
     assert "╭" not in proc.stderr
     (line,) = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
-    assert "'--top'" in line and "integer" in line
+    assert "'--top'" in line and "not a whole number" in line

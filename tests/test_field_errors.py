@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from gpuyield.cli import app
 from gpuyield.cli._common import as_flag
-from gpuyield.cli._fields import FLAGS
+from gpuyield.cli._fields import FLAGS, Flag
 from gpuyield.errors import FieldError, GpuyieldError, InputError, ParseError, renamed
 from gpuyield.simulate.api import run_scenario
 from gpuyield.simulate.sweep import base_model, run_sweep
@@ -133,8 +133,9 @@ def test_every_flag_in_the_table_is_an_option() -> None:
             walk(sub)
 
     walk(typer.main.get_command(app))
-    # A flag with a key (``--remedy checkpoint=``) is its option's.
-    assert sorted({flag.split()[0] for flag in FLAGS.values()} - options) == []
+    # A flag with a key (``--remedy checkpoint=``) is its option's; a Flag carries a unit too.
+    names = {(f.name if isinstance(f, Flag) else f).split()[0] for f in FLAGS.values()}
+    assert sorted(names - options) == []
 
 
 def test_every_field_in_the_table_is_one_the_library_names() -> None:
@@ -190,9 +191,18 @@ def test_sweep_jobs_is_a_field() -> None:
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [
-        (["simulate", "run", "ledger-check", "--days", "0"], "--days must be > 0", "--days 7"),
+        (
+            ["simulate", "run", "ledger-check", "--duration", "0s"],
+            "--duration must be > 0",
+            "--duration 7d",
+        ),
+        (
+            ["simulate", "run", "ledger-check", "--days", "0"],
+            "--duration must be > 0",
+            "--duration 7d",
+        ),
         (["simulate", "run", "ledger-check", "--seed", "-1"], "--seed must be >= 0", "--seed 7"),
-        (["simulate", "sweep", "--days", "0"], "--days must be > 0", "--days 30"),
+        (["simulate", "sweep", "--duration", "0s"], "--duration must be > 0", "--duration 30d"),
         (["simulate", "sweep", "--seeds", "0"], "--seeds must be >= 1", "--seeds 3"),
         (["simulate", "sweep", "--jobs", "0"], "--jobs must be >= 1", "--jobs 1"),
     ],

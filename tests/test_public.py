@@ -101,11 +101,14 @@ def test_user_error_is_one_line_with_hint_and_exit_1(tmp_path: Path) -> None:
 # Every leaf command of the CLI and the public names that do its work: a new command without a
 # library entry point in `gpuyield.__all__` fails here (the CLI is a skin over the library).
 COMMAND_API = {
-    "report": ("build_report", "write_html_report"),
+    "report summary": ("build_report", "write_html_report", "LakeSource"),
+    "report idle-now": ("build_idle_now",),
+    "report ladder": ("build_ladder",),
+    "report ft-loss": ("ft_loss",),
     "serve": ("ServeSettings", "Listen"),
     "idle-now": ("build_idle_now",),
     "ladder": ("build_ladder",),
-    "preflight": ("preflight",),
+    "preflight": ("check_launch", "preflight"),
     "collect": ("collect",),
     "doctor": ("run_doctor",),
     "plan": ("PlanSpec", "plan"),
@@ -129,6 +132,9 @@ COMMAND_API = {
     "simulate validate": ("validate_cases",),
     "simulate sweep": ("SweepSpec", "run_sweep", "run_ladder_sweep"),
     "divergence scan": ("scan",),
+    "lake export": ("export_lake", "sync_store"),
+    "lake check": ("check_lake",),
+    "lake size": ("size_fleets",),
     # `gpuyield whatif` itself (a group that runs without a subcommand) calls run_whatif.
     "whatif fit": ("run_fit", "run_whatif"),
 }

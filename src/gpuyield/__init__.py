@@ -1,16 +1,15 @@
 """gpuyield: of every GPU-second a training cluster paid for, how much ended up in a released model?
 
-The public surface. Light names (errors, categories, the in-job ``Recorder`` and ``DivergenceWatch``)
-import eagerly; the ledger and report, which need DuckDB and Ibis, import on first use so that training
-jobs importing ``gpuyield.Recorder`` do not pay for them.
+The public surface. The errors import eagerly; every other name on first use, so that training jobs
+importing ``gpuyield.Recorder`` do not pay for DuckDB and Ibis, and ``gpuyield preflight`` (at every
+``sbatch``) not for the guard either.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuyield.categories import CancelCause, Category, DownCause, FailedCause, IdleCause
 from gpuyield.errors import (
     ConservationError,
     DataConsistencyError,
@@ -24,11 +23,21 @@ from gpuyield.errors import (
     UnknownFormat,
     UnknownIdError,
 )
-from gpuyield.guard import DivergenceWatch, Recorder
+
+if TYPE_CHECKING:
+    from gpuyield.categories import CancelCause, Category, DownCause, FailedCause, IdleCause
+    from gpuyield.guard import DivergenceWatch, Recorder
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "CancelCause": "gpuyield.categories",
+    "Category": "gpuyield.categories",
+    "DownCause": "gpuyield.categories",
+    "FailedCause": "gpuyield.categories",
+    "IdleCause": "gpuyield.categories",
+    "DivergenceWatch": "gpuyield.guard",
+    "Recorder": "gpuyield.guard",
     "check_essay": "gpuyield.estimate",
     "estimate_lab": "gpuyield.estimate",
     "estimate_train": "gpuyield.estimate",
@@ -75,6 +84,12 @@ _LAZY = {
     "Listen": "gpuyield.serve",
     "TrainConfig": "gpuyield.train",
     "train_ft": "gpuyield.train.launch",
+    "LakeSource": "gpuyield.lake",
+    "export_lake": "gpuyield.lake",
+    "sync_store": "gpuyield.lake",
+    "check_lake": "gpuyield.lake.check",
+    "size_fleets": "gpuyield.lake.sizing",
+    "check_launch": "gpuyield.rungs",
     "run_fit": "gpuyield.whatif",
     "run_whatif": "gpuyield.whatif",
 }
@@ -95,6 +110,7 @@ __all__ = [
     "GpuyieldError",
     "IdleCause",
     "InputError",
+    "LakeSource",
     "Ledger",
     "Listen",
     "Manifest",
@@ -118,10 +134,13 @@ __all__ = [
     "build_report",
     "bundled_names",
     "check_essay",
+    "check_lake",
+    "check_launch",
     "collect",
     "compute_ledger",
     "estimate_lab",
     "estimate_train",
+    "export_lake",
     "ft_loss",
     "get_accelerator",
     "get_model",
@@ -145,6 +164,8 @@ __all__ = [
     "run_sweep",
     "run_whatif",
     "scan",
+    "size_fleets",
+    "sync_store",
     "train_ft",
     "validate_cases",
     "validate_catalog",

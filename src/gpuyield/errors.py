@@ -23,13 +23,12 @@ package here, under its own parent)::
     └── MissingExtraError         an optional dependency is not installed; the hint is the pip line
 
 Library errors name what a Python caller passed (``FieldError("simulate.days", ...)``), never a
-CLI flag; ``renamed`` lets a front end say the same with its own names (the CLI's ``--days``,
-serve's ``days``). ``assert`` is used only for internal invariants, never for user input.
+CLI flag; ``renamed`` lets a front end say the same with its own names (the CLI's ``--duration``,
+serve's ``until``). ``assert`` is used only for internal invariants, never for user input.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -57,15 +56,15 @@ class FieldError(InputError):
     The message is ``"<field> <problem>"`` (``simulate.days must be > 0``), or ``"<field><problem>"``
     when the problem starts with a colon (``estimate.tokens: cannot read 'x' as a number``).
     Library field names are ``area.parameter`` (the parameter as a Python caller passes it), so
-    a front end can say the same in its own words: ``renamed`` puts the CLI's flag (``--days``)
-    or serve's query parameter (``days``) in place of every field it knows. ``example`` is a
+    a front end can say the same in its own words: ``renamed`` puts the CLI's flag (``--duration``)
+    or serve's query parameter (``until``) in place of every field it knows. ``example`` is a
     valid value, for a hint in either spelling.
     """
 
     def __init__(
         self, field: str, problem: str, *, example: str | None = None, hint: str | None = None
     ) -> None:
-        # A front end writes its own hint from the example (``pass e.g. --days 7``) unless the
+        # A front end writes its own hint from the example (``pass e.g. --duration 7d``) unless the
         # library wrote one: so it remembers which it was.
         self.hint_is_example = hint is None and example is not None
         if self.hint_is_example:
@@ -90,7 +89,7 @@ def renamed(
 
     Fields appear in the message and hint of any error (a window's bounds in a coverage gap, a
     flag-free hint naming another field); a ``FieldError`` with an ``example`` gets the front
-    end's own hint (``example_hint(name, example)``: ``pass e.g. --days 7``, ``e.g. days=7``).
+    end's own hint (``example_hint(name, example)``: ``pass e.g. --duration 7d``, ``e.g. top=7``).
     An error that names no known field is returned as it is.
     """
     if not names:
@@ -196,4 +195,6 @@ class MissingExtraError(GpuyieldError):
 
 def closest(value: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The known names closest to ``value`` (for "did you mean" hints)."""
+    import difflib  # only when a name is wrong: the submit-time check never needs it
+
     return difflib.get_close_matches(value, list(known), n=n, cutoff=0.5)

@@ -27,11 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-
+from gpuyield import duck
 from gpuyield.errors import ManifestError
+
+if TYPE_CHECKING:
+    import duckdb
 
 # The rungs the issue and the essay name (one GPU, one 8-GPU machine, then x8 each step).
 DEFAULT_RUNGS = (1, 8, 64, 512)
@@ -199,7 +201,7 @@ def re2_problem(pattern: str, con: duckdb.DuckDBPyConnection | None = None) -> s
                 _engine().execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
         else:
             con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
-    except duckdb.Error as error:
+    except duck.engine().Error as error:
         construct = next((name for text, name in RE2_UNSUPPORTED if text in pattern), None)
         if construct is None and _BACKREFERENCE.search(pattern):
             construct = "a backreference (\\1)"
@@ -207,23 +209,24 @@ def re2_problem(pattern: str, con: duckdb.DuckDBPyConnection | None = None) -> s
     return None
 
 
-def first_match(patterns: Sequence[str], text: str) -> int | None:
+def first_match(
+    patterns: Sequence[str], text: str, con: duckdb.DuckDBPyConnection | None = None
+) -> int | None:
     """The index of the first anchored pattern that matches ``text``, or None.
 
     RE2 through DuckDB: time linear in the text for any pattern (Python's ``re`` took 88 s on a
-    41-character name against a glob with 12 ``*``). One statement for all the patterns."""
+    41-character name against a glob with 12 ``*``). One statement for all the patterns; on
+    ``con`` when given (a store already open: no second database to start)."""
     if not patterns:
         return None
-    with _ENGINE_LOCK:
-        row = (
-            _engine()
-            .execute(
-                """SELECT min(i) FROM (SELECT unnest(?) AS p, generate_subscripts(?, 1) AS i)
-                   WHERE regexp_matches(?, p)""",
-                [list(patterns), list(patterns), text],
-            )
-            .fetchone()
-        )
+    sql = """SELECT min(i) FROM (SELECT unnest(?) AS p, generate_subscripts(?, 1) AS i)
+             WHERE regexp_matches(?, p)"""
+    values = [list(patterns), list(patterns), text]
+    if con is not None:
+        row = con.execute(sql, values).fetchone()
+    else:
+        with _ENGINE_LOCK:
+            row = _engine().execute(sql, values).fetchone()
     return None if row is None or row[0] is None else int(row[0]) - 1
 
 
@@ -232,10 +235,11 @@ _ENGINE: list[duckdb.DuckDBPyConnection] = []
 
 
 def _engine() -> duckdb.DuckDBPyConnection:
-    """A private in-memory DuckDB for matching (extensions never loaded, as store.py's)."""
+    """A private in-memory DuckDB for matching (extensions never loaded, as store.py's): plain
+    queries only, so DuckDB's engine alone (``gpuyield.duck``) serves."""
     if not _ENGINE:
         _ENGINE.append(
-            duckdb.connect(
+            duck.engine().connect(
                 ":memory:",
                 config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
             )

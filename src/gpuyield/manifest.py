@@ -26,17 +26,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-
-from gpuyield import tomlfile
-from gpuyield.errors import ManifestError, UnknownIdError, closest
+from gpuyield import parsing, tomlfile
+from gpuyield.errors import FieldError, ManifestError, ParseError, UnknownIdError, closest
 from gpuyield.families import (
     Family,
     LadderPolicy,
@@ -54,6 +50,9 @@ from gpuyield.fleet import (
     parse_prices,
 )
 from gpuyield.sqltext import literal
+
+if TYPE_CHECKING:
+    import duckdb
 
 SOURCE = "manifest"
 _DEFAULT_MATCH = "comment:run=(?P<run>[^,\\s]+)"
@@ -183,14 +182,12 @@ def load_manifest(path: Path, *, tz: str = "UTC") -> Manifest:
         raise ManifestError(f"{path}: no such manifest file")
     text = tomlfile.read_small_text(path, max_bytes=tomlfile.MAX_TOML_BYTES, what="manifest")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ManifestError(
-            f"{path}: not valid TOML: {error}", hint="see docs/manifest.md for the format"
-        ) from None
-    except RecursionError:  # thousands of nested [ or { exhaust tomllib's recursion
-        raise ManifestError(
-            f"{path}: not valid TOML: nested too deeply", hint="see docs/manifest.md for the format"
+        data = tomlfile.parse(text, str(path)).data
+    except ParseError as error:
+        if error.field is not None:  # a number out of range, named with its key
+            raise
+        raise ManifestError(  # the TOML syntax, or nesting too deep for the parser
+            f"{path}: not valid TOML: {error.reason}", hint="see docs/manifest.md for the format"
         ) from None
     return parse_manifest(data, path, tz=tz)
 
@@ -211,9 +208,11 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
     if not isinstance(match_text, str):
         raise ManifestError(f"{path}: runs.match must be a string, got {match_text!r}")
     match = _parse_match(match_text, path)
-    releases = tuple(_parse_release(r, path, i) for i, r in enumerate(data.get("releases", [])))
+    releases = tuple(
+        _parse_release(r, path, i) for i, r in enumerate(_tables(data, "releases", path))
+    )
     diverged = tuple(
-        _parse_diverged(d, path, i, tz) for i, d in enumerate(data.get("diverged", []))
+        _parse_diverged(d, path, i, tz) for i, d in enumerate(_tables(data, "diverged", path))
     )
     settings_by_key = _parse_run_settings(
         _table(data.get("run_settings", {}), path, "run_settings", None), path
@@ -292,6 +291,17 @@ def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
 _RUNS_KEYS = frozenset({"match", "checkpoint_interval_s"})
 _RELEASE_KEYS = frozenset({"model", "runs"})
 _DIVERGED_KEYS = frozenset({"run", "after"})
+
+
+def _tables(data: dict[str, Any], key: str, path: Path) -> list[Any]:
+    """An array of tables (``[[releases]]``): anything else (``releases = 3``, or a string,
+    whose characters would be read one by one) is refused, not iterated."""
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ManifestError(
+            f"{path}: {key} must be an array of tables ([[{key}]]), got {value!r}"[:300]
+        )
+    return value
 
 
 def _table(
@@ -377,24 +387,15 @@ def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
     after = item.get("after")
     if after is None:
         return DivergedRun(run=item["run"])
-    if isinstance(after, str):
-        try:
-            after = datetime.fromisoformat(after)
-        except ValueError:
-            raise ManifestError(f"{path}: {where}.after is not an ISO time: {after!r}") from None
-    if not isinstance(after, datetime):
-        raise ManifestError(f"{path}: {where}.after must be a time like 2026-11-30T10:50:00")
-    if after.tzinfo is None:
-        after = after.replace(tzinfo=ZoneInfo(tz))
-    after_s = int(after.timestamp())
-    if not _EARLIEST_S <= after_s <= _LATEST_S:
-        raise ManifestError(f"{path}: {where}.after is outside 2000..2100: {item['after']!r}")
-    return DivergedRun(run=item["run"], after_s=after_s)
-
-
-# The plausible times of the ingest checks (ingest/sacct_checks.py): 2000-01-01 to 2100-01-01.
-_EARLIEST_S = 946_684_800
-_LATEST_S = 4_102_444_800
+    field_name = f"{where}.after"
+    try:
+        # TOML's own datetimes arrive parsed; a string is read by the CLI's grammar of times.
+        value = parsing.read_instant(after, field=field_name) if isinstance(after, str) else after
+        if not isinstance(value, datetime):
+            raise FieldError(field_name, "must be a time like 2026-11-30T10:50:00")
+        return DivergedRun(run=item["run"], after_s=parsing.epoch_s(value, tz=tz, field=field_name))
+    except FieldError as error:
+        raise ManifestError(f"{path}: {error.field} {error.problem}") from None
 
 
 # Every run setting is a duration no longer than this: a checkpoint interval or a restart of a

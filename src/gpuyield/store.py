@@ -13,17 +13,19 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-import duckdb
-
+from gpuyield import duck
 from gpuyield.errors import InputError
 from gpuyield.sqltext import identifier
+
+if TYPE_CHECKING:
+    import duckdb
 
 # 3 (flops): GPU models of nodes and jobs. 4: utilization samples carry the interval they cover
 # (start_s) and are attributed at ingest. Both were 3 on their branches: a store of either is
@@ -172,14 +174,19 @@ def samples_sql(
 
 
 def duckdb_connect(
-    target: str = ":memory:", *, read_only: bool = False
+    target: str = ":memory:", *, read_only: bool = False, light: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection as gpuyield opens every one: never downloading or loading extensions.
 
     DuckDB installs and loads "known" extensions on demand (opening an SQLite file fetches the
     sqlite scanner from the internet): gpuyield needs none, and nothing downloads at run time.
+    ``light`` opens it with DuckDB's engine alone (``gpuyield.duck``): for plain queries only.
     """
-    return duckdb.connect(target, read_only=read_only, config=_NO_EXTENSIONS)
+    module = duck.engine() if light else duck.package()
+    con: duckdb.DuckDBPyConnection = module.connect(
+        target, read_only=read_only, config=_NO_EXTENSIONS
+    )
+    return con
 
 
 _NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
@@ -190,12 +197,19 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _STORE_HINT = "the store is derived from the input files: ingest them again into a new store.db"
 
 
-def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (and create if needed) the store; ``None`` or ``":memory:"`` gives an in-memory store."""
+def connect(
+    db: str | Path | None = None, *, read_only: bool = False, light: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open (and create if needed) the store; ``None`` or ``":memory:"`` gives an in-memory store.
+
+    ``light`` (read-only lookups: the submit-time ladder check) opens it without importing
+    DuckDB's Python layer; such a connection has no relation methods unless something else
+    imported ``duckdb``.
+    """
     target = ":memory:" if db is None else str(db)
     if target != ":memory:":
         _check_store_path(Path(target), must_exist=read_only)
-    con = _open_waiting(target, read_only=read_only and target != ":memory:")
+    con = _open_waiting(target, read_only=read_only and target != ":memory:", light=light)
     try:
         limit_memory(con)
     except InputError:
@@ -205,7 +219,7 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
         spill = Path(target).with_name(Path(target).name + ".tmp")
         # A parameter, not text: a store named x'; DROP TABLE jobs; ... is only a file name.
         con.execute("SET temp_directory = ?", [str(spill)])
-    _check_schema_version(con, target)
+    _check_schema_version(con, target, every_table=not light)
     if not read_only or target == ":memory:":
         con.execute(_SCHEMA)
         con.execute(f"CREATE OR REPLACE VIEW gpu_samples AS {samples_sql()}")
@@ -238,7 +252,7 @@ def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
     limit = memory_limit()
     try:
         con.execute("SET memory_limit = ?", [limit])
-    except duckdb.Error as error:  # e.g. 1e300GB: a number DuckDB cannot hold
+    except duck.engine().Error as error:  # e.g. 1e300GB: a number DuckDB cannot hold
         raise InputError(
             f"GPUYIELD_MEMORY_LIMIT={limit!r}: {str(error).splitlines()[0]}", hint=_MEMORY_HINT
         ) from None
@@ -259,17 +273,17 @@ def waiting_for_writer(wait_s: float) -> Iterator[None]:
         _WRITER_WAIT_S.reset(token)
 
 
-def _open_waiting(target: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+def _open_waiting(target: str, *, read_only: bool, light: bool) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + _WRITER_WAIT_S.get()
     pause_s = 0.05
     while True:
         try:
-            return duckdb_connect(target, read_only=read_only)
-        except duckdb.Error as error:
+            return duckdb_connect(target, read_only=read_only, light=light)
+        except duck.engine().Error as error:
             # A writer holds DuckDB's file lock for as long as its connection is open; a
             # collection opens it only for its one transaction, so a short wait outlasts it.
             if not _is_lock_conflict(error) or time.monotonic() + pause_s > deadline:
-                raise _open_error(target, error) from None
+                raise open_error(target, error) from None
         time.sleep(pause_s)
         pause_s = min(pause_s * 2, 0.5)
 
@@ -279,7 +293,7 @@ def _is_lock_conflict(error: duckdb.Error) -> bool:
     return (
         "set lock" in text
         or "Conflicting lock" in text
-        or isinstance(error, duckdb.ConnectionException)
+        or isinstance(error, duck.engine().ConnectionException)
     )
 
 
@@ -347,8 +361,8 @@ def storage_error(target: str | Path, error: BaseException) -> InputError | None
     return None
 
 
-def _open_error(target: str, error: duckdb.Error) -> InputError:
-    """The reason DuckDB could not open a store, in words a user can act on."""
+def open_error(target: str, error: duckdb.Error) -> InputError:
+    """The reason DuckDB could not open (or read) a store, in words a user can act on."""
     storage = storage_error(target, error)
     if storage is not None:
         return storage
@@ -370,14 +384,15 @@ def _open_error(target: str, error: duckdb.Error) -> InputError:
 
 
 #: What a reading library call takes: the store's path, or a connection the caller keeps open.
-StoreRef = str | Path | duckdb.DuckDBPyConnection
+#: (A string at run time: this module imports no DuckDB until a store is opened, for preflight.)
+StoreRef: TypeAlias = "str | Path | duckdb.DuckDBPyConnection"
 
 
 @contextmanager
 def reading(db: StoreRef) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to read ``db`` through: a path is opened read-only and closed after; a caller's
     connection is used as it is and left open (the caller owns it)."""
-    if isinstance(db, duckdb.DuckDBPyConnection):
+    if not isinstance(db, str | Path):
         yield db
         return
     con = connect(db, read_only=True)
@@ -391,24 +406,30 @@ def connection_of(backend: object, *, needed_for: str) -> duckdb.DuckDBPyConnect
     """The DuckDB connection under an Ibis backend over the store; ``needed_for`` says what
     cannot run on another engine."""
     con = getattr(backend, "con", None)
-    assert isinstance(con, duckdb.DuckDBPyConnection), f"{needed_for} needs a DuckDB backend"
+    assert isinstance(con, duck.engine().DuckDBPyConnection), f"{needed_for} needs DuckDB"
     return con
 
 
-def _check_schema_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
-    """A store written by another schema version would fail deep inside a query: say so first."""
+def _check_schema_version(
+    con: duckdb.DuckDBPyConnection, target: str, *, every_table: bool = True
+) -> None:
+    """A store written by another schema version would fail deep inside a query: say so first.
+
+    ``every_table`` also reads each table's first block; a light lookup (``preflight``) reads a
+    few tables and turns a damaged one into the same error with ``open_error`` itself.
+    """
     try:
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        if rows:
+        if rows and every_table:
             # Reading every table's first block finds a truncated or damaged file now, not in
             # the middle of a report.
             for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
                 con.execute(f"SELECT * FROM {identifier(table)} LIMIT 1").fetchall()
-    except duckdb.CatalogException:
+    except duck.engine().CatalogException:
         return  # a new store
-    except duckdb.Error as error:
+    except duck.engine().Error as error:
         con.close()
-        raise _open_error(target, error) from None
+        raise open_error(target, error) from None
     if rows and rows[0][0] != str(SCHEMA_VERSION):
         con.close()
         raise InputError(
@@ -430,10 +451,12 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException as error:
-        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has rolled back already
+        with contextlib.suppress(duck.engine().Error):  # a failed COMMIT rolled back already
             con.execute("ROLLBACK")
         storage = (
-            storage_error(_database_of(con), error) if isinstance(error, duckdb.Error) else None
+            storage_error(_database_of(con), error)
+            if isinstance(error, duck.engine().Error)
+            else None
         )
         if storage is not None:
             raise storage from None
@@ -446,7 +469,7 @@ def _database_of(con: duckdb.DuckDBPyConnection) -> str:
         row = con.execute(
             "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
         ).fetchone()
-    except duckdb.Error:
+    except duck.engine().Error:
         return "the store"
     return str(row[0]) if row and row[0] else "the store"
 
@@ -466,6 +489,8 @@ def is_new(db: str | Path) -> bool:
 def remove(path: Path) -> None:
     """Delete a store and its side files: a failed first ingest leaves nothing behind, no empty
     store to puzzle over next time."""
+    import shutil
+
     for leftover in (path, path.with_name(path.name + ".wal")):
         leftover.unlink(missing_ok=True)
     shutil.rmtree(path.with_name(path.name + ".tmp"), ignore_errors=True)

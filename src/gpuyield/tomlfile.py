@@ -1,18 +1,19 @@
-"""One loader for "a bundled name or a path to a TOML file": scenarios, lab scenarios, catalogs.
+"""The one TOML loader: every TOML file gpuyield reads (manifests, scenarios, lab scenarios,
+calibrations, catalogs, failure tables) goes through ``parse``, by ``load`` (a bundled name or a
+path), ``read_file`` (a path) or ``read_bundled``.
 
 Bundled files live under ``gpuyield/data/`` and are read with ``importlib.resources`` (they work from
-a wheel or a zip); a user's file is any path. Errors name the file, the line of a syntax error and
-the key that is wrong.
+a wheel or a zip); a user's file is any path, read as a small regular file (no FIFO, no device, at
+most ``MAX_TOML_BYTES``). Errors name the file, the line of a syntax error and the key that is
+wrong; nesting too deep for the parser is an error too, never a traceback.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +79,16 @@ MAX_TOML_BYTES = 64 << 20
 
 def bundled_names(folder: str) -> list[str]:
     """The names of the TOML files bundled in ``gpuyield/data/<folder>``, sorted."""
+    from importlib import resources
+
     root = resources.files("gpuyield").joinpath("data").joinpath(folder)
     return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
 
 
 def parse(text: str, origin: str) -> TomlDocument:
     """Parse TOML text; a syntax error becomes a ``ParseError`` with the file and line."""
+    import tomllib  # here, not above: the manifest model imports this module, preflight no TOML
+
     try:
         data = tomllib.loads(text)
     except RecursionError:  # thousands of nested [ or { exhaust tomllib's recursion
@@ -129,8 +134,18 @@ def check_numbers(data: Any, origin: str, where: str = "") -> None:
 
 def read_bundled(folder: str, name: str) -> TomlDocument:
     """The bundled ``gpuyield/data/<folder>/<name>.toml``."""
+    from importlib import resources
+
     resource = resources.files("gpuyield").joinpath("data").joinpath(folder)
     return parse(resource.joinpath(f"{name}.toml").read_text(encoding="utf-8"), f"{name}.toml")
+
+
+def read_file(path: str | Path, *, kind: str) -> TomlDocument:
+    """A user's TOML file ``path``; ``kind`` (``manifest``, ``calibration``) names it in errors."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise InputError(f"{kind} file {path} does not exist", hint="check the path")
+    return parse(read_small_text(path, max_bytes=MAX_TOML_BYTES, what=kind + " file"), str(path))
 
 
 def load(name_or_path: str | Path, *, folder: str, kind: str) -> TomlDocument:
@@ -141,11 +156,7 @@ def load(name_or_path: str | Path, *, folder: str, kind: str) -> TomlDocument:
     """
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
-        if not path.exists():
-            raise InputError(f"{kind} file {path} does not exist", hint="check the path")
-        return parse(
-            read_small_text(path, max_bytes=MAX_TOML_BYTES, what=kind + " file"), str(path)
-        )
+        return read_file(path, kind=kind)
     name = str(name_or_path)
     known = bundled_names(folder)
     if name not in known:

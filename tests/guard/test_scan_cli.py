@@ -86,7 +86,7 @@ def _app() -> typer.Typer:
 def test_cli_json_lists_events(tmp_path: Path) -> None:
     path = _recorded_run(tmp_path / "run.jsonl")
     result = CliRunner().invoke(_app(), ["divergence", "scan", str(path), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the check ran and found a divergence
     data = json.loads(result.stdout)
     assert [(e["step"], e["kind"], e["rollback_step"]) for e in data["events"]] == [
         (_SPIKE_STEP, "loss_spike", _CHECKPOINT_STEP)
@@ -97,7 +97,7 @@ def test_cli_json_is_strict_json_with_nan(tmp_path: Path) -> None:
     path = tmp_path / "loss.csv"
     path.write_text("step,loss\n0,2.0\n1,nan\n")
     result = CliRunner().invoke(_app(), ["divergence", "scan", str(path), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
 
     def refuse(name: str) -> float:
         raise AssertionError(f"non-standard JSON constant {name}")
@@ -112,7 +112,7 @@ def test_cli_table_and_format_option(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         _app(), ["divergence", "scan", str(path), "--format", "jsonl"], env={"COLUMNS": "200"}
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     # The console's width is fixed when it is first created, so long paths may wrap the line.
     flat = " ".join(result.output.split())
     assert "loss_spike" in flat and "80 steps read as jsonl" in flat

@@ -53,7 +53,7 @@ def test_manifest_numbers_are_checked_at_ingest(
     assert str(paths["manifest"]) in lines[0] and field in lines[0] and words in lines[0]
     assert snapshot(base_db) == before
     # The store still answers the commands that read the manifest's numbers.
-    for command in (["report", "--db", str(base_db)], ["ladder", "--db", str(base_db)]):
+    for command in (["report", "--db", str(base_db)], ["report", "ladder", "--db", str(base_db)]):
         assert run_cli(command).traceback is None
 
 

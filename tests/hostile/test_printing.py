@@ -101,8 +101,8 @@ def _assert_safe(output: str, traceback: str | None, code: int, expected: int) -
         (["report", "--by", "partition"], 0, MARK),
         (["report", "--by", "run"], 0, MARK),
         (["report", "--by", "job"], 0, MARK),
-        (["ladder"], 0, MARK),
-        (["idle-now", "--window", "2h", "--top", "0"], 0, MARK),
+        (["report", "ladder"], 0, MARK),
+        (["report", "idle-now", "--window", "2h", "--top", "0"], 0, MARK),
         # run0... is in the manifest's family "plain", which nothing completed yet.
         (["preflight", "--gpus", "8", "--run", _name("run0")], 3, None),
         # The comments' family completed on 8 GPUs (job 101, a hostile run name) at 01:30.
@@ -113,7 +113,7 @@ def _assert_safe(output: str, traceback: str | None, code: int, expected: int) -
         ),
         (["preflight", "--gpus", "8", "--family", _name("fam")], 3, MARK),
         (["preflight", "--gpus", "8", "--run", "nobody" + HOSTILE], 0, MARK),
-        (["ft-loss", "--run", _name("run0")], 1, MARK),
+        (["report", "ft-loss", "--run", _name("run0")], 1, MARK),
     ],
 )
 def test_every_command_that_prints_names_prints_them_safely(
@@ -142,9 +142,9 @@ def test_errors_quoting_hostile_text_are_one_safe_line(tmp_path: Path) -> None:
     missing = tmp_path / f"{_path_name('nothing')}.duckdb"
     for args in (
         ["report", "--db", str(missing)],
-        ["ladder", "--db", str(missing)],
+        ["report", "ladder", "--db", str(missing)],
         ["preflight", "--gpus", "8", "--run", "x", "--db", str(missing)],
-        ["idle-now", "--db", str(missing)],
+        ["report", "idle-now", "--db", str(missing)],
         ["ingest", "slurm", "--db", str(tmp_path / "s.duckdb"), "--sacct", str(missing)],
     ):
         outcome = run_cli(args)

@@ -34,7 +34,7 @@ def test_a_store_path_that_reads_as_sql_is_only_a_name(name: str, tmp_path: Path
     assert again.traceback is None and again.exit_code == 0, again.output
     assert snapshot(db)["jobs"] == jobs
     assert report_json(db)["installed_gpu_seconds"] == 115_200
-    for command in (["report", "--db", str(db)], ["ladder", "--db", str(db)]):
+    for command in (["report", "--db", str(db)], ["report", "ladder", "--db", str(db)]):
         outcome = run_cli(command)
         assert outcome.traceback is None, outcome.traceback
         assert "Traceback" not in outcome.output

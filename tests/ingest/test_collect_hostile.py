@@ -86,7 +86,7 @@ def test_undecodable_output_is_a_failed_check_not_a_traceback(
         [sys.executable, "-m", "gpuyield", "doctor", "--slurm-bin", str(slurm.bin), "--json"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert "Traceback" not in proc.stderr and proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.returncode == 3, proc.stderr  # a failed check
     assert '"slurmctld answers"' in proc.stdout and "not UTF-8" in proc.stdout
     with pytest.raises(CollectError, match="not UTF-8"):
         collect(tmp_path / "db.duckdb", since_s=SINCE_S, until_s=UNTIL_S, slurm_bin=slurm.bin)

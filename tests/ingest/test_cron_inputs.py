@@ -117,7 +117,8 @@ def test_version_and_flags_that_do_nothing_together(tmp_path: Path) -> None:
         (("--top", "3"), "--top works only with --by"),
     ):
         proc = _cli("report", "--db", tmp_path / "none.duckdb", *args)
-        assert proc.returncode == 1 and message in proc.stderr.decode(), proc.stderr
+        # Options that do not go together: a usage error (docs/cli.md), exit 2.
+        assert proc.returncode == 2 and message in proc.stderr.decode(), proc.stderr
 
 
 def test_the_report_json_has_coverage(tmp_path: Path) -> None:

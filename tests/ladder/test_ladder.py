@@ -157,12 +157,12 @@ def test_cli_exit_codes_and_messages(ladder_store: LadderStore) -> None:
         ).stdout
     )
     assert verdict["allowed"] is False and verdict["missing_rungs"] == [1]
-    ladder = gpuyield("ladder", "--db", db, "--json")
+    ladder = gpuyield("report", "ladder", "--db", db, "--json")
     assert ladder.returncode == 0, ladder.stderr
     data = json.loads(ladder.stdout)
     jump = next(f for f in data["families"] if f["name"] == "jump")
     assert [r["skip"] for r in jump["runs"]] == ["none -> 16", "none -> 8"]
-    text = gpuyield("ladder", "--db", db)
+    text = gpuyield("report", "ladder", "--db", db)
     assert "skipped none -> 16" in text.stdout and "climb-16" in text.stdout
 
 
@@ -199,7 +199,7 @@ def test_preflight_by_run_name(ladder_store: LadderStore) -> None:
     free = gpuyield(*common, "--run", "someone-else")
     assert free.returncode == 0 and "belongs to no family" in free.stdout
     neither = gpuyield(*common)
-    assert neither.returncode == 1 and "give --family or --run" in neither.stderr
+    assert neither.returncode == 2 and "give --family or --run" in neither.stderr
 
 
 def test_an_ingest_without_jobs_keeps_the_summary(ladder_store: LadderStore) -> None:

@@ -136,12 +136,12 @@ def test_ft_loss_command_prints_the_failures(tmp_path: Path) -> None:
     db = tmp_path / "ft.duckdb"
     ingest_telemetry_files(db, "r", [_write(tmp_path / "t.jsonl", events)])
     runner = CliRunner()
-    result = runner.invoke(app, ["ft-loss", "--run", "r", "--db", str(db), "--json"])
+    result = runner.invoke(app, ["report", "ft-loss", "--run", "r", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["failures"][0]["recovery"] == "restart"
     assert data["lost_gpu_s"] == pytest.approx(2 * 4 * 5 + 2 * 4 * 10)
-    missing = runner.invoke(app, ["ft-loss", "--run", "other", "--db", str(db)])
+    missing = runner.invoke(app, ["report", "ft-loss", "--run", "other", "--db", str(db)])
     assert missing.exit_code == 1 and "no fault-tolerance events" in missing.output
 
 

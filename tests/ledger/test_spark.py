@@ -1,13 +1,15 @@
-"""The same Ibis ledger on Spark: identical categories to DuckDB on the real sample.
+"""The same Ibis ledger on Spark: identical categories to DuckDB where capacity changes over time.
+
+(The bundled capture, its utilization and several clusters: one report in three places,
+tests/lake/test_spark.py.)
 
 Spark reads the store's tables as Parquet (how records that outgrow one machine would arrive); the
-ledger code is unchanged. Needs the `spark` extra and Java; CI installs both.
+ledger code is unchanged. It runs on the session's standalone cluster (``spark_session`` in
+tests/conftest.py). Needs the `spark` extra and Java; CI installs both.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,6 @@ from gpuyield.ledger import compute_ledger
 from gpuyield.ledger.ledger import backend_for
 from gpuyield.manifest import stored_manifest
 from gpuyield.store import connect
-from tests.conftest import SAMPLE
 
 # PySpark's py4j sockets and its pandas conversion warn in ways this code cannot fix.
 pytestmark = [
@@ -30,57 +31,6 @@ pytestmark = [
 
 TABLES = ("ingests", "jobs", "job_nodes", "node_events", "cluster_events", "nodes", "telemetry",
           "divergence_events", "coverage")  # fmt: skip
-
-
-def _need(what: str, ok: bool) -> None:
-    if not ok:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{what} is missing in CI")
-        pytest.skip(f"{what} is not installed")
-
-
-@pytest.fixture(scope="module")
-def spark_session():
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        _need("pyspark (pip install 'gpuyield[spark]')", False)
-    _need("java", shutil.which("java") is not None)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
-@pytest.mark.slow
-def test_spark_ledger_equals_duckdb_ledger(tmp_path: Path, spark_session) -> None:
-    db = tmp_path / "store.duckdb"
-    ingest_slurm(
-        db,
-        SlurmInputs(
-            sacct=SAMPLE / "sacct-X-D-wide.psv",
-            events=SAMPLE / "sacctmgr-event-format.psv",
-            nodes=SAMPLE / "scontrol-show-nodes-oneliner.txt",
-            manifest=SAMPLE / "manifest.toml",
-        ),
-        since_s=1796035247,  # covered from the registration (sacct's -S was before it)
-        until_s=1796036400,
-    )
-    on_duckdb, on_spark = _on_both(db, tmp_path, spark_session)
-    assert on_spark.window == on_duckdb.window
-    assert on_spark.installed_gpu_seconds == on_duckdb.installed_gpu_seconds == 36896
-    assert on_spark.categories == pytest.approx(on_duckdb.categories, abs=1e-6)
-    assert on_spark.subcategories == pytest.approx(on_duckdb.subcategories, abs=1e-6)
-    assert on_spark.categories["released"] > 0 and on_spark.categories["diverged"] > 0
 
 
 def _on_both(db: Path, tmp_path: Path, spark_session, **window: int):

@@ -74,7 +74,7 @@ def test_measured_overhead_and_lost_progress(tmp_path: Path) -> None:
     assert results[0].divergence_events >= 1
     con = connect(db, read_only=True)
     ledger = compute_ledger(backend_for(con))
-    report = report_from_ledger(ledger, con)
+    report = report_from_ledger(ledger)
     con.close()
 
     overhead_s = STARTUP_S + SAVE_S * len(SAVES_AT)

@@ -111,11 +111,11 @@ def test_without_samples_utilization_is_not_measured(tmp_path: Path) -> None:
 
 def test_cli_json_round_trips_and_the_table_names_the_jobs(db: Path) -> None:
     runner = CliRunner()
-    out = runner.invoke(app, ["idle-now", "--db", str(db), "--window", "1h", "--json"])
+    out = runner.invoke(app, ["report", "idle-now", "--db", str(db), "--window", "1h", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output) == build_idle_now(db, window_s=3600).to_dict()
     assert out.output == idle_now_json_text(build_idle_now(db, window_s=3600)) + "\n"
-    table = runner.invoke(app, ["idle-now", "--db", str(db), "--window", "1h"])
+    table = runner.invoke(app, ["report", "idle-now", "--db", str(db), "--window", "1h"])
     assert table.exit_code == 0, table.output
     for job in build_idle_now(db, window_s=3600).jobs:
         assert job.job_id in table.output and str(job.user) in table.output
@@ -123,16 +123,22 @@ def test_cli_json_round_trips_and_the_table_names_the_jobs(db: Path) -> None:
 
 def test_cli_bad_window_and_no_samples(tmp_path: Path) -> None:
     runner = CliRunner()
-    bad = runner.invoke(app, ["idle-now", "--db", str(tmp_path / "x.duckdb"), "--window", "soon"])
-    assert bad.exit_code == 1 and "--window" in bad.output
-    zero = runner.invoke(app, ["idle-now", "--db", str(tmp_path / "x.duckdb"), "--window", "0s"])
+    bad = runner.invoke(
+        app, ["report", "idle-now", "--db", str(tmp_path / "x.duckdb"), "--window", "soon"]
+    )
+    assert bad.exit_code == 2 and "'--window'" in bad.output and "not a duration" in bad.output
+    zero = runner.invoke(
+        app, ["report", "idle-now", "--db", str(tmp_path / "x.duckdb"), "--window", "0s"]
+    )
     assert zero.exit_code == 1 and "--window must be 1 second or more" in zero.output
-    negative = runner.invoke(app, ["idle-now", "--db", str(tmp_path / "x.duckdb"), "--top", "-1"])
-    assert negative.exit_code == 1 and "--top must be from 0 to" in negative.output
+    negative = runner.invoke(
+        app, ["report", "idle-now", "--db", str(tmp_path / "x.duckdb"), "--top", "-1"]
+    )
+    assert negative.exit_code == 2 and "'--top'" in negative.output
     assert "Traceback" not in zero.output + negative.output
     plain = slurm_db(tmp_path)
-    out = runner.invoke(app, ["idle-now", "--db", str(plain), "--json"])
+    out = runner.invoke(app, ["report", "idle-now", "--db", str(plain), "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["measured"] is False
-    text = runner.invoke(app, ["idle-now", "--db", str(plain)])
+    text = runner.invoke(app, ["report", "idle-now", "--db", str(plain)])
     assert "not measured" in text.output

@@ -35,7 +35,9 @@ def test_api_idle_now_is_the_library_and_the_cli(measured_server: Server) -> Non
     assert reply.headers["content-type"] == "application/json"
     library = build_idle_now(measured_server.db)
     assert reply.body.decode() == idle_now_json_text(library) + "\n"
-    assert reply.body.decode() == run_cli("idle-now", "--db", str(measured_server.db), "--json")
+    assert reply.body.decode() == run_cli(
+        "report", "idle-now", "--db", str(measured_server.db), "--json"
+    )
     body = reply.json()
     assert body["measured"] is True and body["jobs"], body
     head = urllib.request.Request(measured_server.base + "/api/idle-now", method="HEAD")

@@ -23,7 +23,7 @@ FAILURES = SCENARIO.failures
 def _sweep(tmp_path: Path, *args: str) -> dict:
     out = CliRunner().invoke(
         app,
-        ["simulate", "sweep", "--out", str(tmp_path), "--seeds", "1", "--days", "5",
+        ["simulate", "sweep", "--out", str(tmp_path), "--seeds", "1", "--duration", "5d",
          "--no-plots", "--json", *args],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
@@ -106,7 +106,7 @@ def test_without_spares_every_remedy_waits_for_the_repair() -> None:
 def test_terminal_and_html_state_the_same_assumptions(tmp_path: Path) -> None:
     out = CliRunner().invoke(
         app, ["simulate", "sweep", "--out", str(tmp_path), "--values", "16384", "--seeds", "1",
-              "--days", "5", "--policy", "restart,drop"],
+              "--duration", "5d", "--policy", "restart,drop"],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     page = (tmp_path / "sweep.html").read_text(encoding="utf-8")
@@ -118,7 +118,7 @@ def test_terminal_and_html_state_the_same_assumptions(tmp_path: Path) -> None:
 
 def test_simulate_run_states_its_costs_in_the_header_and_truth(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["simulate", "llama3-405b", "--out", str(tmp_path),
-                                   "--days", "2"])  # fmt: skip
+                                   "--duration", "2d"])  # fmt: skip
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())
     assert "llama3-405b-pt: restart on 16,384 GPUs; checkpoint every 600 s, write 5 s" in text

@@ -17,7 +17,7 @@ runner = CliRunner()
 def test_simulate_scenario_writes_the_cluster_files(tmp_path: Path):
     out = tmp_path / "run"
     result = runner.invoke(
-        app, ["simulate", "ledger-check", "--out", str(out), "--days", "1", "--json"]
+        app, ["simulate", "ledger-check", "--out", str(out), "--duration", "1d", "--json"]
     )
     assert result.exit_code == 0, result.output
     truth = json.loads(result.stdout)
@@ -30,7 +30,17 @@ def test_simulate_scenario_writes_the_cluster_files(tmp_path: Path):
 def test_run_subcommand_and_table_output(tmp_path: Path):
     result = runner.invoke(
         app,
-        ["simulate", "run", "ledger-check", "--out", str(tmp_path), "--days", "0.5", "--seed", "3"],
+        [
+            "simulate",
+            "run",
+            "ledger-check",
+            "--out",
+            str(tmp_path),
+            "--duration",
+            "12h",
+            "--seed",
+            "3",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "released" in result.stdout and "yield" in result.stdout
@@ -44,8 +54,10 @@ def test_unknown_scenario_is_one_line_with_hint(tmp_path: Path):
 
 
 def test_bad_days_is_an_input_error(tmp_path: Path):
-    result = runner.invoke(app, ["simulate", "ledger-check", "--out", str(tmp_path), "--days", "0"])
-    assert result.exit_code == 1 and "--days" in result.output
+    result = runner.invoke(
+        app, ["simulate", "ledger-check", "--out", str(tmp_path), "--duration", "0s"]
+    )
+    assert result.exit_code == 1 and "--duration" in result.output
 
 
 def test_sweep_writes_table(tmp_path: Path):
@@ -60,8 +72,8 @@ def test_sweep_writes_table(tmp_path: Path):
             "600,1800",
             "--seeds",
             "1",
-            "--days",
-            "5",
+            "--duration",
+            "5d",
             "--out",
             str(tmp_path),
             "--no-plots",

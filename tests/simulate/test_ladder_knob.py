@@ -99,7 +99,7 @@ def test_bad_knob_values_are_input_errors() -> None:
 def test_simulate_sweep_ladder_skip_share_cli(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "gpuyield", "simulate", "sweep", "--param", "ladder-skip-share",
-         "--gpus", "1600", "--days", "5", "--seeds", "1", "--values", "0.5", "--json",
+         "--gpus", "1600", "--duration", "5d", "--seeds", "1", "--values", "0.5", "--json",
          "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip

@@ -132,10 +132,11 @@ def test_cli_plan_json_and_errors(tmp_path: Path) -> None:
     assert data["inputs"]["seeds"] == 2
     bad = runner.invoke(app, ["plan", *SMALL[:4], "--gpus", "1001", *SMALL[6:]])
     assert bad.exit_code == 1 and "--gpus must be a positive multiple of 8" in bad.output
+    # An unknown word and a value that does not parse are usage errors (docs/cli.md): exit 2.
     bad = runner.invoke(app, ["plan", *SMALL, "--policy", "spares"])
-    assert bad.exit_code == 1 and "--policy" in bad.output
+    assert bad.exit_code == 2 and "--policy" in bad.output
     bad = runner.invoke(app, ["plan", *SMALL, "--checkpoint-interval", "30x"])
-    assert bad.exit_code == 1 and "--checkpoint-interval" in bad.output
+    assert bad.exit_code == 2 and "--checkpoint-interval" in bad.output
     page = tmp_path / "plan.html"
     ok = runner.invoke(app, ["plan", *SMALL, "--seeds", "2", "--html", str(page)])
     assert ok.exit_code == 0, ok.output

@@ -22,7 +22,16 @@ def test_idle_allocated_within_half_a_percent_of_the_simulators_truth(tmp_path: 
     runner = CliRunner()
     simulated = runner.invoke(
         app,
-        ["simulate", "run", "ledger-check", "--out", str(out), "--days", "0.5", "--utilization"],
+        [
+            "simulate",
+            "run",
+            "ledger-check",
+            "--out",
+            str(out),
+            "--duration",
+            "12h",
+            "--utilization",
+        ],
     )
     assert simulated.exit_code == 0, simulated.output
     for args in (

@@ -74,6 +74,7 @@ class Collected:
     db: Path
     raw: Path
     since_s: int
+    lake: Path  # every collect also writes the store into this lake (tests/slurm/test_lake.py)
     runs: list[CliRun] = field(default_factory=list)  # every 30 s, then the final one
     instants: list[Instant] = field(default_factory=list)  # the collections during the workload
     quiet: tuple[Instant, Instant] | None = None  # two in a row after it: nothing changed
@@ -196,6 +197,7 @@ class Collector:
             db=keep / "collected.duckdb",
             raw=keep / "raw",
             since_s=registered_s - registered_s % 3600,
+            lake=keep / "lake",
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -211,7 +213,8 @@ class Collector:
     def collect(self, *extra: str | Path) -> CliRun:
         return gpuyield_cli(
             "collect", "--db", self.state.db, "--since", oracle.format_time(self.state.since_s),
-            "--keep-raw", self.state.raw, "--json", *extra, env=self.env,
+            "--keep-raw", self.state.raw, "--lake", self.state.lake, "--json", *extra,
+            env=self.env,
         )  # fmt: skip
 
     def _loop(self) -> None:

@@ -64,7 +64,7 @@ def test_the_ladder_workload_ran_as_planned(lab_run: LabRun) -> None:
 
 
 def test_ladder_shows_the_climb_and_the_jump(ladder_db: Path, lab_run: LabRun) -> None:
-    data = json.loads(gpuyield("ladder", "--db", ladder_db, "--json"))
+    data = json.loads(gpuyield("report", "ladder", "--db", ladder_db, "--json"))
     families = {f["name"]: f for f in data["families"]}
     assert sorted(families) == ["climb", "yolo"]
     jobs = _jobs(lab_run)
@@ -77,7 +77,7 @@ def test_ladder_shows_the_climb_and_the_jump(ladder_db: Path, lab_run: LabRun) -
     assert (jump["run"], jump["skip"], jump["missing_rungs"]) == ("yolo-16", "none -> 16", [1, 8])
     assert jump["outcome"] == "FAILED"
     assert jump["categories"] == {"failed": 16 * jobs["yolo-16"].elapsed_s}
-    text = gpuyield("ladder", "--db", ladder_db)
+    text = gpuyield("report", "ladder", "--db", ladder_db)
     assert "skipped none -> 16" in text
 
 

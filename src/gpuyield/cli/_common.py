@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
@@ -15,8 +14,8 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import TyperGroup
 
-from gpuyield.cli._fields import FLAGS
-from gpuyield.errors import GpuyieldError, InputError, renamed
+from gpuyield.cli._fields import FLAGS, Flag
+from gpuyield.errors import FieldError, GpuyieldError, renamed
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
@@ -56,6 +55,21 @@ class PlainUsageErrors(TyperGroup):
         return _main(self, rich_markup_mode=mode, **kwargs)
 
 
+class ViewByDefault(TyperGroup):
+    """A group with a default command: ``gpuyield report --by user`` is ``report summary --by
+    user``. A first word that names no view (an option, or nothing) goes to the first command;
+    ``--help`` alone is the group's help, listing the views."""
+
+    #: What a first word that names no view runs (the CLI snapshot shows it).
+    default_command = "summary"
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # ctx is typed loosely: typer vendors its own click.
+        if args[:1] != ["--help"] and (not args or args[0] not in self.commands):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
 console = _Console()
 err_console = _Console(stderr=True)
 
@@ -91,47 +105,40 @@ def fail(error: GpuyieldError) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-def as_flag(error: GpuyieldError) -> GpuyieldError:
+def as_flag(error: GpuyieldError, flags: Mapping[str, str | Flag] = FLAGS) -> GpuyieldError:
     """The same error in the user's words: every library field it names replaced by the flag
-    typed (``FLAGS``), its example hint as ``pass e.g. --days 7``."""
-    return renamed(error, FLAGS, example_hint=lambda flag, example: f"pass e.g. {flag} {example}")
+    typed (``FLAGS``), its example hint as ``pass e.g. --duration 7d`` (the flag's unit added).
+
+    A field spelled as a flag (``--now``: a value only the CLI has) is its own flag.
+    """
+    names = {field: flag.name if isinstance(flag, Flag) else flag for field, flag in flags.items()}
+    unit = ""
+    if isinstance(error, FieldError):
+        if error.field.startswith("--"):
+            names[error.field] = error.field
+        found = flags.get(error.field)
+        unit = found.unit if isinstance(found, Flag) else ""
+    return renamed(
+        error, names, example_hint=lambda flag, example: f"pass e.g. {flag} {example}{unit}"
+    )
 
 
 @contextmanager
 def errors_mapped() -> Iterator[None]:
     """Map ``GpuyieldError`` to a clean CLI message in the user's words (library field names
-    replaced by flags); anything else is a bug and keeps its traceback."""
+    replaced by flags, ``FLAGS``); anything else is a bug and keeps its traceback."""
     try:
         yield
     except GpuyieldError as error:
         fail(as_flag(error))
 
 
-_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, option: str) -> int:
-    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` as seconds."""
-    match = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
-    if match is None:
-        raise InputError(f"{option}: not a duration: {text!r}", hint="write it like 1h, 30m or 90s")
-    return int(match.group(1)) * _UNITS_S[match.group(2) or "s"]
-
-
-#: ``--wait`` of the commands that read the store (report, ladder, idle-now).
-WAIT_HELP = (
-    "When another process is writing the store (a collection: seconds), wait up to this long "
-    "for it instead of failing (30s, 2m; 0: do not wait). Default: 5s."
-)
-DEFAULT_WAIT = "5s"
-
-
 @contextmanager
-def waiting_for_store(wait: str) -> Iterator[None]:
+def waiting_for_store(wait_s: int) -> Iterator[None]:
     """Opening the store inside the block waits up to ``--wait`` for a writer to finish."""
     from gpuyield.store import waiting_for_writer
 
-    with waiting_for_writer(parse_duration(wait, "--wait")):
+    with waiting_for_writer(wait_s):
         yield
 
 

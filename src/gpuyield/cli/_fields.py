@@ -2,17 +2,30 @@
 
 Library errors name what a Python caller passed (``FieldError("simulate.days", ...)``: the
 parameter ``days`` of the simulator); the CLI prints the same error with the flag its user typed
-(``--days must be > 0``). Every field a library error can name is here, and every flag here is an
-option of some command: tests/test_field_errors.py checks both, so a new field or a renamed flag
-cannot leave a message in the library's words.
+(``--duration must be > 0``). A flag whose value is in other units than the field's is a ``Flag``
+with its unit, so the hint's example reads as the flag takes it (``pass e.g. --duration 7d``).
+Every field a library error can name is here, and every flag here is an option of some command:
+tests/test_field_errors.py checks both, so a new field or a renamed flag cannot leave a message
+in the library's words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
-FLAGS: Mapping[str, str] = MappingProxyType(
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A flag whose value is in other units than the library field's: ``simulate.days`` is
+    ``--duration``, whose example ``7`` reads ``7d``."""
+
+    name: str
+    unit: str = ""
+
+
+FLAGS: Mapping[str, str | Flag] = MappingProxyType(
     {
         # Every command with --db: the store's path.
         "store.db": "--db",
@@ -41,6 +54,11 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "report.top": "--top",
         "report.weight": "--weight",
         "report.html_path": "--html",
+        # gpuyield report --lake (the ledger of a Parquet lake, on DuckDB or Spark), lake export,
+        # lake check, and ingest/collect --lake: the lake directory
+        "lake.path": "--lake",
+        "lake.engine": "--engine",
+        "lake.spark_master": "--spark-master",
         "idle_now.window_s": "--window",
         "idle_now.top": "--top",
         # Every command that reads the store (report, ladder, idle-now): how long to wait for a writer.
@@ -72,17 +90,26 @@ FLAGS: Mapping[str, str] = MappingProxyType(
         "serve.max_connections": "--max-connections",
         "serve.header_timeout_s": "--header-timeout",
         "serve.idle_timeout_s": "--idle-timeout",
+        # gpuyield preflight
+        "preflight.family": "--family",
+        "preflight.run": "--run",
+        # gpuyield lake size
+        "lake_size.gpus": "--gpus",
+        "lake_size.minutes": Flag("--within", unit="m"),
+        "lake_size.sample_every_s": "--sample-every",
+        "lake_size.jobs_per_gpu_year": "--jobs-per-gpu-year",
+        "lake_size.machine_cores": "--machine-cores",
         # gpuyield simulate run
-        "simulate.days": "--days",
+        "simulate.days": Flag("--duration", unit="d"),
         "simulate.seed": "--seed",
         # gpuyield simulate sweep
-        "sweep.days": "--days",
+        "sweep.days": Flag("--duration", unit="d"),
         "sweep.jobs": "--jobs",
         "sweep.seeds": "--seeds",
         "sweep.values": "--values",
         # gpuyield simulate sweep --param ladder-skip-share
         "ladder_sweep.num_gpus": "--gpus",
-        "ladder_sweep.days": "--days",
+        "ladder_sweep.days": Flag("--duration", unit="d"),
         "ladder_sweep.seeds": "--seeds",
         "ladder_sweep.skip_shares": "--values",
         "ladder_sweep.multiplier": "--skip-failure-multiplier",

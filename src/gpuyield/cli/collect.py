@@ -2,52 +2,52 @@
 
 from __future__ import annotations
 
-import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, parse_duration, print_json, shown
-from gpuyield.cli.ingest import parse_instant
-from gpuyield.errors import InputError
-
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(text: str, option: str) -> int:
-    """``4G``, ``512M``, ``100k`` or plain bytes (binary units; a trailing ``B`` is allowed)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text, re.IGNORECASE)
-    if match is None:
-        raise InputError(f"{option}: not a size: {text!r}", hint="write it like 4G, 512M or 100k")
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+from gpuyield.cli._common import console, errors_mapped, shown
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_ZONE,
+    db_option,
+    epoch_s,
+    instant_option,
+    seconds_option,
+    size_option,
+    zone_option,
+)
+from gpuyield.cli.lake import SyncOption, print_json_with_sync, print_sync, sync_after
 
 
 def collect_command(
-    db: Annotated[
-        Path, typer.Option("--db", help="DuckDB file to write (created if missing).")
-    ] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     since: Annotated[
-        str | None,
-        typer.Option(
-            help="Where the first collection starts (ISO time). Later runs continue from the "
-            "store's watermark; an earlier --since backfills."
+        datetime | None,
+        instant_option(
+            help="Where the first collection starts. Later runs continue from the store's "
+            "watermark; an earlier --since backfills."
         ),
     ] = None,
     until: Annotated[
-        str | None, typer.Option(help="End of the collection (ISO time). Default: now.")
+        datetime | None, instant_option(help="End of the collection. Default: now.")
     ] = None,
     cluster: Annotated[
         str | None,
         typer.Option(help="Cluster to collect. Default: ClusterName of `scontrol show config`."),
     ] = None,
     overlap: Annotated[
-        str,
-        typer.Option(
+        int,
+        seconds_option(
+            "--overlap",
             help="Re-read this much before the watermark, so jobs running at the last "
-            "collection are updated (e.g. 1h, 30m)."
+            "collection are updated.",
+            example="1h",
+            show_default="1h",
         ),
-    ] = "1h",
+    ] = 3600,
     keep_raw: Annotated[
         Path | None,
         typer.Option(
@@ -63,46 +63,45 @@ def collect_command(
     manifest: Annotated[
         Path | None, typer.Option(help="Release manifest (TOML) to ingest with the collection.")
     ] = None,
-    tz: Annotated[
-        str, typer.Option(help="Time zone of --since/--until without an offset.")
-    ] = "UTC",
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     max_output: Annotated[
-        str,
-        typer.Option(
+        int,
+        size_option(
             "--max-output",
             help="Stop a Slurm command that prints more than this (4G, 512M); its output goes "
             "to a temporary file, never memory.",
+            show_default="4G",
         ),
-    ] = "4G",
+    ] = 4 << 30,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary (for cron).")
     ] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Run sacct, sacctmgr and scontrol since the last collection and ingest them in one transaction (for cron)."""
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.collect import collect
 
     with errors_mapped():
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
-        overlap_s = parse_duration(overlap, "--overlap")
-        max_output_bytes = parse_size(max_output, "--max-output")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
             outcome = collect(
                 db,
                 since_s=since_s,
                 until_s=until_s,
                 cluster=cluster,
-                overlap_s=overlap_s,
+                overlap_s=overlap,
                 keep_raw=keep_raw,
                 slurm_bin=slurm_bin,
                 manifest=manifest,
                 progress=progress,
-                max_output_bytes=max_output_bytes,
+                max_output_bytes=max_output,
             )
+    synced = sync_after(db, lake)
     if as_json:
-        print_json(outcome.to_dict())
+        print_json_with_sync(outcome.to_dict(), synced)
         return
     if quiet:
         return
@@ -125,3 +124,5 @@ def collect_command(
     )
     for warning in outcome.ingest.warnings:
         console.print(f"[yellow]warning:[/] {shown(warning)}", highlight=False)
+    if synced is not None:
+        print_sync(synced)

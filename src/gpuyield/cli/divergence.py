@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from gpuyield.cli._grammar import exit_check_failed
 
 app = typer.Typer(
     help="Find loss spikes, divergence, NaNs, grad-norm explosions and loss-scale collapse.",
@@ -42,15 +44,26 @@ def scan_command(
         bool, typer.Option("--json", help='Print {"events": [{"step": N, "kind": ...}]} as JSON.')
     ] = False,
 ) -> None:
-    """List the divergence events in FILE, with evidence and the checkpoint to roll back to."""
-    from gpuyield.cli._common import call, cell, console, print_json, shown
+    """List the divergence events in FILE, with evidence and the checkpoint to roll back to.
+
+    Exit 0 when the run shows none, 3 when it shows divergence events, 1 on an error.
+    """
+    from gpuyield.cli._common import call, print_json
     from gpuyield.ingest.telemetry import scan
 
     result = call(scan, file, format)
     if as_json:
         print_json(result.to_dict())
-        return
+    else:
+        _print_scan(result)
+    if result.events:
+        exit_check_failed()
+
+
+def _print_scan(result: Any) -> None:
     from rich.table import Column, Table
+
+    from gpuyield.cli._common import cell, console, shown
 
     console.print(
         f"{shown(result.path)}: {result.num_steps} steps read as {result.format}"

@@ -8,13 +8,15 @@ from typing import Annotated
 import typer
 
 from gpuyield.cli._common import console, errors_mapped, print_json, shown
+from gpuyield.cli._grammar import DB_HELP, exit_check_failed
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
 
 
 def doctor_command(
     db: Annotated[
-        Path | None, typer.Option("--db", help="Also check this store: coverage, manifest runs.")
+        Path | None,
+        typer.Option("--db", help=DB_HELP + " Checked (coverage, manifest runs) when given."),
     ] = None,
     manifest: Annotated[
         Path | None,
@@ -28,7 +30,10 @@ def doctor_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
 ) -> None:
-    """Check the Slurm setup and the store for what silently ruins the numbers; print the fix for each."""
+    """Check the Slurm setup and the store for what silently ruins the numbers; print the fix for each.
+
+    Exit 0 when every check passes (warnings included), 3 when one fails, 1 on an error.
+    """
     from gpuyield.ingest.doctor import run_doctor
 
     with errors_mapped():
@@ -45,4 +50,4 @@ def doctor_command(
             if check.fix:
                 console.print(f"         fix: {shown(check.fix)}", highlight=False)
     if report.failed:
-        raise typer.Exit(code=1)
+        exit_check_failed()

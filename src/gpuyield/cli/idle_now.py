@@ -7,31 +7,41 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpuyield.cli._common import DEFAULT_WAIT, WAIT_HELP
-from gpuyield.cli.collect import parse_duration
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_WAIT_S,
+    count_option,
+    db_option,
+    seconds_option,
+    wait_option,
+)
 
 if TYPE_CHECKING:
     from gpuyield.report.idle_now import IdleNow
 
-_DB_HELP = "DuckDB file written by `gpuyield ingest`."
-
 
 def idle_now_command(
-    db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     window: Annotated[
-        str,
-        typer.Option(
+        int,
+        seconds_option(
+            "--window",
             help="How much of the end of the covered time to look at (1s, 15m, 1h). The default "
-            "is the instant `gpuyield serve`'s gauges show."
+            "is the instant `gpuyield serve`'s gauges show.",
+            example="15m",
+            show_default="1s",
         ),
-    ] = "1s",
+    ] = 1,
     top: Annotated[
-        int | None, typer.Option(help="Show the N jobs with the most idle GPUs (0: all).")
+        int | None,
+        count_option(
+            "--top", help="Show the N jobs with the most idle GPUs (0: all).", example="10"
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (the body of serve's /api/idle-now).")
     ] = False,
-    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Who holds idle GPUs now: jobs whose allocated GPUs utilization samples measured idle.
 
@@ -41,10 +51,12 @@ def idle_now_command(
     from gpuyield.cli._common import err_console, errors_mapped, shown, waiting_for_store
     from gpuyield.report.idle_now import build_idle_now, idle_now_json_text
 
-    with errors_mapped():
-        window_s = parse_duration(window, "--window")
-        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
-            result = build_idle_now(db, window_s=window_s, top=top)
+    with (
+        errors_mapped(),
+        waiting_for_store(wait),
+        err_console.status(f"computing the ledger of {shown(db)}"),
+    ):
+        result = build_idle_now(db, window_s=window, top=top)
     if as_json:
         typer.echo(idle_now_json_text(result))
         return

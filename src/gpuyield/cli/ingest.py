@@ -6,34 +6,30 @@ import dataclasses
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 import typer
 
+from gpuyield import parsing
 from gpuyield.cli._common import cell, console, errors_mapped, print_json, shown
-from gpuyield.errors import InputError
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_ZONE,
+    db_option,
+    epoch_s,
+    instant_option,
+    seconds_option,
+    usage_error,
+    zone_option,
+)
+from gpuyield.cli.lake import SyncOption, print_json_with_sync, print_sync, sync_after
 
 app = typer.Typer(
     help="Read scheduler accounting, node events, inventory, manifests and telemetry.",
     no_args_is_help=True,
 )
 
-DbOption = Annotated[Path, typer.Option("--db", help="DuckDB file to write (created if missing).")]
-
-
-def parse_instant(text: str | None, tz: str, option: str) -> int | None:
-    """An ISO time given on the command line, as epoch seconds."""
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(
-            f"{option}: not an ISO time: {text!r}", hint="write it like 2026-11-30T11:00:00"
-        ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=ZoneInfo(tz))
-    return int(value.timestamp())
+DbOption = Annotated[Path, db_option()]
+ZoneOption = Annotated[str, zone_option()]
 
 
 @app.command("slurm")
@@ -77,15 +73,15 @@ def slurm_command(
             "(and reservations.psv, jobs-detail.txt).",
         ),
     ] = None,
-    db: DbOption = Path("gpuyield.duckdb"),
+    db: DbOption = DEFAULT_DB,
     until: Annotated[
-        str | None,
-        typer.Option(
+        datetime | None,
+        instant_option(
             help="Capture time: running jobs and open events end here. "
             "Default: the latest time in the input."
         ),
     ] = None,
-    tz: Annotated[str, typer.Option(help="Time zone of the times in the files.")] = "UTC",
+    tz: ZoneOption = DEFAULT_ZONE,
     lenient: Annotated[
         bool, typer.Option("--lenient", help="Skip malformed rows (counted, shown in the report).")
     ] = False,
@@ -102,8 +98,8 @@ def slurm_command(
         bool, typer.Option("--json", help="Print the ingest summary as JSON.")
     ] = False,
     since: Annotated[
-        str | None,
-        typer.Option(
+        datetime | None,
+        instant_option(
             help="Start of the capture (the -S given to sacct): the store records the accounting "
             "as covered from here to --until. Default: the earliest job start."
         ),
@@ -119,32 +115,35 @@ def slurm_command(
         bool, typer.Option("--quiet", "-q", help="No progress bars and no summary.")
     ] = False,
     now: Annotated[
-        str | None,
-        typer.Option(
-            help="The capture's present (ISO), for a simulated or replayed capture: --until may "
+        datetime | None,
+        instant_option(
+            help="The capture's present, for a simulated or replayed capture: --until may "
             "not be later than it. Default: this machine's clock.",
         ),
     ] = None,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 
+    if noheader and not fields:
+        usage_error("--noheader needs --fields", hint="pass the --format list you gave sacct")
     with errors_mapped():
-        if noheader and not fields:
-            raise InputError(
-                "--noheader needs --fields", hint="pass the --format list you gave sacct"
-            )
         inputs = SlurmInputs(
-            sacct=sacct, events=events, nodes=nodes, manifest=manifest, reservations=reservations,
+            sacct=sacct,
+            events=events,
+            nodes=nodes,
+            manifest=manifest,
+            reservations=reservations,
             jobs_detail=jobs_detail,
-        )  # fmt: skip
+        )
         if directory is not None:
             inputs = inputs.merged(SlurmInputs.from_dir(directory))
         field_list = [f.strip() for f in fields.split(",")] if fields else None
-        until_s = parse_instant(until, tz, "--until")
-        since_s = parse_instant(since, tz, "--since")
-        now_s = parse_instant(now, tz, "--now")
+        until_s = epoch_s(until, tz, "--until")
+        since_s = epoch_s(since, tz, "--since")
+        now_s = epoch_s(now, tz, "--now")
         with RichProgress(enabled=not (as_json or quiet)) as progress:
             summary = ingest_slurm(
                 db,
@@ -159,11 +158,14 @@ def slurm_command(
                 cluster=cluster,
                 progress=progress,
             )
+    synced = sync_after(db, lake)
     if as_json:
-        print_json(summary.to_dict())
+        print_json_with_sync(summary.to_dict(), synced)
         return
     if not quiet:
         _print_summary(summary)
+        if synced is not None:
+            print_sync(synced)
 
 
 def _print_summary(summary: Any) -> None:
@@ -195,7 +197,7 @@ def telemetry_command(
     run: Annotated[
         str, typer.Option("--run", help="The run these files belong to (as in the manifest).")
     ],
-    db: DbOption = Path("gpuyield.duckdb"),
+    db: DbOption = DEFAULT_DB,
     fmt: Annotated[
         str | None,
         typer.Option(
@@ -205,14 +207,19 @@ def telemetry_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest run telemetry: measured lost progress, overhead, and divergence found in the loss curve."""
     from gpuyield.ingest.runlog import ingest_telemetry_files
 
     with errors_mapped():
         results = ingest_telemetry_files(db, run, files, fmt=fmt)
+    synced = sync_after(db, lake)
     if as_json:
         print_json([r.to_dict() for r in results])
+        # The list as before; what --lake wrote goes to stderr, not into the record.
+        if synced is not None:
+            print_sync(synced, to_stderr=True)
         return
     for r in results:
         status = (
@@ -222,13 +229,15 @@ def telemetry_command(
                 f"{r.records} records, {r.divergence_events} divergence events, "
                 f"{r.torn_lines} torn lines skipped"
                 + (
-                    f", {r.ft_events} fault-tolerance rows (gpuyield ft-loss)"
+                    f", {r.ft_events} fault-tolerance rows (gpuyield report ft-loss)"
                     if r.ft_events
                     else ""
                 )
             )
         )
         console.print(f"{shown(r.run)}: {shown(r.path)}: {status}", highlight=False)
+    if synced is not None:
+        print_sync(synced)
 
 
 @app.command("gres-conf")
@@ -274,21 +283,29 @@ def utilization_command(
         ),
     ] = None,
     since: Annotated[
-        str | None, typer.Option(help="With --prometheus: window start (ISO).")
+        datetime | None, instant_option(help="With --prometheus: window start.")
     ] = None,
-    until: Annotated[str | None, typer.Option(help="With --prometheus: window end (ISO).")] = None,
+    until: Annotated[datetime | None, instant_option(help="With --prometheus: window end.")] = None,
     step: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        seconds_option(
             help="The interval the samples were taken at (30s, 1m), when you know it: the data "
             "must agree. Left out, each series' spacing is read from its data (the first "
-            "sample of a series covers at most 60s). --prometheus asks at this step (60s)."
+            "sample of a series covers at most 60s). --prometheus asks at this step (60s).",
+            at_least_s=1,
+            example="60s",
         ),
     ] = None,
     timeout: Annotated[
-        str,
-        typer.Option(help="With --prometheus: the longest to read all its answers (10m, 1h)."),
-    ] = "30m",
+        int,
+        seconds_option(
+            "--timeout",
+            help="With --prometheus: the longest to read all its answers (10m, 1h).",
+            at_least_s=1,
+            example="10m",
+            show_default="30m",
+        ),
+    ] = 1800,
     node_label: Annotated[
         str | None, typer.Option(help="Label naming the node (default: Hostname, instance...).")
     ] = None,
@@ -299,9 +316,10 @@ def utilization_command(
         str | None, typer.Option(help="Label naming the Slurm job (default: hpc_job, job_id...).")
     ] = None,
     cluster: Annotated[str | None, typer.Option(help="Cluster the samples belong to.")] = None,
-    tz: Annotated[str, typer.Option(help="Time zone of --since/--until.")] = "UTC",
-    db: DbOption = Path("gpuyield.duckdb"),
+    tz: ZoneOption = DEFAULT_ZONE,
+    db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was stored as JSON.")] = False,
+    lake: SyncOption = None,
 ) -> None:
     """Ingest per-GPU activity, so allocated GPUs measured idle move to idle.allocated."""
     from gpuyield.ingest.utilization import (
@@ -311,8 +329,9 @@ def utilization_command(
         ingest_utilization,
     )
 
+    if prometheus is not None and (since is None or until is None):
+        usage_error("--prometheus needs --since and --until", hint="the window to read")
     with errors_mapped():
-        step_s = None if step is None else _seconds(step, "--step")
         names = MetricNames()
         names = dataclasses.replace(
             names,
@@ -321,20 +340,12 @@ def utilization_command(
             job_labels=(job_label,) if job_label else names.job_labels,
         )
         server = None
-        if prometheus is not None:
-            since_s, until_s = (
-                parse_instant(since, tz, "--since"),
-                parse_instant(until, tz, "--until"),
-            )
-            if since_s is None or until_s is None:
-                raise InputError(
-                    "--prometheus needs --since and --until", hint="the window to read"
-                )
+        if prometheus is not None and since is not None and until is not None:
             server = PrometheusSource(
                 url=prometheus,
-                since_s=since_s,
-                until_s=until_s,
-                limits=Limits(deadline_s=_seconds(timeout, "--timeout")),
+                since_s=parsing.epoch_s(since, tz=tz, field="--since"),
+                until_s=parsing.epoch_s(until, tz=tz, field="--until"),
+                limits=Limits(deadline_s=timeout),
             )
         results = ingest_utilization(
             db,
@@ -342,26 +353,18 @@ def utilization_command(
             server=server,
             sacct_usage=sacct_usage or [],
             tz=tz,
-            step_s=step_s,
+            step_s=step,
             names=names,
             cluster=cluster,
         )
+    synced = sync_after(db, lake)
     if as_json:
         print_json([r.to_dict() for r in results])
+        if synced is not None:
+            print_sync(synced, to_stderr=True)
         return
     for r in results:
         status = f"unchanged (ingest #{r.ingest_id})" if r.skipped else f"{r.samples:,} GPU samples"
         console.print(f"{shown(r.path)}: {status}", highlight=False)
-
-
-def _seconds(text: str, flag: str) -> int:
-    """``60s``, ``1m``, ``60``: a duration in whole seconds."""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
-    try:
-        value = int(number) * unit
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise InputError(f"{flag}: not a duration: {text!r}", hint="write it like 60s or 1m")
-    return value
+    if synced is not None:
+        print_sync(synced)

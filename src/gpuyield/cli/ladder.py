@@ -1,30 +1,38 @@
-"""`gpuyield ladder` and `gpuyield preflight`: test small before big (docs/ladder.md)."""
+"""`gpuyield report ladder` and `gpuyield preflight`: test small before big (docs/ladder.md)."""
 
 from __future__ import annotations
 
+import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuyield.cli._common import DEFAULT_WAIT, WAIT_HELP
-
-# Exit status of a launch the ladder refuses (1 stays "error", 2 is typer's usage error).
-EXIT_REFUSED = 3
-_DB_HELP = "DuckDB file written by `gpuyield ingest`."
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_WAIT_S,
+    DEFAULT_ZONE,
+    count_option,
+    db_option,
+    epoch_s,
+    exit_check_failed,
+    instant_option,
+    usage_error,
+    wait_option,
+    zone_option,
+)
 
 
 def ladder_command(
-    db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     since: Annotated[
-        str | None, typer.Option(help="Window of the GPU-seconds shown (ISO time).")
+        datetime | None, instant_option(help="Window of the GPU-seconds shown: its start.")
     ] = None,
-    until: Annotated[str | None, typer.Option(help="Window end (ISO time).")] = None,
-    tz: Annotated[
-        str, typer.Option(help="Time zone of --since/--until without an offset.")
-    ] = "UTC",
+    until: Annotated[datetime | None, instant_option(help="Window end.")] = None,
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (docs/ladder.md).")] = False,
-    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Per run family: rungs climbed, and runs launched without their lower rung.
 
@@ -38,12 +46,11 @@ def ladder_command(
         shown,
         waiting_for_store,
     )
-    from gpuyield.cli.ingest import parse_instant
     from gpuyield.report.ladder import build_ladder
 
     with errors_mapped():
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
             report = build_ladder(db, since_s=since_s, until_s=until_s)
     if as_json:
@@ -93,7 +100,7 @@ def _print_ladder(report: Any) -> None:
 
 def preflight_command(
     gpus: Annotated[
-        int, typer.Option("--gpus", min=1, help="GPUs the run asks for.", show_default=False)
+        int, count_option("--gpus", at_least=1, help="GPUs the run asks for.", example="64")
     ],
     family: Annotated[
         str | None, typer.Option("--family", help="The run's family.", show_default=False)
@@ -107,89 +114,30 @@ def preflight_command(
             show_default=False,
         ),
     ] = None,
-    db: Annotated[Path, typer.Option("--db", help=_DB_HELP)] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     at: Annotated[
-        str | None, typer.Option(help="Check as of this instant (ISO time). Default: now.")
+        datetime | None, instant_option(help="Check as of this instant. Default: now.")
     ] = None,
-    tz: Annotated[str, typer.Option(help="Time zone of --at without an offset.")] = "UTC",
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     """Exit 0 if the scaling ladder allows the launch, 3 naming the missing rung if not.
 
     For a Slurm job_submit/prolog hook or a CI step (examples/ladder/); 1 is an error.
     """
-    from gpuyield import rungs, store
-    from gpuyield.cli._common import console, errors_mapped, print_json, shown
-    from gpuyield.cli.ingest import parse_instant
-    from gpuyield.errors import InputError
+    from gpuyield.cli._common import errors_mapped
+    from gpuyield.rungs import check_launch
 
+    if (family is None) == (run is None):
+        usage_error("give --family or --run (not both)", hint="e.g. --family llama-v3")
     with errors_mapped():
-        if (family is None) == (run is None):
-            raise InputError("give --family or --run (not both)", hint="e.g. --family llama-v3")
-        at_s = parse_instant(at, tz, "--at")
-        con = store.connect(db, read_only=True)
-        try:
-            family = family if family is not None else rungs.family_of_run(con, run or "")
-            if family is None:
-                console.print(
-                    f"ok: run {shown(run)} belongs to no family: the ladder does not apply",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-                return
-            result = rungs.preflight(con, family=family, gpus=gpus, at_s=at_s)
-        finally:
-            con.close()
-    if as_json:
-        print_json(result.to_dict())
-    else:
-        _print_verdict(result)
-    if not result.allowed:
-        raise typer.Exit(code=EXIT_REFUSED)
-
-
-def _print_verdict(result: Any) -> None:
-    from gpuyield.cli._common import console, err_console, plain
-    from gpuyield.times import iso_utc as iso
-
-    days = f"{result.policy.within_days:g} days"
-    family = plain(result.family)
-    evidence = result.evidence
-    if result.allowed:
-        why = (
-            "the first rung needs nothing before it"
-            if result.required_gpus is None
-            else f"run {plain(evidence.run)} completed on {evidence.gpus} GPUs at "
-            f"{iso(evidence.end_s)}"
-        )
-        console.print(
-            f"ok: family {family} may launch on {result.gpus} GPUs: {why}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
-        return
-    best = (
-        "nothing completed then"
-        if evidence is None
-        else f"the largest completed is {evidence.gpus} GPUs (run {plain(evidence.run)})"
-    )
-    err_console.print(
-        f"refused: family {family} on {result.gpus} GPUs needs a completed run on "
-        f"{result.required_gpus} GPUs within {days}; {best}; missing rung(s) "
-        f"{', '.join(map(str, result.missing_rungs))}",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,  # one line per verdict: hooks pass it on to logs and terminals
-    )
-    if not result.known_family:
-        err_console.print(
-            f"note: no job and no [[families]] entry names family {plain(repr(result.family))}: "
-            "a typo?",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
+        at_s = epoch_s(at, tz, "--at")
+        answer = check_launch(db, family=family, run=run, gpus=gpus, at_s=at_s)
+    printed = answer.printed(as_json=as_json)  # gpuyield.__main__'s fast path prints the same
+    sys.stdout.write(printed.stdout)
+    sys.stderr.write(printed.stderr)
+    if not answer.allowed:
+        exit_check_failed()
 
 
 def ladder_sweep_command(
@@ -209,8 +157,13 @@ def ladder_sweep_command(
 
     sweep = call(
         ladder_sweep_from_options,
-        out=out, values=values, seeds=seeds, days=days, gpus=gpus, multiplier=multiplier,
-    )  # fmt: skip
+        out=out,
+        values=values,
+        seeds=seeds,
+        days=days,
+        gpus=gpus,
+        multiplier=multiplier,
+    )
     if as_json:
         print_json(sweep.to_dict())
         return

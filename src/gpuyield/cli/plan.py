@@ -7,8 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuyield.cli._common import console, errors_mapped, fail, print_json
-from gpuyield.errors import InputError
+from gpuyield.cli._common import console, errors_mapped, print_json
+from gpuyield.cli._grammar import (
+    SEED_HELP,
+    SEEDS_HELP,
+    count_option,
+    number_option,
+    seconds_option,
+    usage_error,
+)
 
 _NUMBER = "Numbers as people type them: 70B, 15T, 16k."
 
@@ -24,14 +31,25 @@ def plan_command(
         str, typer.Option(help="On a failure: restart (the whole job) or drop (the replica).")
     ] = "restart",
     checkpoint_interval: Annotated[
-        str, typer.Option("--checkpoint-interval", help="Checkpoint every 30m, 1h, 600s, ...")
-    ] = "30m",
+        int,
+        seconds_option(
+            "--checkpoint-interval",
+            help="Checkpoint this often.",
+            example="30m",
+            show_default="30m",
+        ),
+    ] = 1800,
     mfu: Annotated[
-        float, typer.Option(help="Training-step MFU while the job computes (failures simulated).")
+        float,
+        number_option(
+            "--mfu",
+            help="Training-step MFU while the job computes (failures simulated): 0.4 or 40%.",
+            show_default="0.4",
+        ),
     ] = 0.4,
     precision: Annotated[str, typer.Option(help="bf16 or fp8: which dense peak.")] = "bf16",
-    seeds: Annotated[int, typer.Option(help="Independent seeds simulated.")] = 10,
-    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    seeds: Annotated[int, count_option("--seeds", help=SEEDS_HELP, example="10")] = 10,
+    seed: Annotated[int, typer.Option("--seed", help=SEED_HELP)] = 0,
     scenario: Annotated[
         str,
         typer.Option(help="Bundled scenario or TOML path whose failure costs and timing to use."),
@@ -56,12 +74,11 @@ def plan_command(
     failures: as planned, the other policy, and restart at Daly's checkpoint interval.
     """
     from gpuyield.cli._progress import RichProgress
-    from gpuyield.cli.collect import parse_duration
     from gpuyield.simulate.plan import PlanSpec, plan
     from gpuyield.simulate.scenario import Policy
 
     if policy not in ("restart", "drop"):
-        fail(InputError(f"--policy: unknown policy {policy!r}", hint="use restart or drop"))
+        usage_error(f"--policy: unknown policy {policy!r}", hint="use restart or drop")
     with errors_mapped():
         spec = PlanSpec(
             params=params,
@@ -69,7 +86,7 @@ def plan_command(
             gpus=gpus,
             accelerator=accelerator,
             policy=Policy(policy),
-            checkpoint_interval_s=parse_duration(checkpoint_interval, "--checkpoint-interval"),
+            checkpoint_interval_s=checkpoint_interval,
             mfu=mfu,
             precision=precision,
             seeds=seeds,

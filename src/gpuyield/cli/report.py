@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from gpuyield.cli._common import (
-    DEFAULT_WAIT,
-    WAIT_HELP,
+    as_flag,
     cell,
     console,
     err_console,
     errors_mapped,
     shown,
     waiting_for_store,
+)
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    DEFAULT_WAIT_S,
+    DEFAULT_ZONE,
+    count_option,
+    db_option,
+    epoch_s,
+    instant_option,
+    usage_error,
+    wait_option,
+    zone_option,
 )
 from gpuyield.cli._weights import (
     check_weight,
@@ -25,8 +37,7 @@ from gpuyield.cli._weights import (
     print_weighted,
     require_weight,
 )
-from gpuyield.cli.ingest import parse_instant
-from gpuyield.errors import InputError
+from gpuyield.errors import GpuyieldError
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
@@ -43,21 +54,38 @@ _TOP_HELP = (
 
 
 def report_command(
-    db: Annotated[
-        Path, typer.Option("--db", help="DuckDB file written by `gpuyield ingest`.")
-    ] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            "--lake",
+            help="Report on a lake (`gpuyield lake export`, `ingest --lake`) instead of a store.",
+        ),
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="With --lake: duckdb (in this process) or spark [default: duckdb].",
+        ),
+    ] = None,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-master",
+            help="With --engine spark: the master, spark://HOST:PORT [default: local[*]].",
+        ),
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help=_BY_HELP)] = None,
-    top: Annotated[int | None, typer.Option("--top", help=_TOP_HELP)] = None,
+    top: Annotated[int | None, count_option("--top", help=_TOP_HELP, example="10")] = None,
     weight: Annotated[str, typer.Option("--weight", help=_WEIGHT_HELP)] = "gpu-seconds",
     since: Annotated[
-        str | None, typer.Option(help="Window start (ISO time). Default: cluster registration.")
+        datetime | None, instant_option(help="Window start. Default: cluster registration.")
     ] = None,
     until: Annotated[
-        str | None, typer.Option(help="Window end (ISO time). Default: the data's capture time.")
+        datetime | None, instant_option(help="Window end. Default: the data's capture time.")
     ] = None,
-    tz: Annotated[
-        str, typer.Option(help="Time zone of --since/--until without an offset.")
-    ] = "UTC",
+    tz: Annotated[str, zone_option()] = DEFAULT_ZONE,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (docs/contracts.md shape).")
     ] = False,
@@ -75,14 +103,17 @@ def report_command(
             "(out of installed, never idle) instead of failing.",
         ),
     ] = False,
-    wait: Annotated[str, typer.Option("--wait", help=WAIT_HELP)] = DEFAULT_WAIT,
+    wait: Annotated[int, wait_option()] = DEFAULT_WAIT_S,
 ) -> None:
     """Yield report: installed GPU-hours by category, over the captured time, beside the essay's typical lab."""
+    from gpuyield.report.source import describe
+
+    check_flags(html=html, png=png, by=by, top=top)
+    unit = _weight_unit(weight, html=html, as_json=as_json, by=by)
     with errors_mapped():
-        check_flags(html=html, png=png, by=by, top=top)
-        unit = check_weight(weight, html=html, as_json=as_json, by=by)
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
+        source = report_source(db=db, lake=lake, engine=engine, spark_master=spark_master)
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         if html is not None:
             from gpuyield.cli._progress import RichProgress
             from gpuyield.report.html import write_html_report
@@ -90,7 +121,7 @@ def report_command(
             # One bar per phase on stderr (nothing when it is not a terminal).
             with waiting_for_store(wait), RichProgress(counts=True) as progress:
                 written = write_html_report(
-                    db,
+                    source,
                     html,
                     since_s=since_s,
                     until_s=until_s,
@@ -101,11 +132,14 @@ def report_command(
             console.print(f"HTML report written to {shown(written)}", highlight=False)
             return
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
-        with waiting_for_store(wait), err_console.status(f"computing the ledger of {shown(db)}"):
+        with (
+            waiting_for_store(wait),
+            err_console.status(f"computing the ledger of {shown(describe(source))}"),
+        ):
             from gpuyield.report.summary import build_report_with_breakdown
 
             result = build_report_with_breakdown(
-                db,
+                source,
                 since_s=since_s,
                 until_s=until_s,
                 by=by,
@@ -127,17 +161,58 @@ def report_command(
         _print_breakdown(result.breakdown)
 
 
+def _weight_unit(weight: str, *, html: Path | None, as_json: bool, by: str | None) -> str:
+    """``--weight``'s unit; an unknown weight, or one that would change nothing with the other
+    flags, is a usage error (exit 2) like every flag that does not go with another."""
+    try:
+        return check_weight(weight, html=html, as_json=as_json, by=by)
+    except GpuyieldError as error:
+        said = as_flag(error)  # the library's report.weight as the --weight typed
+        usage_error(said.message, hint=said.hint)
+
+
+def report_source(
+    *, db: Path, lake: Path | None, engine: str | None, spark_master: str | None
+) -> Any:
+    """The store or the lake (with its engine) the flags name; flags that do not go together are
+    usage errors (exit 2)."""
+    from gpuyield.lake import LakeSource
+
+    if lake is None:
+        if engine is not None or spark_master is not None:
+            flag = "--engine" if engine is not None else "--spark-master"
+            usage_error(f"{flag} works only with --lake", hint="add --lake DIR, or drop it")
+        return db
+    if _given("db"):
+        usage_error("give --db or --lake, not both", hint="a report reads one of them")
+    if spark_master is not None and engine not in (None, "spark"):
+        usage_error("--spark-master works only with --engine spark", hint="add --engine spark")
+    chosen = "spark" if spark_master is not None and engine is None else engine or "duckdb"
+    return LakeSource(path=lake, engine=chosen, spark_master=spark_master)
+
+
+def _given(parameter: str) -> bool:
+    """Whether the command line set ``parameter`` (not its default)."""
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    context = get_current_context(silent=True)
+    return context is not None and (
+        context.get_parameter_source(parameter) is ParameterSource.COMMANDLINE
+    )
+
+
 def check_flags(*, html: Path | None, png: Path | None, by: str | None, top: int | None) -> None:
-    """Flags that would do nothing together are errors, not silently ignored."""
+    """Flags that would do nothing together are usage errors (exit 2), not silently ignored."""
     if png is not None and html is None:
-        raise InputError("--png works only with --html", hint="add --html FILE, or drop --png")
+        usage_error("--png works only with --html", hint="add --html FILE, or drop --png")
     if by is not None and html is not None:
-        raise InputError(
+        usage_error(
             "--by does not apply to --html (the page has its own breakdowns)",
             hint="run --by without --html for the table or JSON",
         )
     if top is not None and by is None:
-        raise InputError("--top works only with --by", hint="add --by, e.g. --by user")
+        usage_error("--top works only with --by", hint="add --by, e.g. --by user")
 
 
 def _hours(gpu_seconds: float) -> str:
@@ -230,7 +305,7 @@ def _print_skipped_rungs(waste: Any) -> None:
             f"{_hours(side.wasted_gpu_seconds)} failed/cancelled/diverged "
             f"({_share(side.waste_share)})"
         )
-    console.print("[dim]waste_in_skipped_rungs: `gpuyield ladder` lists the runs[/]")
+    console.print("[dim]waste_in_skipped_rungs: `gpuyield report ladder` lists the runs[/]")
 
 
 def _print_activity(report: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,29 +9,30 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpuyield.cli._common import err_console, errors_mapped, shown
-from gpuyield.errors import InputError
+from gpuyield.cli._grammar import DEFAULT_DB, count_option, db_option, duration_option
 
 if TYPE_CHECKING:
     from gpuyield.serve.state import ReadWriteLock
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# A schedule or a timeout of more than a year is a typo, not a setting.
+_YEAR_S = 366 * 86_400
 
 
 def serve_command(
-    db: Annotated[
-        Path, typer.Option("--db", help="DuckDB store (written by `gpuyield ingest`/`collect`).")
-    ] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     host: Annotated[
         str, typer.Option(help="Address to listen on; anything but loopback needs --token-file.")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 9464,
     collect_every: Annotated[
-        str | None,
-        typer.Option(
+        float | None,
+        duration_option(
             "--collect-every",
-            help="Run `gpuyield collect` this often (30s, 5m, 1h); without it, serve re-reads "
-            "the store whenever something else (an ingest from cron) changes it.",
+            help="Run `gpuyield collect` this often; without it, serve re-reads the store "
+            "whenever something else (an ingest from cron) changes it.",
+            at_least_s=1,
+            at_most_s=_YEAR_S,
+            example="5m",
         ),
     ] = None,
     token_file: Annotated[
@@ -42,7 +42,13 @@ def serve_command(
         ),
     ] = None,
     top_accounts: Annotated[
-        int, typer.Option(help="Accounts exported one by one; the rest as (others).")
+        int,
+        count_option(
+            "--top-accounts",
+            help="Accounts exported one by one; the rest as (others).",
+            at_least=1,
+            example="50",
+        ),
     ] = 50,
     forwarded_allow_ips: Annotated[
         str | None,
@@ -54,21 +60,33 @@ def serve_command(
         ),
     ] = None,
     max_connections: Annotated[
-        int, typer.Option("--max-connections", help="Open connections kept at most.")
+        int,
+        count_option(
+            "--max-connections", help="Open connections kept at most.", at_least=1, example="256"
+        ),
     ] = 256,
     header_timeout: Annotated[
-        str,
-        typer.Option(
-            "--header-timeout", help="Time a new connection has to send its whole request head."
+        float,
+        duration_option(
+            "--header-timeout",
+            help="Time a new connection has to send its whole request head.",
+            at_least_s=0.001,
+            at_most_s=_YEAR_S,
+            example="10s",
+            show_default="10s",
         ),
-    ] = "10s",
+    ] = 10.0,
     idle_timeout: Annotated[
-        str,
-        typer.Option(
+        float,
+        duration_option(
             "--idle-timeout",
             help="Time a connection may wait after a response before its next request arrives.",
+            at_least_s=0.001,
+            at_most_s=_YEAR_S,
+            example="30s",
+            show_default="30s",
         ),
-    ] = "30s",
+    ] = 30.0,
 ) -> None:
     """Serve /metrics (Prometheus), /api/report (report --json), /api/idle-now (idle-now --json)
     and / (the last 7 days as HTML)."""
@@ -76,7 +94,6 @@ def serve_command(
         from gpuyield.serve import Listen, ServeSettings, check_listen, read_token, serve
         from gpuyield.serve.limits import ConnectionLimits
 
-        every_s = None if collect_every is None else parse_duration(collect_every)
         listen = Listen(
             host=host,
             port=port,
@@ -84,19 +101,15 @@ def serve_command(
             forwarded_allow_ips=forwarded_allow_ips,
             limits=ConnectionLimits(
                 max_connections=max_connections,
-                header_timeout_s=parse_duration(header_timeout, "--header-timeout"),
-                idle_timeout_s=parse_duration(idle_timeout, "--idle-timeout"),
+                header_timeout_s=header_timeout,
+                idle_timeout_s=idle_timeout,
             ),
         )
         check_listen(listen)
-        if top_accounts < 1:
-            raise InputError(
-                f"--top-accounts must be 1 or more, not {top_accounts}", hint="e.g. 50"
-            )
         settings = ServeSettings(
             db=db,
-            collect_fn=None if every_s is None else scheduled_collect(db),
-            collect_every_s=every_s,
+            collect_fn=None if collect_every is None else scheduled_collect(db),
+            collect_every_s=collect_every,
             top_accounts=top_accounts,
         )
         err_console.print(
@@ -104,19 +117,6 @@ def serve_command(
             highlight=False,
         )
         serve(settings, listen)
-
-
-def parse_duration(text: str, flag: str = "--collect-every") -> float:
-    """``30s``, ``5m``, ``1h``, ``1d`` as seconds."""
-    match = _DURATION.fullmatch(text.strip()) if len(text) <= 32 else None
-    seconds = 0.0 if match is None else float(match.group(1)) * _UNIT_S[match.group(2)]
-    # At most a year: 1e300s (or more digits than a float holds) is a typo, not a schedule.
-    if not 0 < seconds <= 366 * 86_400:
-        raise InputError(
-            f"{flag}: not a duration from 1s to 366d: {text[:32]!r}",
-            hint="write it like 30s, 5m, 1h or 1d",
-        )
-    return seconds
 
 
 def scheduled_collect(db: Path) -> Callable[[ReadWriteLock], object]:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -12,19 +13,29 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
+from gpuyield import parsing
 from gpuyield.cli._common import (
     call,
     console,
     err_console,
     errors_mapped,
-    fail,
     plain,
     print_json,
     shown,
 )
-from gpuyield.errors import InputError
+from gpuyield.cli._grammar import (
+    count_option,
+    duration_option,
+    renamed,
+    seconds_option,
+    usage_error,
+)
+from gpuyield.errors import FieldError
 
 E = TypeVar("E", bound=StrEnum)
+
+_DAY_S = 86_400
+_DAYS_HELP = "Deprecated: --duration 30d."
 
 
 def _words(text: str) -> list[str]:
@@ -35,27 +46,33 @@ def _choice(kind: type[E], word: str, flag: str) -> E:
     try:
         return kind(word)
     except ValueError:
-        fail(
-            InputError(
-                f"unknown {flag} {word!r}", hint="use " + ", ".join(str(k.value) for k in kind)
-            )
-        )
+        usage_error(f"unknown {flag} {word!r}", hint="use " + ", ".join(str(k.value) for k in kind))
 
 
-def _numbers(text: str, flag: str) -> tuple[float, ...]:
+def _values(text: str, param: StrEnum) -> tuple[float, ...]:
+    """``--values``: GPU counts (``1k,16k``) or checkpoint intervals (``10m,1h``; bare seconds)."""
+    durations = param.value == "interval-s"
     try:
-        return tuple(float(v) for v in text.split(","))
-    except ValueError:
-        fail(InputError(f"{flag} {text!r} is not a list of numbers", hint="write e.g. 1024,4096"))
+        return tuple(
+            parsing.parse_duration(v, field="--values", example="10m,1h")
+            if durations
+            else float(parsing.parse_count(v, field="--values", example="1k,16k"))
+            for v in text.split(",")
+        )
+    except FieldError as error:
+        usage_error(f"{error.field} {error.problem}", hint=f"write e.g. {error.example}")
 
 
 class _RunByDefault(TyperGroup):
     """Treat an unknown first word as a scenario for ``run`` (so ``simulate llama3-405b`` works)."""
 
+    #: What a first word that names no command runs (the CLI snapshot shows it).
+    default_command = "run"
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         # ctx is typed loosely: typer 0.29 vendors its own click, older versions use click's.
         if args and args[0] not in self.commands and not args[0].startswith("-"):
-            args = ["run", *args]
+            args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
 
@@ -71,10 +88,18 @@ app = typer.Typer(
 def run_command(
     scenario: Annotated[str, typer.Argument(help="Bundled scenario name or path to a TOML file.")],
     out: Annotated[Path, typer.Option("--out", help="Directory to write the cluster's files to.")],
-    seed: Annotated[int | None, typer.Option(help="Random seed (default: the scenario's).")] = None,
-    days: Annotated[
-        float | None, typer.Option(help="Simulate this many days (default: the scenario's).")
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Random seed (default: the scenario's).")
     ] = None,
+    duration: Annotated[
+        float | None,
+        duration_option(
+            "--duration",
+            help="Simulate this long (default: the scenario's).",
+            example="7d",
+        ),
+    ] = None,
+    days: Annotated[float | None, typer.Option("--days", hidden=True, help=_DAYS_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print truth.json to stdout.")] = False,
     utilization: Annotated[
         bool,
@@ -88,8 +113,17 @@ def run_command(
     """Simulate SCENARIO and write sacct.psv, events.psv, nodes.txt, manifest.toml, truth.json."""
     from gpuyield.simulate.api import run_scenario
 
+    duration = renamed(
+        old="--days",
+        old_value=days,
+        new="--duration",
+        new_value=duration,
+        convert=lambda d: d * _DAY_S,
+        example=f"{days:g}d" if days is not None else "",
+    )
     with errors_mapped():
-        summary = run_scenario(scenario, out, seed=seed, days=days, utilization=utilization)
+        days_run = None if duration is None else duration / _DAY_S
+        summary = run_scenario(scenario, out, seed=seed, days=days_run, utilization=utilization)
     if as_json:
         print_json(summary.truth.to_dict())
         return
@@ -143,7 +177,7 @@ def validate_command(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the cases as a Markdown table.")
     ] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the simulated counts.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
     from gpuyield.simulate.validate import ValidationCases, validate_cases
@@ -205,20 +239,48 @@ def sweep_command(
         str, typer.Option(help="What to vary: cluster-gpus, interval-s or ladder-skip-share.")
     ] = "cluster-gpus",
     values: Annotated[
-        str | None, typer.Option(help="Comma-separated values (default depends on --param).")
+        str | None,
+        typer.Option(
+            help="Comma-separated values: GPU counts (1k,16k), checkpoint intervals (10m,1h) or "
+            "skip shares (0.1,0.3). Default depends on --param."
+        ),
     ] = None,
     policy: Annotated[
         str, typer.Option(help="Comma-separated policies: restart, drop, spares, in-memory.")
     ] = "restart,drop,spares",
-    seeds: Annotated[int, typer.Option(help="Seeds per point.")] = 3,
-    days: Annotated[float, typer.Option(help="Length of the simulated run.")] = 30.0,
-    gpus: Annotated[int, typer.Option(help="Cluster size for interval sweeps.")] = 16384,
-    interval_s: Annotated[
+    seeds: Annotated[
+        int,
+        count_option(
+            "--seeds",
+            help="How many independent seeds (0, 1, 2, ...) to simulate; each figure is their mean.",
+            example="3",
+        ),
+    ] = 3,
+    duration: Annotated[
+        float,
+        duration_option(
+            "--duration", help="Length of the simulated run.", example="30d", show_default="30d"
+        ),
+    ] = 30.0 * _DAY_S,
+    gpus: Annotated[
+        int, count_option("--gpus", help="Cluster size for interval sweeps.", example="16k")
+    ] = 16384,
+    checkpoint_interval: Annotated[
         int | None,
-        typer.Option(help="Checkpoint interval for size sweeps (default: the scenario run's)."),
+        seconds_option(
+            "--checkpoint-interval",
+            help="Checkpoint interval for size sweeps (default: the scenario run's).",
+            at_least_s=1,
+            example="1h",
+        ),
     ] = None,
-    write_s: Annotated[
-        int | None, typer.Option(help="Checkpoint write stall, s (default: the scenario run's).")
+    checkpoint_write: Annotated[
+        int | None,
+        seconds_option(
+            "--checkpoint-write",
+            help="Checkpoint write stall (default: the scenario run's).",
+            example="30s",
+        ),
     ] = None,
     scenario: Annotated[
         str,
@@ -226,7 +288,7 @@ def sweep_command(
             help="Bundled scenario or TOML path whose failure model and restart costs to use."
         ),
     ] = "llama3-405b",
-    jobs: Annotated[int, typer.Option("--jobs", help="Parallel processes.")] = 1,
+    jobs: Annotated[int, count_option("--jobs", help="Parallel processes.", example="2")] = 1,
     plots: Annotated[bool, typer.Option(help="Write sweep.png and sweep.html.")] = True,
     ft_calibration: Annotated[
         str | None,
@@ -253,6 +315,14 @@ def sweep_command(
     skip_failure_multiplier: Annotated[
         float, typer.Option(help="ladder-skip-share: how much likelier a skipping job fails.")
     ] = 2.0,
+    days: Annotated[float | None, typer.Option("--days", hidden=True, help=_DAYS_HELP)] = None,
+    interval_s: Annotated[
+        int | None,
+        typer.Option("--interval-s", hidden=True, help="Deprecated: --checkpoint-interval."),
+    ] = None,
+    write_s: Annotated[
+        int | None, typer.Option("--write-s", hidden=True, help="Deprecated: --checkpoint-write.")
+    ] = None,
 ) -> None:
     """Vary cluster size or checkpoint interval over policies and seeds; write a table and plots.
 
@@ -261,47 +331,112 @@ def sweep_command(
     With --param ladder-skip-share: the research workload's waste at each share of jobs skipping
     their lower rung, against the ladder enforced (docs/ladder.md).
     """
+    days_run = _sweep_days(duration, days)
+    interval_s = renamed(
+        old="--interval-s",
+        old_value=interval_s,
+        new="--checkpoint-interval",
+        new_value=checkpoint_interval,
+        convert=int,
+        example=f"{interval_s}s",
+    )
+    write_s = renamed(
+        old="--write-s",
+        old_value=write_s,
+        new="--checkpoint-write",
+        new_value=checkpoint_write,
+        convert=int,
+        example=f"{write_s}s",
+    )
     if param == "ladder-skip-share":
         from gpuyield.cli.ladder import ladder_sweep_command
 
-        ladder_sweep_command(out, values, seeds, days, gpus, skip_failure_multiplier, as_json)
+        ladder_sweep_command(out, values, seeds, days_run, gpus, skip_failure_multiplier, as_json)
         return
-    from gpuyield.simulate.ft_costs import load_ft_calibration
     from gpuyield.simulate.scenario import Policy, SparesFor
-    from gpuyield.simulate.sweep import SweepParam, SweepSpec, base_model, default_values
-    from gpuyield.simulate.sweep_files import run_and_write_sweep
+    from gpuyield.simulate.sweep import SweepParam, default_values
 
     which = _choice(SweepParam, param, "--param")
-    chosen = tuple(_choice(Policy, p, "--policy") for p in _words(policy))
-    parsed = _numbers(values, "--values") if values else call(default_values, which)
-    use = None if spares_for is None else _choice(SparesFor, spares_for, "--spares-for")
+    options = _SweepOptions(
+        param=which,
+        values=_values(values, which) if values else call(default_values, which),
+        policies=tuple(_choice(Policy, p, "--policy") for p in _words(policy)),
+        seeds=seeds,
+        days=days_run,
+        gpus=gpus,
+        interval_s=interval_s,
+        write_s=write_s,
+        scenario=scenario,
+        spares_for=None if spares_for is None else _choice(SparesFor, spares_for, "--spares-for"),
+        ft_calibration=ft_calibration,
+    )
+    result = _run_sweep(options, out, jobs=jobs, plots=plots)
+    _print_sweep(result, out, as_json=as_json, markdown=markdown)
+
+
+def _sweep_days(duration: float, days: float | None) -> float:
+    """The sweep's length in days, from --duration or the deprecated --days."""
+    seconds = renamed(
+        old="--days",
+        old_value=days,
+        new="--duration",
+        new_value=duration,
+        convert=lambda d: d * _DAY_S,
+        example=f"{days:g}d" if days is not None else "",
+    )
+    return seconds / _DAY_S
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _SweepOptions:
+    """What the sweep command read from its options, before the library checks it."""
+
+    param: Any
+    values: tuple[float, ...]
+    policies: tuple[Any, ...]
+    seeds: int
+    days: float
+    gpus: int
+    interval_s: int | None
+    write_s: int | None
+    scenario: str
+    spares_for: Any
+    ft_calibration: str | None
+
+
+def _run_sweep(options: _SweepOptions, out: Path, *, jobs: int, plots: bool) -> Any:
+    from gpuyield.simulate.ft_costs import load_ft_calibration
+    from gpuyield.simulate.scenario import Policy
+    from gpuyield.simulate.sweep import SweepSpec, base_model
+    from gpuyield.simulate.sweep_files import run_and_write_sweep
+
+    calibration = options.ft_calibration
     with errors_mapped():
         costs = (
             None
-            if ft_calibration is None
-            else load_ft_calibration(None if ft_calibration == "measured" else ft_calibration)
+            if calibration is None
+            else load_ft_calibration(None if calibration == "measured" else calibration)
         )
         base = base_model(
-            days=days,
-            gpus=gpus,
-            interval_s=interval_s,
-            write_s=write_s,
-            scenario=scenario,
-            spares_for=use,
+            days=options.days,
+            gpus=options.gpus,
+            interval_s=options.interval_s,
+            write_s=options.write_s,
+            scenario=options.scenario,
+            spares_for=options.spares_for,
             costs=costs,
         )
         spec = SweepSpec(
-            param=which,
-            values=parsed,
-            policies=chosen or tuple(Policy),
-            seeds=seeds,
+            param=options.param,
+            values=options.values,
+            policies=options.policies or tuple(Policy),
+            seeds=options.seeds,
             base=base.model,
             gpus_per_node=base.gpus_per_node,
             costs=costs,
             assumptions=base.assumptions,
         )
-        result = run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
-    _print_sweep(result, out, as_json=as_json, markdown=markdown)
+        return run_and_write_sweep(spec, out, jobs=jobs, plots=plots)
 
 
 def _print_sweep(result: Any, out: Path, *, as_json: bool, markdown: bool) -> None:

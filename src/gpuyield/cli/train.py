@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from gpuyield.cli._common import console, errors_mapped, print_json, shown
-from gpuyield.errors import InputError, MissingExtraError
+from gpuyield.cli._grammar import (
+    DEFAULT_DB,
+    SEED_HELP,
+    count_option,
+    db_option,
+    duration_option,
+    renamed,
+    usage_error,
+)
+from gpuyield.errors import MissingExtraError
 
 
 def train_ft_command(
@@ -22,40 +31,70 @@ def train_ft_command(
     out: Annotated[
         Path, typer.Option("--out", help="Directory for telemetry.jsonl, summary.json, logs/.")
     ],
-    replicas: Annotated[int, typer.Option(help="Data-parallel replica groups (processes).")] = 3,
-    steps: Annotated[int, typer.Option(help="Optimizer steps to train.")] = 200,
+    replicas: Annotated[
+        int, count_option("--replicas", help="Data-parallel replica groups (processes).")
+    ] = 3,
+    steps: Annotated[int, count_option("--steps", help="Optimizer steps to train.")] = 200,
     fail_at: Annotated[
         list[str] | None,
         typer.Option(
             "--fail-at", help="STEP:GROUP: SIGKILL that group while it computes that step."
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the weights and of the data order.")] = 0,
-    checkpoint_every: Annotated[int, typer.Option(help="restart: steps between checkpoints.")] = 50,
-    eval_every: Annotated[int, typer.Option(help="Steps between held-out losses.")] = 50,
-    n_layer: Annotated[int, typer.Option(help="Transformer layers.")] = 4,
-    n_embd: Annotated[int, typer.Option(help="Model width.")] = 128,
-    batch: Annotated[int, typer.Option(help="Sequences per group per step.")] = 8,
+    seed: Annotated[
+        int, typer.Option("--seed", help=SEED_HELP + " Here: the weights and the data order.")
+    ] = 0,
+    checkpoint_every: Annotated[
+        int, count_option("--checkpoint-every", help="restart: steps between checkpoints.")
+    ] = 50,
+    eval_every: Annotated[
+        int, count_option("--eval-every", help="Steps between held-out losses.")
+    ] = 50,
+    n_layer: Annotated[int, count_option("--n-layer", help="Transformer layers.")] = 4,
+    n_embd: Annotated[int, count_option("--n-embd", help="Model width.")] = 128,
+    batch: Annotated[int, count_option("--batch", help="Sequences per group per step.")] = 8,
     backend: Annotated[str, typer.Option(help="gloo (CPU) or nccl (GPUs).")] = "gloo",
-    timeout_s: Annotated[float, typer.Option(help="Stop and fail past this many seconds.")] = 900.0,
+    timeout: Annotated[
+        float,
+        duration_option(
+            "--timeout",
+            help="Stop and fail past this long.",
+            at_least_s=1,
+            example="15m",
+            show_default="15m",
+        ),
+    ] = 900.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout.")] = False,
+    timeout_s: Annotated[
+        float | None, typer.Option("--timeout-s", hidden=True, help="Deprecated: --timeout 15m.")
+    ] = None,
 ) -> None:
     """Train a small GPT with replica groups, kill groups as planned, and measure what it cost."""
+    timeout = renamed(
+        old="--timeout-s",
+        old_value=timeout_s,
+        new="--timeout",
+        new_value=timeout,
+        convert=float,
+        example=f"{timeout_s:g}s" if timeout_s is not None else "",
+    )
+    from gpuyield.train.config import Mode
+
+    try:
+        chosen_mode = Mode(mode)
+    except ValueError:
+        usage_error(f"unknown --mode {mode!r}", hint="use drop or restart")
     with errors_mapped():
         try:
             import torch  # noqa: F401
             import torchft  # noqa: F401
         except ImportError as error:
             raise MissingExtraError("train", error.name or "torchft") from error
-        from gpuyield.train.config import FailurePlan, Mode, TrainConfig
+        from gpuyield.train.config import FailurePlan, TrainConfig
         from gpuyield.train.launch import train_ft
 
-        try:
-            chosen = Mode(mode)
-        except ValueError:
-            raise InputError(f"--mode {mode!r}", hint="use drop or restart") from None
         config = TrainConfig(
-            mode=chosen,
+            mode=chosen_mode,
             replicas=replicas,
             steps=steps,
             failures=tuple(FailurePlan.parse(f) for f in fail_at or ()),
@@ -66,7 +105,7 @@ def train_ft_command(
             n_embd=n_embd,
             batch=batch,
             backend=backend,
-            timeout_s=timeout_s,
+            timeout_s=timeout,
         )
         summary = train_ft(config, out)
     if as_json:
@@ -86,7 +125,7 @@ def train_ft_command(
 
 def ft_loss_command(
     run: Annotated[str, typer.Option("--run", help="The run, as given to ingest telemetry.")],
-    db: Annotated[Path, typer.Option("--db", help="DuckDB store.")] = Path("gpuyield.duckdb"),
+    db: Annotated[Path, db_option()] = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Lost GPU-seconds of a fault-tolerant run by kind, from its ingested telemetry."""

@@ -3,14 +3,23 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from gpuyield.cli._grammar import (
+    DEFAULT_ZONE,
+    count_option,
+    db_option,
+    epoch_s,
+    instant_option,
+    zone_option,
+)
+
 # Exit status when the check ran and failed (the CLI grammar's 3).
 EXIT_CHECK_FAILED = 3
-_DB_HELP = "DuckDB file written by `gpuyield ingest`."
 app = typer.Typer(
     help=(
         "What would each remedy buy on this cluster? Fits the simulator to the store's own "
@@ -20,12 +29,15 @@ app = typer.Typer(
     no_args_is_help=False,
 )
 
-Db = Annotated[Path, typer.Option("--db", help=_DB_HELP)]
-Since = Annotated[str | None, typer.Option(help="Window start (ISO time). Default: the store's.")]
-Until = Annotated[str | None, typer.Option(help="Window end (ISO time). Default: the store's.")]
-Tz = Annotated[str, typer.Option(help="Time zone of --since/--until without an offset.")]
+Db = Annotated[Path, db_option()]
+Since = Annotated[datetime | None, instant_option(help="Window start. Default: the store's.")]
+Until = Annotated[datetime | None, instant_option(help="Window end. Default: the store's.")]
+Tz = Annotated[str, zone_option()]
 ReplaySeeds = Annotated[
-    int, typer.Option("--replay-seeds", help="Seeds of the replay that checks the fit.")
+    int,
+    count_option(
+        "--replay-seeds", help="Seeds of the replay that checks the fit.", at_least=1, example="6"
+    ),
 ]
 Tolerance = Annotated[
     float,
@@ -51,7 +63,13 @@ Horizon = Annotated[
     str | None, typer.Option(help="How far to project, e.g. 90d. Default: the window's length.")
 ]
 Seeds = Annotated[
-    int, typer.Option("--seeds", help="Draws (a seed and parameters from their intervals).")
+    int,
+    count_option(
+        "--seeds",
+        help="How many independent seeds to draw (each a seed and parameters from their "
+        "intervals).",
+        example="5",
+    ),
 ]
 Price = Annotated[
     float | None,
@@ -85,7 +103,7 @@ def whatif_command(
     html: Html = None,
     since: Since = None,
     until: Until = None,
-    tz: Tz = "UTC",
+    tz: Tz = DEFAULT_ZONE,
     replay_seeds: ReplaySeeds = 6,
     tolerance: Tolerance = 2.0,
     as_json: Json = False,
@@ -94,12 +112,11 @@ def whatif_command(
     if ctx.invoked_subcommand is not None:
         return
     from gpuyield.cli._common import err_console, errors_mapped, print_json
-    from gpuyield.cli.ingest import parse_instant
     from gpuyield.whatif import ProjectionRefused, run_whatif
 
     with errors_mapped():
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         try:
             with err_console.status(f"fitting, replaying and projecting {db}"):
                 result = run_whatif(
@@ -137,7 +154,7 @@ def fit_command(
     ] = None,
     since: Since = None,
     until: Until = None,
-    tz: Tz = "UTC",
+    tz: Tz = DEFAULT_ZONE,
     replay_seeds: ReplaySeeds = 6,
     tolerance: Tolerance = 2.0,
     as_json: Json = False,
@@ -148,12 +165,11 @@ def fit_command(
     on too few events; the scenario file is written either way and says which.
     """
     from gpuyield.cli._common import err_console, errors_mapped, print_json
-    from gpuyield.cli.ingest import parse_instant
     from gpuyield.whatif import run_fit
 
     with errors_mapped():
-        since_s = parse_instant(since, tz, "--since")
-        until_s = parse_instant(until, tz, "--until")
+        since_s = epoch_s(since, tz, "--since")
+        until_s = epoch_s(until, tz, "--until")
         with err_console.status(f"fitting {db} and replaying the window"):
             report = run_fit(
                 db,

@@ -184,7 +184,7 @@ def estimate_lab(scenario: str | Path) -> LabEstimate:
         worksheet=Worksheet(
             title=str(data.get("title", data.get("id", path))),
             steps=tuple(steps),
-            notes=_notes(data, essay),
+            notes=_notes(data, essay, path),
         ),
     )
 
@@ -406,8 +406,11 @@ def _optional_range(data: Mapping[str, Any], key: str, path: str) -> Range | Non
     return _range(data, key, key, path) if key in data else None
 
 
-def _notes(data: Mapping[str, Any], essay: Range | None) -> tuple[str, ...]:
-    notes = [str(note) for note in data.get("notes", [])]
+def _notes(data: Mapping[str, Any], essay: Range | None, path: str) -> tuple[str, ...]:
+    given = data.get("notes", [])
+    if not isinstance(given, list) or not all(isinstance(note, str) for note in given):
+        raise ParseError("must be an array of strings", path=path, field="notes")
+    notes = list(given)
     if essay is not None:
         quote = data.get("essay_quote", "")
         notes.append(

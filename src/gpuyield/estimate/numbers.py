@@ -9,31 +9,15 @@ is 200B, not 250B), and ``low:central:high`` states all three.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from gpuyield.errors import FieldError, InputError
-
-#: Decimal suffixes. `G` is accepted because the essay writes `405G`; `B` (billion) is usual.
-SUFFIXES: dict[str, float] = {
-    "k": 1e3,
-    "m": 1e6,
-    "b": 1e9,
-    "g": 1e9,
-    "t": 1e12,
-    "p": 1e15,
-}
+from gpuyield.parsing import NUMBER, SUFFIXES, number
 
 _HINT = (
     "write a number like 405B, 15T, 16k, 16M, 2^24, 1.5e12, $30M or 40%, "
     "or a range low:high or low:central:high"
 )
-_DECIMAL = r"(?:\d{1,3}(?:,\d{3})+|\d[\d_]*)(?:\.\d*)?|\.\d+"
-_NUMBER_RE = re.compile(
-    rf"^(?P<dollar>\$)?(?P<mantissa>{_DECIMAL})(?P<exponent>[eE][+-]?\d+)?"
-    r"(?P<suffix>[kKmMbBgGtTpP])?(?P<percent>%)?$"
-)
-_POWER_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)?)\^(?P<power>-?\d+)$")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,22 +60,12 @@ class Range:
 
 
 def parse_number(text: str, *, field: str) -> float:
-    """Read one number as people type it; ``field`` names the value in the error message (the
-    library's name, ``estimate.tokens``, or a file's key, ``labs.meta.mfu``)."""
-    cleaned = text.strip()
-    power = _POWER_RE.match(cleaned)
-    if power:
-        value = float(power["base"]) ** int(power["power"])
-    else:
-        match = _NUMBER_RE.match(cleaned)
-        if match is None:
-            raise FieldError(field, f": cannot read {text!r} as a number", hint=_HINT)
-        mantissa = match["mantissa"].replace(",", "").replace("_", "")
-        value = float(mantissa + (match["exponent"] or ""))
-        if match["suffix"]:
-            value *= SUFFIXES[match["suffix"].lower()]
-        if match["percent"]:
-            value /= 100.0
+    """Read one number as people type it (``gpuyield.parsing``'s grammar); ``field`` names the
+    value in the error message (the library's name, ``estimate.tokens``, or a file's key,
+    ``labs.meta.mfu``)."""
+    value = number(text)
+    if value is None:
+        raise FieldError(field, f": cannot read {text!r} as a number", hint=_HINT)
     if not math.isfinite(value):
         raise FieldError(field, f": {text!r} is too large to be a number", hint=_HINT)
     return value
@@ -195,7 +169,7 @@ def last_digit_unit(text: str, *, field: str) -> float:
     A figure written to that place stands for anything that rounds to it, which is how the essay
     check decides how much slack a stated number gets.
     """
-    match = _NUMBER_RE.match(text.strip())
+    match = NUMBER.fullmatch(text.strip())
     if match is None:
         raise FieldError(field, f": cannot read {text!r} as a number", hint=_HINT)
     mantissa = match["mantissa"].replace(",", "").replace("_", "")

@@ -14,6 +14,7 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import CancelCause, Category, FailedCause
 from gpuyield.ledger.estimated import progress_elapsed
+from gpuyield.ledger.plan import is_spark, small_on_spark
 from gpuyield.ledger.window import Window
 from gpuyield.manifest import Manifest
 
@@ -154,7 +155,7 @@ def job_segments(
     if overhead is not None:
         segments = segments.union(_overhead_segments(jobs, overhead))
     segments = segments.filter(segments.end_s > segments.start_s)
-    return _split_diverged(segments, manifest, window)
+    return _split_diverged(segments, manifest, window, spark=is_spark(backend))
 
 
 def _overhead_segments(jobs: ir.Table, overhead: ir.Table) -> ir.Table:
@@ -250,7 +251,8 @@ def _hardware_blamed(
             maintenance.end_s.isnull() | (maintenance.end_s > failed.full_end_s),
         ],
     ).select("job_key")
-    return near.union(inside).distinct().mutate(hw_event=ibis.literal(True))
+    blamed = near.union(inside).distinct().mutate(hw_event=ibis.literal(True))
+    return small_on_spark(backend, blamed)
 
 
 def _with_loss(jobs: ir.Table, lost_progress: ir.Table | None) -> ir.Table:
@@ -337,21 +339,45 @@ def _segment(
     )
 
 
-def _split_diverged(segments: ir.Table, manifest: Manifest, window: Window) -> ir.Table:
+def _split_diverged_one_pass(segments: ir.Table, after_s: dict[str, float]) -> ir.Table:
+    """``_split_diverged`` as Spark runs it best: the runs joined as a small table (Spark
+    compiles a CASE of hundreds of runs into one Java method past the JVM's 64 KB limit, then
+    interprets every row), and each segment read once, paired with a part number (0: all of it,
+    or its time before ``after``; 1: a diverged run's time after it), where three filtered copies
+    of the segments would compute them three times. Same rows."""
+    runs = ibis.memtable({"d_run": list(after_s), "div_after_s": list(after_s.values())})
+    joined = segments.left_join(runs, segments.run == runs.d_run)
+    joined = joined.select(*segments.columns, "div_after_s")
+    parts = ibis.memtable({"d_part": [0, 1]})
+    both = joined.cross_join(parts)
+    both = both.filter((both.d_part == 0) | both.div_after_s.notnull())
+    later, diverged = both.d_part == 1, both.div_after_s.notnull()
+    split = both.mutate(
+        start_s=ibis.ifelse(later, ibis.greatest(both.start_s, both.div_after_s), both.start_s),
+        end_s=ibis.ifelse(~later & diverged, ibis.least(both.end_s, both.div_after_s), both.end_s),
+        category=ibis.ifelse(later, ibis.literal(Category.DIVERGED.value), both.category),
+        subcategory=ibis.ifelse(later, ibis.null(str), both.subcategory),
+    ).select(*segments.columns)
+    return split.filter(split.end_s > split.start_s)
+
+
+def _split_diverged(
+    segments: ir.Table, manifest: Manifest, window: Window, *, spark: bool = False
+) -> ir.Table:
     """Time of a diverged run (after its ``after`` instant, if given) becomes ``diverged``."""
     if not manifest.diverged:
         return segments
-    after = ibis.cases(
-        *[
-            (
-                segments.run == d.run,
-                ibis.literal(float(d.after_s if d.after_s is not None else window.start_s - 1)),
-            )
-            for d in manifest.diverged
-        ],
-        else_=ibis.null("float64"),
-    )
-    segments = segments.mutate(div_after_s=after)
+    after_s: dict[str, float] = {}
+    for d in manifest.diverged:  # a run named twice: its first entry, as a CASE would take
+        after_s.setdefault(d.run, float(d.after_s if d.after_s is not None else window.start_s - 1))
+    if spark:
+        return _split_diverged_one_pass(segments, after_s)
+    else:
+        after = ibis.cases(
+            *[(segments.run == run, ibis.literal(v)) for run, v in after_s.items()],
+            else_=ibis.null("float64"),
+        )
+        segments = segments.mutate(div_after_s=after)
     plain = segments.filter(segments.div_after_s.isnull())
     div = segments.filter(segments.div_after_s.notnull())
     before = div.mutate(end_s=ibis.least(div.end_s, div.div_after_s))

@@ -10,17 +10,21 @@ from the ledger's segments, per category, so they add up with the report's.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import duckdb
+import ibis
 import ibis.expr.types as ir
 
 from gpuyield.categories import Category
 from gpuyield.families import LadderPolicy
 from gpuyield.ledger.ledger import Ledger
+from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.rungs import family_jobs_sql
 from gpuyield.sqltext import identifier
-from gpuyield.store import connection_of
+from gpuyield.store import connection_of, duckdb_connect
 
 # What a run's failure to be tested small costs: time that ended in nothing.
 WASTE_CATEGORIES = (Category.FAILED.value, Category.CANCELLED.value, Category.DIVERGED.value)
@@ -167,15 +171,10 @@ def analyse_ladder(ledger: Ledger) -> LadderAnalysis | None:
         return None
     # The backend the ledger was computed on: its segments join only tables of the same one.
     backend = ledger.segments._find_backend()
-    con = connection_of(backend, needed_for="the ladder (a DuckDB window query)")
-    table = f"gy_family_jobs_{uuid.uuid4().hex[:12]}"
-    con.execute(f"CREATE TEMP TABLE {identifier(table)} AS {family_jobs_sql(ledger.manifest)}")
-    try:
+    with _family_jobs(backend, ledger) as (con, table, family_jobs):
         runs = _runs(con, table, policy)
-        spent = _run_categories(ledger.segments, backend.table(table))
+        spent = _run_categories(ledger.segments, family_jobs)
         climbs = _climbs(con, table, policy)
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS {identifier(table)}")
     families: dict[str, list[LadderRun]] = {}
     for row in runs:
         family, run, gpus, launch_s, reached, outcome = row
@@ -200,6 +199,53 @@ def analyse_ladder(ledger: Ledger) -> LadderAnalysis | None:
             for name, members in sorted(families.items())
         ),
     )
+
+
+@contextmanager
+def _family_jobs(
+    backend: ibis.BaseBackend, ledger: Ledger
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, ir.Table]]:
+    """Every job of a family, as a DuckDB table (the ladder's queries are DuckDB's SQL) and as a
+    table of ``backend`` (to join the ledger's segments).
+
+    On a DuckDB store both are one temporary table. On another engine (Spark) the columns the
+    families are found from come to this process, and DuckDB finds them with the same SQL, so
+    the families are the same whatever engine the ledger ran on; the family jobs go back as a
+    small in-memory table.
+    """
+    table = f"gy_family_jobs_{uuid.uuid4().hex[:12]}"
+    sql = family_jobs_sql(ledger.manifest)
+    if backend.name == "duckdb":
+        con = connection_of(backend, needed_for="the ladder")
+        con.execute(f"CREATE TEMP TABLE {identifier(table)} AS {sql}")
+        try:
+            yield con, table, backend.table(table)
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {identifier(table)}")
+        return
+    jobs = backend.table("jobs")
+    jobs = jobs.filter(jobs.start_s.notnull() & (jobs.num_gpus > 0)).select(*_FAMILY_COLUMNS)
+    local = duckdb_connect()
+    try:
+        local.register("jobs", jobs.to_pyarrow())
+        local.execute(f"CREATE TEMP TABLE {identifier(table)} AS {sql}")
+        yield local, table, ibis.memtable(local.table(table).to_arrow_table())
+    finally:
+        local.close()
+
+
+# What the families are found from (rungs.family_jobs_sql reads these of ``jobs``).
+_FAMILY_COLUMNS = (
+    "job_key",
+    "job_id",
+    "job_id_raw",
+    "name",
+    "comment",
+    "state",
+    "num_gpus",
+    "start_s",
+    "end_s",
+)
 
 
 def _runs(con: duckdb.DuckDBPyConnection, table: str, policy: LadderPolicy) -> list[tuple]:
@@ -254,10 +300,11 @@ def _run_categories(
     keys = family_jobs.select("job_key", "family", family_run="run")
     joined = segments.join(keys, "job_key")
     gpu_s = (joined.end_s - joined.start_s) * joined.gpus
-    totals = joined.group_by(["family", "family_run", "category"]).aggregate(gpu_s=gpu_s.sum())
+    totals = joined.group_by(["family", "family_run", "category"]).aggregate(gpu_s=exact_sum(gpu_s))
     spent: dict[tuple[str, str], dict[str, float]] = {}
-    for row in totals.to_pyarrow().to_pylist():
-        value = float(row["gpu_s"] or 0.0)
+    rows = totals.to_pyarrow().to_pylist()
+    for row in sorted(rows, key=lambda r: (r["family"], r["family_run"], r["category"])):
+        value = gpu_seconds(row["gpu_s"])
         if abs(value) > 1e-9:
             spent.setdefault((row["family"], row["family_run"]), {})[row["category"]] = value
     return spent

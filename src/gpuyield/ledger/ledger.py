@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import uuid
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,7 +31,9 @@ from gpuyield.ledger.down import (
 )
 from gpuyield.ledger.estimated import estimated_overhead_intervals, estimated_runs
 from gpuyield.ledger.jobs import SEGMENT_JOB_ATTRIBUTES, clipped_jobs, job_segments
+from gpuyield.ledger.plan import materialize, reused_on_spark
 from gpuyield.ledger.scan import scan_sweep
+from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.ledger.telemetry import (
     has_telemetry,
     measured_lost_progress,
@@ -50,7 +52,7 @@ from gpuyield.ledger.utilization import (
     window_groups,
 )
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
-from gpuyield.manifest import Manifest, stored_manifest
+from gpuyield.manifest import Manifest, check_engine_regex, empty_manifest, stored_manifest
 from gpuyield.store import connection_of
 
 # Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).
@@ -135,8 +137,7 @@ def compute_ledger(
     """
     window = resolve_window(backend, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)
     if manifest is None:
-        needed_for = "the stored manifest (on other engines, pass the manifest)"
-        manifest = stored_manifest(connection_of(backend, needed_for=needed_for))
+        manifest = stored_manifest_of(backend)
     if not window.not_captured:
         return _compute_window(
             backend, window, manifest, keep_segments=keep_segments, idle_threshold=idle_threshold
@@ -154,6 +155,19 @@ def compute_ledger(
     if not parts:
         raise CoverageGapError(window.not_captured, window.coverage)
     return combine_parts(window, parts)
+
+
+def stored_manifest_of(backend: ibis.BaseBackend) -> Manifest:
+    """The manifest of the latest ingest, read through the backend (a store, or a lake)."""
+    if backend.name == "duckdb":
+        return stored_manifest(connection_of(backend, needed_for="the stored manifest"))
+    manifests = backend.table("manifests")
+    latest = manifests.order_by(ibis.desc("ingest_id")).limit(1).to_pyarrow().to_pylist()
+    if not latest:
+        return empty_manifest()
+    manifest = Manifest.from_dict(json.loads(latest[0]["document"]))
+    check_engine_regex(manifest.match.pattern, "the stored manifest's runs.match")
+    return manifest
 
 
 def _compute_window(
@@ -362,20 +376,6 @@ def _kept_segments(backend: ibis.BaseBackend, segments: ir.Table, jobs: ir.Table
     )
 
 
-def materialize(backend: ibis.BaseBackend, name: str, table: ir.Table) -> ir.Table:
-    """Compute an intermediate once instead of once per query that uses it.
-
-    A temp table where the backend has them (DuckDB); otherwise a temporary view, cached (Spark):
-    the view binds a table built in memory (the capacity) to this backend, where a bare
-    ``cache()`` would run it on Ibis' default backend.
-    """
-    unique = f"{name}_{uuid.uuid4().hex[:12]}"
-    try:
-        return backend.create_table(unique, table, temp=True)
-    except NotImplementedError:
-        return backend.create_view(unique, table).cache()
-
-
 def _swept(
     backend: ibis.BaseBackend, allocations: ir.Table, islands: ir.Table, capacity: ir.Table
 ) -> ir.Table:
@@ -383,6 +383,8 @@ def _swept(
     (embedded DuckDB), window functions over node buckets where the engine spreads them (Spark)."""
     if backend.name == "duckdb":
         return scan_sweep(backend, sweep_changes(allocations, islands, capacity), capacity)
+    # Read twice by the sweep (islands open and close): once, not once per read.
+    islands = reused_on_spark(backend, "gy_islands", islands)
     sweep = node_sweep(allocations, islands, capacity, buckets=_SWEEP_BUCKETS)
     return materialize(backend, "gy_sweep", sweep)
 
@@ -416,8 +418,8 @@ def _close(a: float, b: float) -> bool:
 
 def _sum_gpu_s(table: ir.Table, gpus: ir.NumericValue | None) -> float:
     gpus = table.gpus if gpus is None else gpus
-    value = ((table.end_s - table.start_s).cast("float64") * gpus).sum().to_pyarrow().as_py()
-    return float(value or 0.0)
+    units = exact_sum((table.end_s - table.start_s).cast("float64") * gpus)
+    return gpu_seconds(units.to_pyarrow().as_py())
 
 
 def _totals(
@@ -432,12 +434,16 @@ def _totals(
         segments.run.isin(lineage_runs or [""]).fill_null(False)
     )
     by_cat = segments.group_by(["category", "subcategory", "measured"]).aggregate(
-        gpu_s=gpu_s.sum(), lost_jobs=lineage_lost.cast("int64").sum()
+        gpu_s=exact_sum(gpu_s), lost_jobs=lineage_lost.cast("int64").sum()
     )
     totals: dict[str, float] = {}
     lost_jobs: dict[bool, int] = {}
-    for row in by_cat.to_pyarrow().to_pylist():
-        category, sub, value = row["category"], row["subcategory"], float(row["gpu_s"])
+    rows = by_cat.to_pyarrow().to_pylist()
+    # Summed in one order on every engine (the groups come back in any order).
+    for row in sorted(
+        rows, key=lambda r: (r["category"], r["subcategory"] or "", bool(r["measured"]))
+    ):
+        category, sub, value = row["category"], row["subcategory"], gpu_seconds(row["gpu_s"])
         totals[category] = totals.get(category, 0.0) + value
         if sub is not None:
             totals[f"{category}.{sub}"] = totals.get(f"{category}.{sub}", 0.0) + value

@@ -273,9 +273,17 @@ def summarize(groups: ir.Table, cut: ir.Table, threshold: float) -> UtilizationS
     }
     rows = [
         {k: (float(v) / scales[k] if k in scales and v is not None else v) for k, v in r.items()}
-        for r in grouped_sums.to_pyarrow().to_pylist()
+        for r in sorted(grouped_sums.to_pyarrow().to_pylist(), key=_category_order)
     ]
     return _summary(rows, threshold, samples)
+
+
+def _category_order(row: dict[str, object]) -> tuple[int, str]:
+    """Categories in the vocabulary's order (the engine returns groups in any order)."""
+    order = [c.value for c in Category]
+    category = str(row["category"])
+    index = order.index(category) if category in order else len(order)
+    return index, str(row["subcategory"] or "")
 
 
 def _summary(

@@ -15,7 +15,8 @@ import ibis.expr.types as ir
 from gpuyield.categories import IDLE_ALLOCATED, Category
 from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger
-from gpuyield.ledger.ledger import materialize
+from gpuyield.ledger.plan import materialize
+from gpuyield.ledger.sums import exact_sum, gpu_seconds, units_sum
 from gpuyield.times import iso_utc
 
 DIMENSIONS = ("account", "user", "partition", "run", "job", "day", "hour", "cluster")
@@ -119,7 +120,7 @@ def _by_attribute(ledger: Ledger, by: str, top: int | None) -> Breakdown:
     segments = ledger.segments.filter(ledger.segments.category != Category.DOWN.value)
     gpu_s = (segments.end_s - segments.start_s) * segments.gpus
     label = segments[_COLUMN[by]].fill_null(NO_VALUE).name("label")
-    grouped = segments.group_by([label, "category"]).aggregate(gpu_s=gpu_s.sum())
+    grouped = segments.group_by([label, "category"]).aggregate(gpu_s=exact_sum(gpu_s))
     ordered, groups = _ordered(_largest_first(grouped, "label", top))
     rows = [BreakdownRow(key=OTHERS if k is None else k, categories=c) for k, c in ordered]
     return Breakdown(
@@ -130,15 +131,21 @@ def _by_attribute(ledger: Ledger, by: str, top: int | None) -> Breakdown:
     )
 
 
-def _largest_first(grouped: ir.Table, key: str, top: int | None) -> ir.Table:
+def _largest_first(grouped: ir.Table, key: str, top: int | None, *, exact: bool = True) -> ir.Table:
     """``grouped`` (``key, category, gpu_s``) cut by the engine, so only the rows shown reach
     Python (a cluster has millions of jobs, and can have as many runs).
 
     Columns ``key, order, category, gpu_s, groups``: each group's place (largest total first,
     equal totals by key, so the same store always prints the same order); past ``top``, the
     groups folded into one with a null key and order -1; ``groups`` counts them all.
+    ``exact``: ``gpu_s`` is in exact units (ledger/sums.py); otherwise plain floats (a weight's
+    unit, such as dollars, whose small values micro-units would round away).
     """
-    totals = grouped.group_by(key).aggregate(total=grouped.gpu_s.sum())
+
+    def total(values: ir.NumericColumn) -> ir.NumericScalar:
+        return units_sum(values) if exact else values.sum()
+
+    totals = grouped.group_by(key).aggregate(total=total(grouped.gpu_s))
     order = [ibis.desc("total"), key]
     # A top-N pick, not a sort of every group: the rest is told by the join finding no place.
     chosen = totals if top is None else totals.order_by(order).limit(top)
@@ -149,10 +156,12 @@ def _largest_first(grouped: ir.Table, key: str, top: int | None) -> ir.Table:
         ibis.ifelse(shown, cut[key], ibis.null(cut[key].type())).name(key),
         cut.place.fill_null(-1).name("order"),
         "category",
-    ).aggregate(gpu_s=cut.gpu_s.sum(), groups=totals.count().as_scalar())
+    ).aggregate(gpu_s=total(cut.gpu_s), groups=totals.count().as_scalar())
 
 
-def _ordered(cut: ir.Table) -> tuple[list[tuple[Any, dict[str, float]]], int]:
+def _ordered(
+    cut: ir.Table, *, exact: bool = True
+) -> tuple[list[tuple[Any, dict[str, float]]], int]:
     """``_largest_first``'s groups as (key, GPU-seconds per category), in order, the folded rest
     (key None) last; and how many groups there are."""
     key = cut.columns[0]
@@ -162,7 +171,7 @@ def _ordered(cut: ir.Table) -> tuple[list[tuple[Any, dict[str, float]]], int]:
         groups = int(r["groups"])
         place = int(r["order"]) if r["order"] >= 0 else groups  # the rest after the groups kept
         _, cats = by_place.setdefault(place, (r[key], {c.value: 0.0 for c in Category}))
-        cats[r["category"]] += float(r["gpu_s"])
+        cats[r["category"]] += gpu_seconds(r["gpu_s"]) if exact else float(r["gpu_s"])
     return [by_place[place] for place in sorted(by_place)], groups
 
 
@@ -170,21 +179,22 @@ def _by_cluster(ledger: Ledger) -> list[BreakdownRow]:
     """Each cluster of the store as a report of its own: every category, down and idle included
     (a cluster's idle is its installed capacity less its down and allocated time)."""
     segments = ledger.segments
-    gpu_s = ((segments.end_s - segments.start_s) * segments.gpus).sum()
+    gpu_s = exact_sum((segments.end_s - segments.start_s) * segments.gpus)
     used = segments.group_by(["cluster", "category"]).aggregate(gpu_s=gpu_s)
     capacity = ledger.capacity
     installed = capacity.group_by("cluster").aggregate(
-        gpu_s=((capacity.end_s - capacity.start_s).cast("float64") * capacity.num_gpus).sum()
+        gpu_s=exact_sum((capacity.end_s - capacity.start_s).cast("float64") * capacity.num_gpus)
     )
     per_cluster: dict[str, dict[str, float]] = {
         r["cluster"]: {c.value: 0.0 for c in Category}
-        | {Category.IDLE.value: float(r["gpu_s"] or 0.0)}
+        | {Category.IDLE.value: gpu_seconds(r["gpu_s"])}
         for r in installed.to_pyarrow().to_pylist()
     }
-    for r in used.to_pyarrow().to_pylist():
+    # In one order on every engine: idle is what is left after each category, in floats.
+    for r in sorted(used.to_pyarrow().to_pylist(), key=lambda r: (r["cluster"], r["category"])):
         cats = per_cluster.setdefault(r["cluster"], {c.value: 0.0 for c in Category})
-        cats[r["category"]] += float(r["gpu_s"])
-        cats[Category.IDLE.value] -= float(r["gpu_s"])
+        cats[r["category"]] += gpu_seconds(r["gpu_s"])
+        cats[Category.IDLE.value] -= gpu_seconds(r["gpu_s"])
     return [BreakdownRow(key=k, categories=per_cluster[k]) for k in sorted(per_cluster)]
 
 
@@ -202,7 +212,7 @@ def _by_job(ledger: Ledger, backend: ibis.BaseBackend, top: int | None) -> Break
     """The jobs with the most GPU time, with the run, state and input line of each."""
     segments = ledger.segments.filter(ledger.segments.category != Category.DOWN.value)
     per_job = segments.group_by(["job_key", "category"]).aggregate(
-        gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
+        gpu_s=exact_sum((segments.end_s - segments.start_s) * segments.gpus)
     )
     # Read three times by the cut (its rows, the top, the count): summed once.
     per_job = materialize(backend, "gy_per_job", per_job)
@@ -258,18 +268,18 @@ def bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int,
     buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
     segments = _clip(ledger.segments, buckets)
     by_category = segments.group_by(["bucket_s", "category"]).aggregate(
-        gpu_s=((segments.end_s - segments.start_s) * segments.gpus).sum()
+        gpu_s=exact_sum((segments.end_s - segments.start_s) * segments.gpus)
     )
     capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), buckets)
     installed = capacity.group_by("bucket_s").aggregate(
-        gpu_s=((capacity.end_s - capacity.start_s) * capacity.gpus).sum()
+        gpu_s=exact_sum((capacity.end_s - capacity.start_s) * capacity.gpus)
     )
     out = {start: {c.value: 0.0 for c in Category} for start in starts}
     for row in by_category.to_pyarrow().to_pylist():
-        out[row["bucket_s"]][row["category"]] += float(row["gpu_s"])
+        out[row["bucket_s"]][row["category"]] += gpu_seconds(row["gpu_s"])
     for row in installed.to_pyarrow().to_pylist():
         cats = out[row["bucket_s"]]
-        cats[Category.IDLE.value] = float(row["gpu_s"]) - sum(
+        cats[Category.IDLE.value] = gpu_seconds(row["gpu_s"]) - sum(
             v for k, v in cats.items() if k != Category.IDLE.value
         )
     return out

@@ -13,6 +13,7 @@ import ibis.expr.types as ir
 
 from gpuyield.categories import Category, DownCause, FailedCause
 from gpuyield.ledger import Ledger
+from gpuyield.ledger.sums import exact_sum, gpu_seconds
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,12 +104,12 @@ def _event_reasons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[EventReas
     grouped = clipped.group_by(["state", "reason"]).aggregate(
         num_events=clipped.event_key.nunique(),
         num_nodes=clipped.node.nunique(),
-        gpu_s=gpu_s.sum(),
+        gpu_s=exact_sum(gpu_s),
     )
     rows = grouped.to_pyarrow().to_pylist()
     reasons = [
         EventReason(state=r["state"], reason=r["reason"], num_events=int(r["num_events"]),
-                    num_nodes=int(r["num_nodes"]), gpu_seconds=float(r["gpu_s"]))
+                    num_nodes=int(r["num_nodes"]), gpu_seconds=gpu_seconds(r["gpu_s"]))
         for r in rows
     ]  # fmt: skip
     return tuple(sorted(reasons, key=lambda e: (-e.gpu_seconds, e.state, e.reason)))
@@ -152,8 +153,8 @@ def _per_node(table: ir.Table, gpus: ir.NumericValue) -> dict[tuple[str, str], d
     gpu_s = (table.end_s - table.start_s) * gpus
     grouped = table.mutate(gpu_s=gpu_s).group_by(["cluster", "node", "subcategory"])
     out: dict[tuple[str, str], dict[str, float]] = {}
-    for row in grouped.aggregate(gpu_s=lambda t: t.gpu_s.sum()).to_pyarrow().to_pylist():
+    for row in grouped.aggregate(gpu_s=lambda t: exact_sum(t.gpu_s)).to_pyarrow().to_pylist():
         per_cause = out.setdefault((row["cluster"], row["node"]), {})
         cause = row["subcategory"] or ""
-        per_cause[cause] = per_cause.get(cause, 0.0) + float(row["gpu_s"])
+        per_cause[cause] = per_cause.get(cause, 0.0) + gpu_seconds(row["gpu_s"])
     return out

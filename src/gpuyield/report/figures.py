@@ -7,16 +7,14 @@ tables under them and the PNGs all show the same numbers, and tests check them w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import ibis
 
-from gpuyield import store
-from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.ledger import Ledger, compute_ledger
 from gpuyield.report.breakdown import Breakdown, breakdown, bucket_totals
 from gpuyield.report.failures import Failures, failures_of
 from gpuyield.report.lineage import LineageFigure, lineages_of
+from gpuyield.report.source import ReportSource, ledger_backend
 from gpuyield.report.summary import YieldReport, iso, report_from_ledger
 from gpuyield.report.weights import showback_of
 
@@ -138,35 +136,32 @@ class ReportFigures:
 
 
 def build_figures(
-    db: str | Path,
+    db: ReportSource,
     *,
     since_s: int | None = None,
     until_s: int | None = None,
     allow_gaps: bool = False,
 ) -> ReportFigures:
-    """Compute the ledger of the store at ``db`` once, and everything the HTML report shows."""
-    con = store.connect(db, read_only=True)
-    try:
-        backend = backend_for(con)
+    """Compute the ledger of the store at ``db`` (or of a lake) once, and everything the HTML
+    report shows."""
+    with ledger_backend(db) as backend:
         ledger = compute_ledger(
             backend, since_s=since_s, until_s=until_s, keep_segments=True, allow_gaps=allow_gaps
         )
-        return collect_figures(ledger, report_from_ledger(ledger, con), con, backend)
-    finally:
-        con.close()
+        return collect_figures(ledger, report_from_ledger(ledger, backend), backend)
 
 
 def collect_figures(
-    ledger: Ledger, report: YieldReport, con: Any, backend: ibis.BaseBackend
+    ledger: Ledger, report: YieldReport, backend: ibis.BaseBackend
 ) -> ReportFigures:
-    """Run every query the page needs; ``con`` is the open store and ``backend`` the ledger's."""
+    """Run every query the page needs on ``backend``, the ledger's."""
     return ReportFigures(
         report=report,
         timeline=timeline_of(ledger),
         who=tuple(who_of(ledger, by) for by in ("account", "user", "partition")),
         failures=failures_of(ledger, backend),
         lineages=lineages_of(ledger),
-        quality=quality_of(ledger, con),
+        quality=quality_of(ledger, backend),
         showback=showback_of(ledger, report.fleet),
     )
 
@@ -216,16 +211,20 @@ def who_of(ledger: Ledger, by: str, top_n: int = TOP_N) -> WhoBreakdown:
     )
 
 
-def quality_of(ledger: Ledger, con: Any) -> Quality:
+def quality_of(ledger: Ledger, backend: ibis.BaseBackend) -> Quality:
     """The first rejected rows and the weight of jobs without a GPU count."""
-    rows = con.execute(
-        "SELECT path, line, field, message FROM rejects ORDER BY ingest_id, line LIMIT ?",
-        [_REJECTS_SHOWN],
-    ).fetchall()
+    rejects = backend.table("rejects")
+    first = rejects.order_by(["ingest_id", "line"]).limit(_REJECTS_SHOWN)
+    rows = first.select("path", "line", "field", "message").to_pyarrow().to_pylist()
     return Quality(
         rejected=tuple(
-            RejectedRow(path=str(p), line=None if n is None else int(n), field=f, message=str(m))
-            for p, n, f, m in rows
+            RejectedRow(
+                path=str(r["path"]),
+                line=None if r["line"] is None else int(r["line"]),
+                field=r["field"],
+                message=str(r["message"]),
+            )
+            for r in rows
         ),
         node_seconds_without_gpu_count=ledger.node_seconds_without_gpu_count,
     )

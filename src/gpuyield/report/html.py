@@ -44,6 +44,7 @@ from gpuyield.report.page_model import (
 )
 from gpuyield.report.showback import TITLE as SHOWBACK_TITLE
 from gpuyield.report.showback import showback_blocks
+from gpuyield.report.source import ReportSource
 from gpuyield.report.summary import iso
 
 _SECTIONS = (
@@ -58,7 +59,7 @@ _SECTIONS = (
 
 
 def write_html_report(
-    db: str | Path,
+    db: ReportSource,
     html_path: str | Path,
     *,
     since_s: int | None = None,
@@ -67,7 +68,7 @@ def write_html_report(
     allow_gaps: bool = False,
     progress: Progress | None = None,
 ) -> Path:
-    """Write the HTML report of the store at ``db`` (and slide PNGs into ``png_dir``).
+    """Write the HTML report of the store at ``db`` or of a lake (and slide PNGs into ``png_dir``).
 
     ``progress`` hears each phase (the ledger, each chart, the page). Returns the path written.
     """

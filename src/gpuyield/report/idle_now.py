@@ -134,7 +134,7 @@ class IdleNow:
 
 
 def idle_now_json_text(result: IdleNow) -> str:
-    """The JSON text ``gpuyield idle-now --json`` prints and ``/api/idle-now`` serves."""
+    """The JSON text ``gpuyield report idle-now --json`` prints and ``/api/idle-now`` serves."""
     return json.dumps(result.to_dict(), indent=2)
 
 
@@ -168,7 +168,7 @@ class NowReading:
 def build_idle_now(
     db: str | Path, *, window_s: int = NOW_WINDOW_S, top: int | None = None
 ) -> IdleNow:
-    """``gpuyield idle-now``: the jobs holding idle GPUs over the last ``window_s`` of coverage."""
+    """``gpuyield report idle-now``: the jobs holding idle GPUs over the last ``window_s`` of coverage."""
     _check(window_s, top)
     con = store.connect(db, read_only=True)
     try:
@@ -189,7 +189,7 @@ def build_now(db: str | Path, *, window_s: int = NOW_WINDOW_S) -> NowReading:
         backend = backend_for(con)
         ledger = _now_ledger(backend, window_s)
         return NowReading(
-            report=report_from_ledger(ledger, con),
+            report=report_from_ledger(ledger, backend),
             idle=idle_now_of(ledger, backend, window_s=window_s, top=None),
         )
     finally:

@@ -1,4 +1,4 @@
-"""``gpuyield ladder``: each family's climb, the runs that skipped a rung, and what they wasted."""
+"""``gpuyield report ladder``: each family's climb, the runs that skipped a rung, and what they wasted."""
 
 from __future__ import annotations
 

@@ -144,5 +144,6 @@ def _job(row: dict[str, Any], parts: list[LineagePart]) -> LineageJob:
         start_s=int(row["clip_start_s"]),
         end_s=int(row["clip_end_s"]),
         interrupted=state in LINEAGE_LOSS_STATES,
-        parts=tuple(sorted(parts, key=lambda p: (p.start_s, p.end_s))),
+        # Ties in time (an overhead pair) by category and size: one order on every engine.
+        parts=tuple(sorted(parts, key=lambda p: (p.start_s, p.end_s, p.category, p.gpu_seconds))),
     )

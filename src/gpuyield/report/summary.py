@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuyield import store
+import ibis
+
 from gpuyield.categories import ALLOCATED, SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
-from gpuyield.ledger import Ledger, backend_for, compute_ledger
+from gpuyield.ledger import Ledger, compute_ledger
 from gpuyield.ledger.coverage import CoverageSpan
 from gpuyield.ledger.utilization import UtilizationSummary
+from gpuyield.report.source import ReportSource, ledger_backend
 from gpuyield.times import iso_utc as iso
 
 if TYPE_CHECKING:
@@ -226,16 +227,16 @@ def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
     return "measured" if measured else "not measured (no run telemetry)"
 
 
-def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
-    """Wrap a computed ledger with the store's data-quality and provenance facts."""
+def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) -> YieldReport:
+    """Wrap a computed ledger with the data-quality and provenance facts of the tables it was
+    computed from (``backend``: the ledger's own when None; a store or a lake, any engine)."""
     from gpuyield.ledger.ladder import analyse_ladder
     from gpuyield.ledger.weights import fleet_yield
 
-    rejected: int = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
-    sources = con.execute(
-        """SELECT ingest_id, source, path, sha256, rows_read, rows_rejected, rows_skipped
-           FROM ingests ORDER BY ingest_id"""
-    ).fetchall()
+    backend = backend if backend is not None else ledger.jobs._find_backend()
+    rejected = int(backend.table("rejects").count().to_pyarrow().as_py())
+    ingests = backend.table("ingests").select(*_SOURCE_COLUMNS).order_by("ingest_id")
+    sources = tuple(ingests.to_pyarrow().to_pylist())
     ladder = analyse_ladder(ledger)
     fleet = fleet_yield(ledger)
     return YieldReport(
@@ -254,10 +255,11 @@ def report_from_ledger(ledger: Ledger, con: Any) -> YieldReport:
         not_captured=ledger.window.not_captured,
         activity=ledger.utilization,
         fleet=fleet,
-        sources=tuple(dict(zip(_SOURCE_COLUMNS, row, strict=True)) for row in sources),
+        sources=sources,
     )
 
 
+# What the report says of each ingest (``sources``), in this order.
 _SOURCE_COLUMNS = (
     "ingest_id",
     "source",
@@ -291,18 +293,16 @@ def _figures(ledger: Ledger) -> dict[str, str]:
 
 
 def build_report(
-    db: str | Path,
+    db: ReportSource,
     *,
     since_s: int | None = None,
     until_s: int | None = None,
     allow_gaps: bool = False,
 ) -> YieldReport:
-    """Compute the ledger of the store at ``db`` and summarise it."""
+    """Compute the ledger of the store at ``db`` (or of a lake) and summarise it."""
     from gpuyield.ledger.weights import several_classes
 
-    con = store.connect(db, read_only=True)
-    try:
-        backend = backend_for(con)
+    with ledger_backend(db) as backend:
         ledger = compute_ledger(
             backend,
             since_s=since_s,
@@ -310,9 +310,7 @@ def build_report(
             allow_gaps=allow_gaps,
             keep_segments=several_classes(backend),
         )
-        return report_from_ledger(ledger, con)
-    finally:
-        con.close()
+        return report_from_ledger(ledger, backend)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -332,7 +330,7 @@ class ReportWithBreakdown:
 
 
 def build_report_with_breakdown(
-    db: str | Path,
+    db: ReportSource,
     *,
     since_s: int | None = None,
     until_s: int | None = None,
@@ -352,11 +350,7 @@ def build_report_with_breakdown(
     from gpuyield.report.weights import unit_of, weighted_breakdown
 
     weighted = unit_of(weight) != "gpu_seconds"
-    own = con is None
-    if con is None:
-        con = store.connect(db, read_only=True)
-    try:
-        backend = backend_for(con)
+    with ledger_backend(db, con=con) as backend:
         # One breakdown reads the segments once more: computing them again costs less than
         # storing them (10M jobs: --by account 16.3 s -> 8.8 s, 3.2 -> 2.1 GB, same output).
         # A fleet of several GPU classes reads them once more, for the split by class.
@@ -367,7 +361,7 @@ def build_report_with_breakdown(
             allow_gaps=allow_gaps,
             keep_segments=several_classes(backend),
         )
-        report = report_from_ledger(ledger, con)
+        report = report_from_ledger(ledger, backend)
         rows = None
         if by is not None and weighted:
             assert report.fleet is not None
@@ -375,6 +369,3 @@ def build_report_with_breakdown(
         elif by is not None:
             rows = breakdown(ledger, by, top=top, backend=backend)
         return ReportWithBreakdown(report=report, breakdown=rows)
-    finally:
-        if own:
-            con.close()

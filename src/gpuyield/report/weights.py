@@ -137,7 +137,9 @@ def weighted_breakdown(
         )
     top = DEFAULT_TOP.get(by) if top is None else top
     grouped = _weighted_groups(ledger, fleet, by, weights)
-    ordered, groups = _ordered(_largest_first(grouped, "label", top or None))
+    # In the weight's unit, summed as floats: micro-units would round small weights (dollars) away.
+    cut = _largest_first(grouped, "label", top or None, exact=False)
+    ordered, groups = _ordered(cut, exact=False)
     rows = [BreakdownRow(key=OTHERS if k is None else k, categories=c) for k, c in ordered]
     stated = fleet.weighted.get(unit)
     return Breakdown(

@@ -1,7 +1,7 @@
 """The HTTP side of `gpuyield serve`: a read-only Starlette app over the current snapshot.
 
 Routes: ``/metrics`` (Prometheus), ``/api/report`` (``gpuyield report --json``), ``/api/idle-now``
-(``gpuyield idle-now --json``: who holds GPUs measured idle), ``/`` (the HTML
+(``gpuyield report idle-now --json``: who holds GPUs measured idle), ``/`` (the HTML
 report of the last 7 days), ``/healthz``. Only GET and HEAD exist, so nothing served can change the
 store. Without ``--token-file`` only clients on this machine are answered; with it, every request
 must carry the token, whatever address it comes from or claims (proxy headers count only with
@@ -17,14 +17,12 @@ import ipaddress
 import json
 import threading
 from collections.abc import Mapping
-from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 
-from gpuyield import store
+from gpuyield import parsing, store
 from gpuyield.errors import GpuyieldError, InputError, renamed
 from gpuyield.report.breakdown import MAX_TOP
 from gpuyield.report.document import report_json_text
@@ -48,15 +46,15 @@ QUERY_PARAMS: Mapping[str, str] = MappingProxyType(
     {
         "window.since": "since",
         "window.until": "until",
+        "report.since": "since",
+        "report.until": "until",
         "report.by": "by",
         "report.top": "top",
+        "report.tz": "tz",
     }
 )
 # How often a request computing a report looks whether its client is still there.
 _HANG_UP_POLL_S = 0.5
-# The times a report window may take (the ingest checks' plausible times) and the largest top.
-_EARLIEST_S = 946_684_800  # 2000-01-01T00:00:00Z
-_LATEST_S = 4_102_444_800  # 2100-01-01T00:00:00Z
 # A ledger of a large store takes gigabytes: other windows are computed one at a time.
 _LEDGER_SLOTS = threading.BoundedSemaphore(1)
 
@@ -233,11 +231,18 @@ async def _api_idle_now(request: Request) -> Response:
 
 
 def _report_text(state: ServeState, params: dict[str, str], work: Cancellable) -> str:
-    """``gpuyield report --json [--since --until --by --top --tz]`` against the store."""
-    tz = params.get("tz") or "UTC"
-    since_s = _instant(params.get("since"), tz, "since")
-    until_s = _instant(params.get("until"), tz, "until")
-    top = _top(params.get("top"))
+    """``gpuyield report --json [--since --until --by --top --tz]`` against the store: the query
+    parameters read by the CLI's grammar (``gpuyield.parsing``)."""
+    tz = parsing.check_zone(params.get("tz") or parsing.DEFAULT_ZONE, field="report.tz")
+    since, until = params.get("since"), params.get("until")
+    since_s = parsing.parse_instant(since, tz=tz, field="report.since") if since else None
+    until_s = parsing.parse_instant(until, tz=tz, field="report.until") if until else None
+    text = params.get("top")
+    top = (
+        parsing.parse_count(text, field="report.top", at_most=MAX_TOP, example="10")
+        if text
+        else None
+    )
     # One ledger at a time; a request whose client hung up while it waited never starts one.
     while not _LEDGER_SLOTS.acquire(timeout=_HANG_UP_POLL_S):
         work.check()
@@ -261,40 +266,6 @@ def _report_text(state: ServeState, params: dict[str, str], work: Cancellable) -
     finally:
         _LEDGER_SLOTS.release()
     return report_json_text(result.report, result.breakdown)
-
-
-def _instant(text: str | None, tz: str, name: str) -> int | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=ZoneInfo(tz))
-        instant_s = int(value.timestamp())
-    except (ValueError, ZoneInfoNotFoundError, OverflowError):
-        raise InputError(
-            f"{name}: not an ISO time (or tz not a time zone): {text[:64]!r}",
-            hint="write it like 2026-11-30T11:00:00, tz like Europe/Berlin",
-        ) from None
-    if not _EARLIEST_S <= instant_s <= _LATEST_S:
-        raise InputError(
-            f"{name}: {text[:64]!r} is outside 2000..2100", hint="e.g. 2026-11-30T11:00:00"
-        )
-    return instant_s
-
-
-def _top(text: str | None) -> int | None:
-    """``top``, bounded before it reaches SQL (a LIMIT past 2**63 was a 500)."""
-    if not text:
-        return None
-    if len(text) > 12 or not text.isdigit() or not text.isascii():
-        raise InputError(
-            f"top: not a whole number from 0 to {MAX_TOP:,}: {text[:64]!r}", hint="e.g. top=10"
-        )
-    top = int(text)
-    if top > MAX_TOP:
-        raise InputError(f"top: more than {MAX_TOP:,}: {text!r}", hint="e.g. top=10")
-    return top
 
 
 def _error(status: int, message: str, hint: str | None) -> Response:

@@ -59,7 +59,7 @@ class Snapshot:
     idle_now: IdleNow
     """Who holds GPUs measured idle in that second (from the same ledger as ``now``)."""
     idle_now_json: str
-    """``idle_now`` exactly as ``gpuyield idle-now --json`` prints it."""
+    """``idle_now`` exactly as ``gpuyield report idle-now --json`` prints it."""
     waiting: Waiting
     """Jobs waiting for GPUs at the capture time."""
     down_nodes: tuple[DownNode, ...]
@@ -85,7 +85,7 @@ def build_snapshot(db: str | Path, *, top_accounts: int, with_page: bool = True)
     try:
         backend = backend_for(con)
         ledger = compute_ledger(backend, keep_segments=several_classes(backend))
-        report = report_from_ledger(ledger, con)
+        report = report_from_ledger(ledger, backend)
         accounts = breakdown(ledger, "account", top=top_accounts, backend=backend)
         weighted = weighted_accounts(ledger, report.fleet, top_accounts)
         as_of = ledger.window.as_of_s

@@ -11,12 +11,11 @@ constant rate cannot reproduce (see ``tables.toml``).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, fields
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from gpuyield import tomlfile
 from gpuyield.errors import ParseError, UnknownIdError
 
 
@@ -115,12 +114,8 @@ class PublishedCase:
 
 
 def _load(name: str, key: str) -> tuple[str, list[dict[str, Any]]]:
-    resource = resources.files("gpuyield").joinpath("data", "failures", name)
-    try:
-        data = tomllib.loads(resource.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ParseError(str(error), path=str(resource)) from error
-    return str(resource), list(data.get(key, []))
+    doc = tomlfile.read_bundled("failures", name.removesuffix(".toml"))
+    return doc.origin, list(doc.data.get(key, []))
 
 
 def _build(cls: type, raw: dict[str, Any], path: str, where: str) -> Any:

@@ -103,14 +103,13 @@ def load_ft_calibration(path: str | Path | None = None) -> FtCalibration:
     """Read a calibration file; ``None`` reads the bundled one."""
     if path is None:
         source = resources.files("gpuyield").joinpath("data", "calibration", BUNDLED)
-        text, name = source.read_text("utf-8"), f"gpuyield/data/calibration/{BUNDLED}"
+        doc = tomlfile.parse(source.read_text("utf-8"), f"gpuyield/data/calibration/{BUNDLED}")
+    elif not Path(path).exists():
+        raise InputError(f"{path}: no such calibration file", hint="python -m bench ft writes one")
     else:
-        if not Path(path).is_file():
-            raise InputError(
-                f"{path}: no such calibration file", hint="python -m bench ft writes one"
-            )
-        text, name = Path(path).read_text("utf-8"), str(path)
-    data = tomlfile.parse(text, name).data  # syntax, nan, inf and 1e300 named with the key
+        # Bounded, a regular file; syntax, nesting, nan, inf and 1e300 named with the key.
+        doc = tomlfile.read_file(path, kind="calibration")
+    data, name = doc.data, doc.origin
 
     def get(table: str, key: str) -> float:
         return _number(data, table, key, name)

@@ -204,7 +204,7 @@ def _manifest_text(result: SimulationResult) -> str:
     import tomli_w
 
     # Only runs with a job in the window: a manifest naming a run the logs never show is an error
-    # for the ledger (a run submitted after a shortened --days window simply is not there yet).
+    # for the ledger (a run submitted after a shortened --duration window simply is not there yet).
     present = [
         r for r, res in zip(result.scenario.lineage, result.lineage, strict=True) if res.rows
     ]

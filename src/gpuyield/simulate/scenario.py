@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpuyield import tomlfile
-from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield import parsing, tomlfile
+from gpuyield.errors import FieldError, InputError, ParseError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
 from gpuyield.simulate.fleet_types import check_prices, check_typed
 from gpuyield.simulate.policies import Policy, SparesFor
@@ -536,12 +536,12 @@ def _parse_start(value: Any) -> datetime:
     if isinstance(value, datetime):
         parsed = value
     else:
-        try:
-            parsed = datetime.fromisoformat(str(value))
-        except ValueError as error:
+        try:  # the CLI's grammar of times (gpuyield.parsing)
+            parsed = parsing.read_instant(str(value), field="scenario.start")
+        except FieldError as error:
             raise InputError(
-                f"scenario.start {value!r} is not ISO 8601", hint="write e.g. 2026-01-01T00:00:00"
-            ) from error
+                f"scenario.start {error.problem}", hint="write e.g. 2026-01-01T00:00:00"
+            ) from None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 

@@ -18,11 +18,9 @@ import ibis
 from gpuyield.categories import Category
 from gpuyield.errors import ConservationError
 from gpuyield.estimate.catalog import Accelerator, get_accelerator
-from gpuyield.ledger.ledger import Ledger
+from gpuyield.ledger.ledger import Ledger, stored_manifest_of
 from gpuyield.ledger.weights.models import NodeGpu, fleet_models
 from gpuyield.ledger.weights.split import ClassTotals, node_class_table, split_by_class
-from gpuyield.manifest import stored_manifest
-from gpuyield.store import connection_of
 
 REFERENCE = "h100-sxm"
 WEIGHTS = ("gpu-seconds", "h100-equiv", "flops", "dollars")
@@ -190,10 +188,9 @@ def several_classes(backend: ibis.BaseBackend) -> bool:
     report splits the ledger by class, and should keep the ledger's segments (computed once,
     read by the split; at 290k jobs 24% more time than the ledger alone, not 75% to compute
     them twice). A store whose every node is alike needs nothing."""
-    con = connection_of(backend, needed_for="the stored manifest")
     nodes = backend.table("nodes").select("cluster", "node").to_pyarrow().to_pylist()
     models = fleet_models(
-        backend, sorted((r["cluster"], r["node"]) for r in nodes), stored_manifest(con)
+        backend, sorted((r["cluster"], r["node"]) for r in nodes), stored_manifest_of(backend)
     )
     return len({(g.type_key, g.usd_per_gpu_hour, g.price_source) for g in models.nodes}) > 1
 
