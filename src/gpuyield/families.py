@@ -129,7 +129,7 @@ def _class_end(glob: str, start: int) -> int:
     """Index of the ``]`` closing the class opened at ``start`` (a ``]`` first in the class is
     a member, as in fnmatch), or -1 when it is not closed."""
     i = start + 1
-    if i < len(glob) and glob[i] in "!^":
+    if i < len(glob) and glob[i] == "!":
         i += 1
     if i < len(glob) and glob[i] == "]":
         i += 1
@@ -137,7 +137,8 @@ def _class_end(glob: str, start: int) -> int:
 
 
 def _class_regex(body: str, glob: str, where: str) -> str:
-    negate = body[:1] in ("!", "^")
+    # Only ``!`` negates, as in fnmatch: a leading ``^`` is a member there (``[^]`` is "^").
+    negate = body[:1] == "!"
     members = body[1:] if negate else body
     if "[:" in members or "[=" in members or "[." in members:
         raise ManifestError(

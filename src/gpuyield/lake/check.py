@@ -22,6 +22,7 @@ from gpuyield import store
 from gpuyield.errors import InputError
 from gpuyield.lake import layout
 from gpuyield.lake.layout import LakeFile, WriterManifest
+from gpuyield.sqltext import identifier
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,7 +156,7 @@ def _store_schemas() -> dict[str, pa.Schema]:
     con = store.connect(None)
     try:
         return {
-            t: con.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema
+            t: con.sql(f"SELECT * FROM {identifier(t)} LIMIT 0").to_arrow_table().schema
             for t in layout.store_tables()
         }
     finally:

@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 from gpuyield import store
 from gpuyield.errors import InputError
+from gpuyield.sqltext import identifier
 from gpuyield.store import SCHEMA_VERSION
 
 #: The lake format this gpuyield writes and reads (the tables' own schema is ``SCHEMA_VERSION``).
@@ -66,14 +67,14 @@ def store_tables() -> tuple[str, ...]:
     return tuple(name for (name,) in rows if name != "meta")
 
 
-def cluster_expression(table: str, columns: tuple[str, ...]) -> str:
+def cluster_sql(table: str, columns: tuple[str, ...]) -> str:
     """SQL for a row's cluster (its ``cluster`` column; NULL for tables without one)."""
     if table == "job_nodes":
         return "j.cluster"
     return "t.cluster" if "cluster" in columns else "NULL::VARCHAR"
 
 
-def day_expression(table: str, columns: tuple[str, ...]) -> str:
+def day_sql(table: str, columns: tuple[str, ...]) -> str:
     """SQL for a row's UTC day, as days since 1970 (NULL: no time).
 
     A job's day is its submit day, part of its natural key, so a job captured pending, then
@@ -87,15 +88,15 @@ def day_expression(table: str, columns: tuple[str, ...]) -> str:
         return "floor(nullif(j.submit_s, -1) / 86400)::BIGINT"
     for name in ("start_s", "t_s", "as_of_s"):
         if name in columns:
-            return f"floor(t.{name} / 86400)::BIGINT"
+            return f"floor(t.{identifier(name)} / 86400)::BIGINT"
     return "NULL::BIGINT"
 
 
-def from_clause(table: str) -> str:
+def from_sql(table: str) -> str:
     """The FROM of a table's partition query (a job's nodes join their job for its partition)."""
     if table == "job_nodes":
         return "job_nodes t LEFT JOIN jobs j ON j.job_key = t.job_key"
-    return f"{table} t"
+    return f"{identifier(table)} t"
 
 
 def partition_dir(table: str, cluster: str | None, day: int | None) -> str:

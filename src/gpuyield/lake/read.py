@@ -21,6 +21,7 @@ import duckdb
 from gpuyield import store
 from gpuyield.lake import layout
 from gpuyield.lake.layout import WriterManifest
+from gpuyield.sqltext import identifier, literal
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,24 +61,29 @@ def lake_contents(lake: str | Path) -> LakeContents:
     return LakeContents(lake=path, writers=layout.read_manifests(path))
 
 
-def moved_ids(column: str, index: int) -> str | None:
-    """SQL adding writer ``index``'s offset to an id column (None: the column is no id)."""
+def moved_ids_sql(column: str, index: int) -> str | None:
+    """SQL adding writer ``index``'s offset to an id column (None: the column is no id).
+
+    The column names are unquoted: the expression is read by DuckDB and by Spark alike (Spark
+    quotes identifiers with backticks, DuckDB with double quotes); they are the code's own."""
     if index == 0:
         return None
     if column == "ingest_id":
-        return f"ingest_id + {index * layout.INGEST_ID_STRIDE}"
+        return f"ingest_id + {literal(index * layout.INGEST_ID_STRIDE)}"
     if column == "job_key":
-        return f"job_key + {index * layout.JOB_KEY_STRIDE}"
+        return f"job_key + {literal(index * layout.JOB_KEY_STRIDE)}"
     if column == "job_ref":  # the utilization attribution's job runs: a sequence per store
-        return f"job_ref + {index * layout.JOB_KEY_STRIDE}"
+        return f"job_ref + {literal(index * layout.JOB_KEY_STRIDE)}"
     return None
 
 
-def _select(columns: tuple[str, ...], index: int) -> str:
-    return ", ".join(
-        f'{moved} AS "{c}"' if (moved := moved_ids(c, index)) is not None else f'"{c}"'
-        for c in columns
-    )
+def _select_sql(columns: tuple[str, ...], index: int) -> str:
+    return ", ".join(_column_sql(c, index) for c in columns)
+
+
+def _column_sql(column: str, index: int) -> str:
+    moved_sql = moved_ids_sql(column, index)
+    return identifier(column) if moved_sql is None else f"{moved_sql} AS {identifier(column)}"
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
@@ -90,14 +96,19 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]
     return tuple(name for (name,) in rows)
 
 
-def _quoted_list(paths: tuple[str, ...]) -> str:
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+def _paths_sql(paths: tuple[str, ...]) -> str:
+    return "[" + ", ".join(literal(p) for p in paths) + "]"
 
 
+#: The view of every writer's release manifests, under the ``manifests`` view that picks one.
+RAW_MANIFESTS = "gy_lake_manifests"
 #: With several writers, the release manifest is the one ingested last by any of them (each
 #: store numbers its own ingests, so ``stored_manifest``'s latest id would favour one store).
-LATEST_MANIFEST_SQL = """
-    SELECT m.ingest_id, m.document FROM {raw} m JOIN ingests i ON i.ingest_id = m.ingest_id
+#: Read by DuckDB and by Spark: the names are the code's own and left unquoted (the engines quote
+#: identifiers differently).
+LATEST_MANIFEST_SQL = f"""
+    SELECT m.ingest_id, m.document
+    FROM {RAW_MANIFESTS} m JOIN ingests i ON i.ingest_id = m.ingest_id
     ORDER BY i.ingested_at DESC, m.ingest_id DESC LIMIT 1
 """
 
@@ -110,7 +121,7 @@ def duckdb_lake(lake: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
     con = store.connect(None)
     try:
         # Past the memory limit DuckDB spills; an in-memory database has no store to spill beside.
-        con.execute(f"SET temp_directory = '{spill}'")
+        con.execute("SET temp_directory = ?", [str(spill)])
         for table in layout.store_tables():
             _view(con, contents, table)
         yield con
@@ -129,13 +140,14 @@ def _view(con: duckdb.DuckDBPyConnection, contents: LakeContents, table: str) ->
     if not files:
         return
     columns = table_columns(con, table)
-    selects = [
-        f"SELECT {_select(columns, f.index)} FROM read_parquet({_quoted_list(f.paths)}, "
+    union_sql = " UNION ALL ".join(
+        f"SELECT {_select_sql(columns, f.index)} FROM read_parquet({_paths_sql(f.paths)}, "
         "hive_partitioning = false)"
         for f in files
-    ]
-    con.execute(f"DROP TABLE {table}")
-    name = f"gy_lake_{table}" if table == "manifests" and contents.several_writers else table
-    con.execute(f"CREATE VIEW {name} AS {' UNION ALL '.join(selects)}")
-    if name != table:
-        con.execute(f"CREATE VIEW {table} AS {LATEST_MANIFEST_SQL.format(raw=name)}")
+    )
+    con.execute(f"DROP TABLE {identifier(table)}")
+    if table == "manifests" and contents.several_writers:
+        con.execute(f"CREATE VIEW {RAW_MANIFESTS} AS {union_sql}")
+        con.execute(f"CREATE VIEW {identifier(table)} AS {LATEST_MANIFEST_SQL}")
+    else:
+        con.execute(f"CREATE VIEW {identifier(table)} AS {union_sql}")

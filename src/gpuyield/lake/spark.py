@@ -20,7 +20,14 @@ import ibis
 from gpuyield import store
 from gpuyield.errors import InputError, MissingExtraError
 from gpuyield.lake import layout
-from gpuyield.lake.read import LATEST_MANIFEST_SQL, LakeContents, moved_ids, table_columns
+from gpuyield.lake.read import (
+    LATEST_MANIFEST_SQL,
+    RAW_MANIFESTS,
+    LakeContents,
+    moved_ids_sql,
+    table_columns,
+)
+from gpuyield.sqltext import identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -94,15 +101,24 @@ def spark_backend(session: SparkSession, contents: LakeContents) -> ibis.BaseBac
     try:
         for table in layout.store_tables():
             frame = _table_frame(session, contents, table, schema)
-            name = f"gy_lake_{table}" if table == "manifests" else table
-            frame.createOrReplaceTempView(name)
-            if name != table:
-                latest = LATEST_MANIFEST_SQL.format(raw=name)
-                query = latest if contents.several_writers else f"SELECT * FROM {name}"
-                session.sql(query).createOrReplaceTempView(table)
+            if table == "manifests":
+                _manifest_views(session, frame, several_writers=contents.several_writers)
+            else:
+                frame.createOrReplaceTempView(table)
     finally:
         schema.close()
     return ibis.pyspark.connect(session)
+
+
+def _manifest_views(session: SparkSession, frame: DataFrame, *, several_writers: bool) -> None:
+    """Every writer's release manifests as ``RAW_MANIFESTS``, and ``manifests``: the one read.
+
+    Spark quotes identifiers with backticks, not with sqltext's double quotes: this SQL names
+    only the code's own constant views, unquoted.
+    """
+    frame.createOrReplaceTempView(RAW_MANIFESTS)
+    query = LATEST_MANIFEST_SQL if several_writers else f"SELECT * FROM {RAW_MANIFESTS}"
+    session.sql(query).createOrReplaceTempView("manifests")
 
 
 def _table_frame(
@@ -122,7 +138,9 @@ def _table_frame(
         frame = session.read.option("recursiveFileLookup", "true").parquet(*writer.paths)
         frame = frame.select(
             *[
-                F.expr(f"{moved} AS {c}") if (moved := moved_ids(c, writer.index)) else F.col(c)
+                F.expr(moved_sql).alias(c)
+                if (moved_sql := moved_ids_sql(c, writer.index))
+                else F.col(c)
                 for c in columns
             ]
         )
@@ -136,5 +154,5 @@ def _table_frame(
 def _empty_frame(session: SparkSession, schema: Any, table: str) -> DataFrame:
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    arrow = schema.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+    arrow = schema.sql(f"SELECT * FROM {identifier(table)} LIMIT 0").to_arrow_table().schema
     return session.createDataFrame([], from_arrow_schema(arrow))

@@ -5,7 +5,7 @@ the lake receives what the store holds, table by table, partition by partition. 
 written again only when its rows changed: each partition's fingerprint (row count and an
 order-free sum of row hashes) is kept in the writer's manifest and compared at the next sync. Large
 tables are fingerprinted only where ingests since the last sync added rows (a replaced row shares
-its partition with the row replacing it: ``layout.day_expression``), so a collect every few minutes
+its partition with the row replacing it: ``layout.day_sql``), so a collect every few minutes
 does not rehash a year of samples.
 
 Each file is written under a temporary name inside the lake and renamed into place; the manifest
@@ -34,6 +34,7 @@ from gpuyield.errors import InputError
 from gpuyield.lake import layout
 from gpuyield.lake.layout import LakeFile, Partition, WriterManifest
 from gpuyield.lake.manifest_facts import covered_windows, ingest_entries
+from gpuyield.sqltext import identifier, literal
 
 _WRITER_KEY = "lake_writer_id"
 
@@ -181,7 +182,7 @@ def _fingerprints(
     whole = set()
     for table in layout.store_tables():
         columns = _columns(con, table)
-        rows = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+        rows = int(con.execute(f"SELECT count(*) FROM {identifier(table)}").fetchall()[0][0])
         # Only a table whose rows name the ingest that wrote them can be compared by ingest; one
         # kept up to date in place (the utilization attribution's) is compared whole.
         knows_ingest = "ingest_id" in columns or table == "job_nodes"
@@ -211,21 +212,22 @@ def partition_sql(table: str, columns: tuple[str, ...]) -> str:
         if table == "job_nodes"
         else ("t.ingest_id" if "ingest_id" in columns else "NULL::BIGINT")
     )
-    selected = ", ".join(f't."{c}"' for c in columns)
+    selected = ", ".join(f"t.{identifier(c)}" for c in columns)
     return (
-        f"SELECT {selected}, {layout.cluster_expression(table, columns)} AS __cluster, "
-        f"{layout.day_expression(table, columns)} AS __day, {ingest} AS __ingest "
-        f"FROM {layout.from_clause(table)}"
+        f"SELECT {selected}, {layout.cluster_sql(table, columns)} AS __cluster, "
+        f"{layout.day_sql(table, columns)} AS __day, {ingest} AS __ingest "
+        f"FROM {layout.from_sql(table)}"
     )
 
 
 def _fingerprint_sql(table: str, columns: tuple[str, ...], watermark: int | None) -> str:
     rows = partition_sql(table, columns)
-    hashed = ", ".join(f'p."{c}"' for c in columns)
+    hashed = ", ".join(f"p.{identifier(c)}" for c in columns)
     where = ""
     if watermark is not None:
         touched = (
-            f"SELECT DISTINCT __cluster, __day FROM ({rows}) WHERE __ingest > {int(watermark)}"
+            f"SELECT DISTINCT __cluster, __day FROM ({rows}) "
+            f"WHERE __ingest > {literal(int(watermark))}"
         )
         where = (
             f"SEMI JOIN ({touched}) n ON p.__cluster IS NOT DISTINCT FROM n.__cluster "
@@ -289,7 +291,7 @@ def _write_table(
             "__part": pa.array(range(len(parts)), pa.int64()),
         }
     )
-    selected = ", ".join(f'p."{c}"' for c in columns)
+    selected = ", ".join(f"p.{identifier(c)}" for c in columns)
     staging.mkdir(parents=True)
     con.register("gy_lake_parts", keys)
     try:
@@ -297,7 +299,8 @@ def _write_table(
             f"""COPY (SELECT {selected}, k.__part FROM ({partition_sql(table, columns)}) p
                       JOIN gy_lake_parts k ON p.__cluster IS NOT DISTINCT FROM k.__cluster
                        AND p.__day IS NOT DISTINCT FROM k.__day)
-                TO '{staging}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (__part))"""
+                TO {literal(str(staging))}
+                (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (__part))"""
         )
     finally:
         con.unregister("gy_lake_parts")

@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 
 from gpuyield.ledger import Window
+from gpuyield.sqltext import identifier
 from gpuyield.whatif.durations import fit_lognormal
 from gpuyield.whatif.params import Parameter, Status, fitted, stated, too_few
 from gpuyield.whatif.stats import (
@@ -54,10 +55,11 @@ def size_class(gpus: int, gpus_per_node: int) -> int:
 def research_table(con: duckdb.DuckDBPyConnection, jobs: str, gpus_per_node: int) -> str:
     """One row per research job (all its reruns): arrival, first start, last row, class."""
     name = f"gy_whatif_research_{uuid.uuid4().hex[:12]}"
+    name_sql, jobs_sql = identifier(name), identifier(jobs)
     con.execute(
-        f"""CREATE TEMP TABLE {name} AS
+        f"""CREATE TEMP TABLE {name_sql} AS
         WITH drained AS (
-            SELECT DISTINCT j.job_key FROM {jobs} j
+            SELECT DISTINCT j.job_key FROM {jobs_sql} j
             JOIN job_nodes n USING (job_key)
             JOIN node_events e ON e.node = n.node AND e.planned AND e.start_s = j.end_s
             WHERE j.state = 'REQUEUED' AND NOT j.lineage)
@@ -71,12 +73,12 @@ def research_table(con: duckdb.DuckDBPyConnection, jobs: str, gpus_per_node: int
                bool_or(diverged) AS diverged,
                bool_or(state = 'REQUEUED' AND job_key NOT IN (SELECT job_key FROM drained))
                    AS requeued
-        FROM {jobs} WHERE NOT lineage GROUP BY job_id_raw""",
+        FROM {jobs_sql} WHERE NOT lineage GROUP BY job_id_raw""",
     )
-    sizes = [int(g) for (g,) in con.execute(f"SELECT DISTINCT gpus FROM {name}").fetchall()]
-    con.execute(f"ALTER TABLE {name} ADD COLUMN cls BIGINT")
+    sizes = [int(g) for (g,) in con.execute(f"SELECT DISTINCT gpus FROM {name_sql}").fetchall()]
+    con.execute(f"ALTER TABLE {name_sql} ADD COLUMN cls BIGINT")
     con.executemany(
-        f"UPDATE {name} SET cls = ? WHERE gpus = ?",
+        f"UPDATE {name_sql} SET cls = ? WHERE gpus = ?",
         [[size_class(g, gpus_per_node), g] for g in sizes],
     )
     return name
@@ -89,7 +91,7 @@ def arrival_parameters(
     start_s, end_s = window.start_s, window.end_s
     days = (end_s - start_s) / 86400
     rows = con.execute(
-        f"""SELECT cls, count(*) FROM {table}
+        f"""SELECT cls, count(*) FROM {identifier(table)}
             WHERE first_submit_s >= ? AND first_submit_s < ? AND cls > 0
             GROUP BY cls ORDER BY cls""",
         [start_s, end_s],
@@ -118,7 +120,7 @@ def limit_parameter(
     timeouts, longest = con.execute(
         f"""SELECT median(last_end_s - last_start_s) FILTER (WHERE last_state = 'TIMEOUT'),
                    max(last_end_s - last_start_s)
-            FROM {table} WHERE cls = ? AND last_end_s IS NOT NULL""",
+            FROM {identifier(table)} WHERE cls = ? AND last_end_s IS NOT NULL""",
         [cls],
     ).fetchone() or (None, None)
     key = f"research.classes.{cls}.time_limit_s"
@@ -144,7 +146,7 @@ def duration_parameters(
 ) -> list[Parameter]:
     """Median and sigma of the class's full durations, from its completed jobs."""
     rows = con.execute(
-        f"""SELECT last_end_s - last_start_s, ? - last_start_s FROM {table}
+        f"""SELECT last_end_s - last_start_s, ? - last_start_s FROM {identifier(table)}
             WHERE cls = ? AND last_state = 'COMPLETED' AND last_start_s IS NOT NULL
             ORDER BY hash(job_id_raw) LIMIT ?""",
         [end_s, cls, DURATION_SAMPLE],
@@ -232,10 +234,10 @@ def _outcome_counts(
     con: duckdb.DuckDBPyConnection, table: str, window: Window, limits: dict[int, float]
 ) -> dict[str, int]:
     start_s, end_s = window.start_s, window.end_s
-    cutoffs = f"{table}_cutoffs"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {cutoffs} (cls BIGINT, cutoff_s BIGINT)")
+    table_sql, cutoffs_sql = identifier(table), identifier(f"{table}_cutoffs")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {cutoffs_sql} (cls BIGINT, cutoff_s BIGINT)")
     con.executemany(
-        f"INSERT INTO {cutoffs} VALUES (?, ?)",
+        f"INSERT INTO {cutoffs_sql} VALUES (?, ?)",
         [[cls, int(end_s - 2 * limit)] for cls, limit in limits.items()],
     )
     rows = con.execute(
@@ -246,7 +248,7 @@ def _outcome_counts(
                 WHEN r.last_state IN ?::VARCHAR[] THEN r.last_state
                 ELSE 'unsettled' END AS outcome,
                 count(*)
-            FROM {table} r JOIN {cutoffs} c USING (cls)
+            FROM {table_sql} r JOIN {cutoffs_sql} c USING (cls)
             WHERE r.first_submit_s >= ? GROUP BY ALL""",
         [[s for k, s in END_STATES.items() if k != "requeued"], start_s],
     ).fetchall()
@@ -259,7 +261,7 @@ def ran_on(con: duckdb.DuckDBPyConnection, jobs: str, nodes: list[str]) -> bool:
     if not nodes:
         return False
     found = con.execute(
-        f"""SELECT count(*) FROM {jobs} j JOIN job_nodes n USING (job_key)
+        f"""SELECT count(*) FROM {identifier(jobs)} j JOIN job_nodes n USING (job_key)
             WHERE NOT j.lineage AND list_contains(?::VARCHAR[], n.node)""",
         [nodes],
     ).fetchone()

@@ -14,6 +14,7 @@ import duckdb
 
 from gpuyield.ledger import sql_pattern
 from gpuyield.manifest import Manifest
+from gpuyield.sqltext import identifier
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,7 +41,7 @@ def jobs_table(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> str:
     lineage = sorted(manifest.lineage_runs)
     diverged = sorted(d.run for d in manifest.diverged)
     con.execute(
-        f"""CREATE TEMP TABLE {name} AS
+        f"""CREATE TEMP TABLE {identifier(name)} AS
         WITH runs AS (
             SELECT job_key, job_id_raw, submit_s, start_s, end_s, state,
                    coalesce(state_raw, state) AS state_raw, num_gpus,
@@ -62,7 +63,7 @@ def lineage_rows(
         f"""SELECT v.run, v.job_id_raw, v.submit_s, v.start_s, v.end_s, v.state, v.state_raw,
                    coalesce(v.num_gpus, 0),
                    list(n.node ORDER BY n.node)
-            FROM {view} v LEFT JOIN job_nodes n USING (job_key)
+            FROM {identifier(view)} v LEFT JOIN job_nodes n USING (job_key)
             WHERE v.lineage AND v.submit_s < ? AND coalesce(v.end_s, ?) >= ?
             GROUP BY ALL ORDER BY v.run, v.submit_s, v.job_id_raw""",
         [end_s, end_s, start_s],
@@ -89,7 +90,7 @@ def unused_nodes(con: duckdb.DuckDBPyConnection, view: str, start_s: int, end_s:
     throughout, as a run's unused hot spares do."""
     row = con.execute(
         f"""SELECT count(*) FROM nodes WHERE node NOT IN (
-                SELECT n.node FROM {view} v JOIN job_nodes n USING (job_key)
+                SELECT n.node FROM {identifier(view)} v JOIN job_nodes n USING (job_key)
                 WHERE v.start_s IS NOT NULL AND v.start_s < ? AND coalesce(v.end_s, ?) > ?)""",
         [end_s, end_s, start_s],
     ).fetchone()
