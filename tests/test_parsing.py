@@ -138,7 +138,7 @@ def test_the_estimators_numbers_are_this_grammar() -> None:
     from gpuyield.estimate.numbers import parse_number
 
     for text in ("405B", "15T", "2^24", "$30M", "40%", "1.5e12", "16,384"):
-        assert parse_number(text, arg="--x") == parsing.number(text)
+        assert parse_number(text, field="--x") == parsing.number(text)
     assert parsing.number("1e999") == float("inf")
     assert parsing.number("10^400") == float("inf")
 

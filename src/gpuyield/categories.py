@@ -32,6 +32,24 @@ class Category(StrEnum):
     RELEASED = "released"
 
 
+#: The categories of GPU-seconds a job held, in report order: every category but ``down`` and
+#: ``idle`` (nobody held those). ``idle.allocated`` is held but measured idle: it sits in ``idle``.
+ALLOCATED: tuple[Category, ...] = tuple(
+    c for c in Category if c not in (Category.DOWN, Category.IDLE)
+)
+
+
+class IdleCause(StrEnum):
+    """Subcategory of ``Category.IDLE`` (only with utilization samples in the store)."""
+
+    # Allocated to a job whose GPUs were measured idle: moved out of the job's category into idle.
+    ALLOCATED = "allocated"
+
+
+#: ``idle.allocated``: the only idle subcategory, present only when utilization was measured.
+IDLE_ALLOCATED = f"{Category.IDLE.value}.{IdleCause.ALLOCATED.value}"
+
+
 class FailedCause(StrEnum):
     """Subcategory of ``Category.FAILED``."""
 

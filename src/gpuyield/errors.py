@@ -1,26 +1,36 @@
 """Errors raised by gpuyield.
 
 Every error the library raises on purpose derives from one root, so the CLI can catch exactly these,
-print the message and the hint, and exit with status 1 (no traceback)::
+print the message and the hint, and exit with status 1 (no traceback). The whole tree, with the
+module of each class defined outside this one (tests/test_errors.py finds every subclass in the
+package here, under its own parent)::
 
     GpuyieldError                 root; carries a one-line ``hint`` saying how to fix it
-    ├── InputError (ValueError)   the user's input is wrong: a flag, a number, a config value
-    │   ├── FieldError            a library value is out of range: carries ``field`` (``simulate.days``)
+    ├── InputError (ValueError)   the user's input is wrong: a value, a file, a config value
+    │   ├── FieldError            a library value is invalid: carries ``field`` (``simulate.days``)
     │   ├── ParseError            a malformed file: carries ``path``, ``line`` and ``field``
     │   │   └── UnknownFormat     a file whose format cannot be recognised
     │   ├── ManifestError         the release manifest is inconsistent (unknown run, bad regex)
     │   ├── UnknownIdError        an id not in a catalog or scenario list; carries close matches
-    │   └── EmptyDataError        a command needs data that is not in the database yet
+    │   ├── EmptyDataError        a command needs data that is not in the database yet
+    │   ├── CoverageGapError      a window reaches outside the captured time (ledger.coverage)
+    │   └── CollectError          a Slurm command failed; carries ``command`` (ingest.collect)
     ├── ConservationError         the ledger's categories do not add up to installed GPU-seconds
     ├── DataConsistencyError      inputs contradict each other (a job on a node with no capacity)
+    ├── DivergenceError           the watch, told to raise, saw training diverge (guard.watch_types)
+    ├── TrainRunError             a train-ft run did not finish (train.launch)
+    ├── ProjectionRefused         a what-if fit too far from its replay to project (whatif.api)
     └── MissingExtraError         an optional dependency is not installed; the hint is the pip line
 
-``assert`` is used only for internal invariants, never for user input.
+Library errors name what a Python caller passed (``FieldError("simulate.days", ...)``), never a
+CLI flag; ``renamed`` lets a front end say the same with its own names (the CLI's ``--duration``,
+serve's ``until``). ``assert`` is used only for internal invariants, never for user input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 
@@ -43,17 +53,70 @@ class InputError(GpuyieldError, ValueError):
 class FieldError(InputError):
     """A value given to the library is invalid; ``field`` names it as the library does.
 
-    The message is ``"<field> <problem>"`` (``simulate.days must be > 0``). The CLI maps ``field``
-    to its flag (``--duration``) so a user reads the name they typed; ``example`` is a valid value for
-    the hint in either spelling.
+    The message is ``"<field> <problem>"`` (``simulate.days must be > 0``), or ``"<field><problem>"``
+    when the problem starts with a colon (``estimate.tokens: cannot read 'x' as a number``).
+    Library field names are ``area.parameter`` (the parameter as a Python caller passes it), so
+    a front end can say the same in its own words: ``renamed`` puts the CLI's flag (``--duration``)
+    or serve's query parameter (``until``) in place of every field it knows. ``example`` is a
+    valid value, for a hint in either spelling.
     """
 
-    def __init__(self, field: str, problem: str, *, example: str | None = None) -> None:
-        hint = f"set {field} to e.g. {example}" if example is not None else None
-        super().__init__(f"{field} {problem}", hint=hint)
+    def __init__(
+        self, field: str, problem: str, *, example: str | None = None, hint: str | None = None
+    ) -> None:
+        # A front end writes its own hint from the example (``pass e.g. --duration 7d``) unless the
+        # library wrote one: so it remembers which it was.
+        self.hint_is_example = hint is None and example is not None
+        if self.hint_is_example:
+            hint = f"set {field} to e.g. {example}"
+        super().__init__(f"{field}{_joiner(problem)}{problem}", hint=hint)
         self.field = field
         self.problem = problem
         self.example = example
+
+
+def _joiner(problem: str) -> str:
+    return "" if problem.startswith(":") else " "
+
+
+def renamed(
+    error: GpuyieldError,
+    names: Mapping[str, str],
+    *,
+    example_hint: Callable[[str, str], str],
+) -> GpuyieldError:
+    """``error`` in a front end's words: every library field in ``names`` replaced by its name.
+
+    Fields appear in the message and hint of any error (a window's bounds in a coverage gap, a
+    flag-free hint naming another field); a ``FieldError`` with an ``example`` gets the front
+    end's own hint (``example_hint(name, example)``: ``pass e.g. --duration 7d``, ``e.g. top=7``).
+    An error that names no known field is returned as it is.
+    """
+    if not names:
+        return error
+    pattern = re.compile(
+        r"(?<![\w.])("
+        + "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
+        + r")(?!\w)"
+    )
+
+    def words(text: str) -> str:
+        return pattern.sub(lambda m: names[m.group(1)], text)
+
+    message, hint = words(error.message), error.hint
+    if isinstance(error, FieldError) and error.hint_is_example and error.field in names:
+        hint = example_hint(names[error.field], error.example or "")
+    elif hint is not None:
+        hint = words(hint)
+    if message == error.message and hint == error.hint:
+        return error
+    # The same error (its type and fields: a ParseError's path and line), in other words.
+    # (Not copy.copy: an exception copies by calling its class with its args, which the
+    # subclasses' own constructors do not take.)
+    said = type(error).__new__(type(error), message)
+    said.__dict__.update(vars(error))
+    said.message, said.hint = message, hint
+    return said
 
 
 class ParseError(InputError):

@@ -141,16 +141,15 @@ class Manifest:
         """Checkpoint interval of a run, or the default."""
         return self.checkpoint_interval_s.get(run, self.default_checkpoint_interval_s)
 
-    def to_json(self) -> str:
-        """Serialise for the store."""
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest as JSON data (the store keeps it as a document)."""
         data = asdict(self)
         data.update(Fleet(gpu_models=self.gpu_models, prices=self.prices).to_dict())
-        return json.dumps(data)
+        return data
 
     @staticmethod
-    def from_json(text: str) -> Manifest:
-        """Inverse of ``to_json``."""
-        data = json.loads(text)
+    def from_dict(data: dict[str, Any]) -> Manifest:
+        """Inverse of ``to_dict`` (and of older stores' documents, without the newer keys)."""
         fleet = Fleet.from_dict(data)
         return Manifest(
             match=RunMatch(**data["match"]),
@@ -485,7 +484,7 @@ def missing_runs(manifest: Manifest, con: duckdb.DuckDBPyConnection) -> tuple[st
 
 def store_manifest(con: duckdb.DuckDBPyConnection, manifest: Manifest, ingest_id: int) -> None:
     """The latest manifest is the one the ledger uses."""
-    con.execute("INSERT INTO manifests VALUES (?, ?)", [ingest_id, manifest.to_json()])
+    con.execute("INSERT INTO manifests VALUES (?, ?)", [ingest_id, json.dumps(manifest.to_dict())])
 
 
 def stored_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
@@ -493,7 +492,7 @@ def stored_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
     rows = con.execute("SELECT document FROM manifests ORDER BY ingest_id DESC LIMIT 1").fetchall()
     if not rows:
         return empty_manifest()
-    manifest = Manifest.from_json(rows[0][0])
+    manifest = Manifest.from_dict(json.loads(rows[0][0]))
     # A store written before rules were checked against the engine: one clear error, fixed by
     # ingesting a corrected manifest (the latest wins), instead of every report failing in SQL.
     try:

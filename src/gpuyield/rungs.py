@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gpuyield.errors import EmptyDataError, FieldError
 from gpuyield.families import COMMENT_FAMILY_PATTERN, LadderPolicy, any_pattern, first_match
@@ -21,6 +21,7 @@ from gpuyield.manifest import SOURCE as MANIFEST_SOURCE
 from gpuyield.manifest import Manifest, stored_manifest
 from gpuyield.safetext import visible
 from gpuyield.sqltext import literal
+from gpuyield.store import StoreRef, reading
 from gpuyield.times import iso_utc
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ class PreflightResult:
         reached = None if self.evidence is None else self.evidence.gpus
         return self.policy.missing_rungs(self.gpus, reached)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The verdict as ``gpuyield preflight --json`` prints it (docs/ladder.md)."""
         evidence = self.evidence
         return {
@@ -325,10 +326,16 @@ def _ladder_manifest(con: duckdb.DuckDBPyConnection) -> Manifest:
     return manifest
 
 
-def preflight(
-    con: duckdb.DuckDBPyConnection, *, family: str, gpus: int, at_s: int | None = None
+def preflight(db: StoreRef, *, family: str, gpus: int, at_s: int | None = None) -> PreflightResult:
+    """Check a launch against the ladder of the stored manifest (read-only); ``db`` is the
+    store's path or an open connection to it."""
+    with reading(db) as con:
+        return _preflight(con, family=family, gpus=gpus, at_s=at_s)
+
+
+def _preflight(
+    con: duckdb.DuckDBPyConnection, *, family: str, gpus: int, at_s: int | None
 ) -> PreflightResult:
-    """Check a launch against the ladder of the stored manifest (read-only)."""
     started = time.perf_counter()
     manifest = _ladder_manifest(con)
     policy = manifest.ladder

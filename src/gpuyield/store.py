@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from gpuyield import duck
 from gpuyield.errors import InputError
@@ -194,7 +194,7 @@ _NO_EXTENSIONS: dict[str, str | bool | int | float | list[str]] = {
     "autoload_known_extensions": False,
 }
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_STORE_HINT = "the store is derived from the input files: ingest them again into a new --db"
+_STORE_HINT = "the store is derived from the input files: ingest them again into a new store.db"
 
 
 def connect(
@@ -298,12 +298,13 @@ def _is_lock_conflict(error: duckdb.Error) -> bool:
 
 
 def _check_store_path(path: Path, *, must_exist: bool) -> None:
-    """What is wrong with a --db path, said before DuckDB says something vaguer."""
+    """What is wrong with a store path (``store.db``: the CLI's --db), said before DuckDB says
+    something vaguer."""
     if "\\" in str(path):
         # DuckDB opens a database at the path with every backslash read as a folder separator.
         raise InputError(
             f"cannot use {path} as a store: DuckDB reads a backslash in it as a folder separator",
-            hint="give --db a path without backslashes",
+            hint="give store.db a path without backslashes",
         )
     try:
         # os.stat, not Path.exists: that says False for a symlink loop instead of why.
@@ -315,7 +316,8 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
                 head = handle.read(16)
     except OSError as error:  # a symlink loop, a file that cannot be read
         raise InputError(
-            f"cannot open database {path}: {error.strerror or error}", hint="check the --db path"
+            f"cannot open database {path}: {error.strerror or error}",
+            hint="check the store.db path",
         ) from None
     if must_exist and not exists:
         raise InputError(
@@ -325,7 +327,7 @@ def _check_store_path(path: Path, *, must_exist: bool) -> None:
     if exists and not is_file:
         raise InputError(
             f"{path} is not a file (a directory or a device), not a gpuyield store",
-            hint="give --db a file path",
+            hint="give store.db a file path",
         )
     if head.startswith(_SQLITE_MAGIC):
         raise InputError(f"{path} is an SQLite database, not a gpuyield store", hint=_STORE_HINT)
@@ -338,7 +340,7 @@ _STORAGE_FAULTS = (
         ("No space left on device", "Disk quota exceeded", "File too large"),
         "no space left to write {target} ({said})",
         "free space on that disk (the store is unchanged: nothing of this run was kept) or give "
-        "--db a file on another disk",
+        "store.db a file on another disk",
     ),
     (
         ("Read-only file system",),
@@ -372,13 +374,32 @@ def open_error(target: str, error: duckdb.Error) -> InputError:
             + (f" (waited {waited:g} s)" if waited else "")
             + f" ({text.splitlines()[0]})",
             hint="is another gpuyield process (a collection) writing it? DuckDB allows one "
-            "writer at a time; report, ladder and idle-now wait for it with --wait (e.g. 1m)",
+            "writer at a time; report, ladder and idle-now wait for it with store.wait_s (e.g. 1m)",
         )
     return InputError(
         f"{target} is not a readable gpuyield store (corrupted, truncated or another kind of "
         f"file): {text.splitlines()[0]}",
         hint=_STORE_HINT,
     )
+
+
+#: What a reading library call takes: the store's path, or a connection the caller keeps open.
+#: (A string at run time: this module imports no DuckDB until a store is opened, for preflight.)
+StoreRef: TypeAlias = "str | Path | duckdb.DuckDBPyConnection"
+
+
+@contextmanager
+def reading(db: StoreRef) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to read ``db`` through: a path is opened read-only and closed after; a caller's
+    connection is used as it is and left open (the caller owns it)."""
+    if not isinstance(db, str | Path):
+        yield db
+        return
+    con = connect(db, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def connection_of(backend: object, *, needed_for: str) -> duckdb.DuckDBPyConnection:
@@ -414,7 +435,7 @@ def _check_schema_version(
         raise InputError(
             f"{target} has store schema version {rows[0][0]}; this gpuyield reads version "
             f"{SCHEMA_VERSION}",
-            hint="ingest the files again into a new --db (the store is derived from them)",
+            hint="ingest the files again into a new store.db (the store is derived from them)",
         )
 
 

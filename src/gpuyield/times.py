@@ -39,7 +39,7 @@ def check_window(
             until_field,
             f"is {iso_utc(until_s)}, after now ({iso_utc(now)}): a capture cannot cover the "
             f"future (clocks may differ by up to {CLOCK_SKEW_S // 60} minutes; a simulated "
-            "capture gives its own present with --now)",
+            "capture gives its own present with ingest.now)",
             example=iso_utc(now).removesuffix("Z"),
         )
     if since_s is not None and until_s is not None and since_s >= until_s:

@@ -21,7 +21,7 @@ H100_BF16 = 989.4e12
 def test_leave_one_out_meets_the_issue_targets() -> None:
     # Issue 30's "done when": coverage within 5 points of 80%, median width <= 3x, point estimate
     # median ratio <= 1.3x; each run is judged by a fit (and residuals) without it.
-    interval = validate_catalog().to_json()["interval"]
+    interval = validate_catalog().to_dict()["interval"]
     assert interval["stated_coverage"] == COVERAGE == 0.8
     assert abs(interval["coverage"] - 0.8) <= 0.05
     assert interval["median_width"] <= 3.0
@@ -71,7 +71,7 @@ def test_fit_recovers_an_exact_law_and_its_residuals_vanish() -> None:
 
 def test_train_gives_expected_hours_and_interval_with_support() -> None:
     result = estimate_train(params="70B", tokens="15T", gpus="16k", accelerator="h100-sxm")
-    data = result.to_json()
+    data = result.to_dict()
     mfu = calibration().interval("hopper", 70e9)
     flops = 6 * 70e9 * 15e12
     assert data["gpu_hours_expected"] == pytest.approx(flops / (H100_BF16 * mfu.expected) / 3600)

@@ -59,7 +59,7 @@ def test_validate_puts_at_least_85_percent_in_range_leave_one_out() -> None:
 
 
 def test_validate_json_and_markdown() -> None:
-    data = validate_catalog().to_json()
+    data = validate_catalog().to_dict()
     assert set(data) == {"runs", "share_in_range", "interval", "interval_by_group"}
     assert {"id", "reported_gpu_hours", "predicted_gpu_hours", "ratio", "in_range"} <= set(
         data["runs"][0]
@@ -82,7 +82,7 @@ def test_train_reports_effective_range_next_to_training_step() -> None:
     # Llama 3.1 405B's reported 30.84M hours sit inside the effective range, not at 40% MFU.
     assert result.gpu_hours_range.low <= 30.84e6 <= result.gpu_hours_range.high
     assert result.gpu_hours.central < 30.84e6
-    data = result.to_json()
+    data = result.to_dict()
     assert data["gpu_hours_range"] == [result.gpu_hours_range.low, result.gpu_hours_range.high]
     assert data["wall_days_range"] is not None and len(data["wall_days_range"]) == 2
     assert "effective" in data["mfu_used"]["gpu_hours_range"]

@@ -115,7 +115,7 @@ def test_every_claim_is_complete(checks: dict[str, ClaimCheck]) -> None:
             assert check.recomputed is not None and check.steps, check.id
         if check.verdict is Verdict.SOURCED:
             assert check.source and check.recomputed is None, check.id
-        data = check.to_json()
+        data = check.to_dict()
         assert data["verdict"] in {"holds", "off", "not_reproducible", "sourced"}
         assert data["recomputed"] is None or isinstance(data["recomputed"], float)
 

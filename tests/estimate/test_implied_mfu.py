@@ -41,7 +41,7 @@ def test_a_step_mfu_past_the_peak_ends_at_100_percent_and_says_why() -> None:
     assert result.implied_step_mfu.low == pytest.approx(result.implied_mfu.low / ratio.high)
     (warning,) = result.warnings
     assert f"{unbounded:.0%}" in warning and f"{ratio.low:.3g}" in warning
-    assert result.to_json()["warnings"] == [warning]
+    assert result.to_dict()["warnings"] == [warning]
     step = result.worksheet.step("implied_step_mfu")
     assert "min(" in step.formula and step.shown.endswith("100%")
 
@@ -49,7 +49,7 @@ def test_a_step_mfu_past_the_peak_ends_at_100_percent_and_says_why() -> None:
 def test_a_run_within_the_peak_has_no_warning_and_no_key() -> None:
     result = estimate_train(model="deepseek-v3")
     assert result.implied_step_mfu is not None and result.implied_step_mfu.high < 1.0
-    assert result.warnings == () and "warnings" not in result.to_json()
+    assert result.warnings == () and "warnings" not in result.to_dict()
     assert "min(" not in result.worksheet.step("implied_step_mfu").formula
 
 
@@ -62,7 +62,7 @@ def test_the_cli_prints_the_bound_as_a_warning_not_as_a_result() -> None:
 
 
 def test_reported_hours_too_few_for_the_peak_are_refused() -> None:
-    with pytest.raises(InputError, match=r"--reported-gpu-hours .* MFU of up to 1023%"):
+    with pytest.raises(InputError, match=r"^estimate\.reported_gpu_hours .* MFU of up to 1023%"):
         estimate_train(params="405B", tokens="15T", accelerator="h100-sxm", reported_gpu_hours="1M")
     result = CliRunner().invoke(
         app,

@@ -32,7 +32,7 @@ def test_meta_in_h100_equivalents_and_dollars_at_two_dollars_an_h100_hour() -> N
     assert result.wasted_dollars.central == pytest.approx(2 * (fleet - released))
     assert result.yield_h100_equiv is not None
     assert result.yield_h100_equiv.central == pytest.approx(released / fleet)
-    sheet = result.worksheet.to_json()
+    sheet = result.worksheet.to_dict()
     assert any("$2 a H100 hour" in str(step.get("source")) for step in sheet["steps"])
 
 
@@ -56,7 +56,7 @@ def test_a_mixed_fleet_weighs_its_gpus_by_their_peaks(tmp_path: Path) -> None:
     assert result.yield_h100_equiv.central < result.yield_fraction.central
     assert result.fleet_dollars is not None
     assert result.fleet_dollars.central == pytest.approx(2 * fleet_h100)
-    sheet = result.worksheet.to_json()
+    sheet = result.worksheet.to_dict()
     weights = [s for s in sheet["steps"] if s["name"].endswith(".h100_equiv")]
     assert weights and "A100" in str(weights[0]["source"])
 

@@ -48,7 +48,7 @@ from gpuyield.estimate.numbers import (
     ],
 )
 def test_parse_number_accepts_typed_forms(text: str, expected: float) -> None:
-    assert parse_number(text, arg="--x") == pytest.approx(expected, rel=1e-12)
+    assert parse_number(text, field="--x") == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -57,43 +57,43 @@ def test_parse_number_accepts_typed_forms(text: str, expected: float) -> None:
 )
 def test_parse_number_rejects_with_the_argument_named(text: str) -> None:
     with pytest.raises(InputError) as caught:
-        parse_number(text, arg="--params")
-    assert "--params" in caught.value.message
+        parse_number(text, field="estimate.params")
+    assert caught.value.message.startswith("estimate.params: ")
     assert caught.value.hint  # every error says how to fix it
 
 
 def test_range_two_parts_takes_geometric_middle() -> None:
-    value = parse_range("100B:400B", arg="--params")
+    value = parse_range("100B:400B", field="estimate.params")
     assert (value.low, value.high) == (100e9, 400e9)
     assert value.central == pytest.approx(200e9)  # sqrt(100 * 400) = 200
 
 
 def test_range_three_parts_keeps_central() -> None:
-    assert parse_range("1:2:10", arg="--x") == Range(low=1, central=2, high=10)
+    assert parse_range("1:2:10", field="--x") == Range(low=1, central=2, high=10)
 
 
 @pytest.mark.parametrize("text", ["5:1", "1:10:5", "1:2:3:4", "1:", ":2"])
 def test_bad_ranges_are_input_errors(text: str) -> None:
     with pytest.raises(InputError, match="--eta"):
-        parse_range(text, arg="--eta")
+        parse_range(text, field="--eta")
 
 
 def test_point_range_serialises_as_plain_number() -> None:
-    assert parse_range("40%", arg="--mfu").to_json() == 0.4
-    assert parse_range("1:4", arg="--x").to_json() == {"low": 1, "central": 2, "high": 4}
+    assert parse_range("40%", field="estimate.mfu").to_dict() == 0.4
+    assert parse_range("1:4", field="--x").to_dict() == {"low": 1, "central": 2, "high": 4}
 
 
 def test_as_range_accepts_numbers_and_rejects_other_types() -> None:
-    assert as_range(3, arg="--x") == Range.point(3.0)
+    assert as_range(3, field="--x") == Range.point(3.0)
     with pytest.raises(InputError, match="--x"):
-        as_range(True, arg="--x")  # a bool is not a count
+        as_range(True, field="--x")  # a bool is not a count
     with pytest.raises(InputError, match="--x"):
-        as_range(math.inf, arg="--x")
+        as_range(math.inf, field="--x")
 
 
 def test_fraction_rejects_percent_typed_as_whole_number() -> None:
-    with pytest.raises(InputError, match="--mfu"):
-        require_fraction(as_range("40", arg="--mfu"), arg="--mfu")
+    with pytest.raises(InputError, match=r"^estimate\.mfu must be a fraction"):
+        require_fraction(as_range("40", field="estimate.mfu"), field="estimate.mfu")
 
 
 @pytest.mark.parametrize(
@@ -113,22 +113,22 @@ def test_fraction_rejects_percent_typed_as_whole_number() -> None:
     ],
 )
 def test_last_digit_unit(text: str, unit: float) -> None:
-    assert last_digit_unit(text, arg="x") == pytest.approx(unit)
+    assert last_digit_unit(text, field="x") == pytest.approx(unit)
 
 
 @given(st.floats(min_value=0, max_value=1e30, allow_nan=False, allow_infinity=False))
 def test_any_float_repr_round_trips(value: float) -> None:
-    assert parse_number(repr(value), arg="--x") == value
+    assert parse_number(repr(value), field="--x") == value
 
 
 @given(st.integers(min_value=0, max_value=10**6), st.sampled_from(["k", "M", "B", "T"]))
 def test_suffix_multiplies(count: int, suffix: str) -> None:
     scale = {"k": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[suffix]
-    assert parse_number(f"{count}{suffix}", arg="--x") == pytest.approx(count * scale)
+    assert parse_number(f"{count}{suffix}", field="--x") == pytest.approx(count * scale)
 
 
 def test_format_number_reads_back() -> None:
     # Display is for people, but it must not lie: each form parses back to the value shown.
     for value in (3.645e25, 30.84e6, 16_384, 65.06, 0.345, 1.775e6):
         shown = format_number(value).replace(",", "")
-        assert parse_number(shown, arg="x") == pytest.approx(value, rel=1e-3)
+        assert parse_number(shown, field="x") == pytest.approx(value, rel=1e-3)

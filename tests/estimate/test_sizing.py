@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.estimate import params_from_budget, params_from_speed
 
 
@@ -13,7 +13,7 @@ def test_grok_bound_on_a_dgx_h100() -> None:
         tokens_per_s=68, accelerator="h100-sxm", num_chips=8, bytes_per_param=1
     )
     assert bound.max_active_params.central == pytest.approx(8 * 3.35e12 / 68)
-    assert "active" in bound.to_json()["bounds"]
+    assert "active" in bound.to_dict()["bounds"]
     assert any("ACTIVE" in note for note in bound.worksheet.notes)
 
 
@@ -27,7 +27,7 @@ def test_efficiency_range_gives_a_range() -> None:
     )
     assert bound.max_active_params.low == pytest.approx(0.5 * 8 * 3.35e12 / 68)
     assert bound.max_active_params.high == pytest.approx(8 * 3.35e12 / 68)
-    assert isinstance(bound.to_json()["max_active_params"], dict)
+    assert isinstance(bound.to_dict()["max_active_params"], dict)
 
 
 def test_faster_decoding_lowers_the_bound() -> None:
@@ -55,7 +55,7 @@ def test_kv_cache_larger_than_budget_is_an_error() -> None:
 
 
 def test_needs_bandwidth() -> None:
-    with pytest.raises(InputError, match="--accelerator"):
+    with pytest.raises(FieldError, match=r"^estimate\.accelerator or estimate\.bandwidth_tbps"):
         params_from_speed(tokens_per_s=68)
 
 
@@ -75,7 +75,7 @@ def test_sonnet_budget() -> None:
 
 
 def test_budget_needs_one_way_to_give_hours() -> None:
-    with pytest.raises(InputError, match="--dollars"):
+    with pytest.raises(FieldError, match=r"^estimate\.dollars and estimate\.price_per_gpu_hour"):
         params_from_budget(tokens="30T", accelerator="h100-sxm")
-    with pytest.raises(InputError, match="not both"):
+    with pytest.raises(FieldError, match=r"estimate\.dollars were both given"):
         params_from_budget(tokens="30T", accelerator="h100-sxm", dollars="1M", gpu_hours="1M")

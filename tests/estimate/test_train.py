@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuyield.errors import InputError, UnknownIdError
+from gpuyield.errors import FieldError, UnknownIdError
 from gpuyield.estimate import estimate_train
 
 H100_BF16 = 989.4e12  # FLOP/s, facts.md section 1
@@ -40,7 +40,7 @@ def test_llama3_405b_by_hand() -> None:
 
 
 def test_json_has_documented_keys() -> None:
-    data = estimate_train(params="405B", tokens="15T", gpus="16k", accelerator="h100-sxm").to_json()
+    data = estimate_train(params="405B", tokens="15T", gpus="16k", accelerator="h100-sxm").to_dict()
     for key in ("flops", "gpu_hours", "wall_days", "seconds_per_batch", "num_batches", "cost_usd"):
         assert key in data
     assert data["seconds_per_batch"] is None  # no --batch-tokens
@@ -100,16 +100,20 @@ def test_explicit_arguments_override_the_catalog() -> None:
 
 
 def test_missing_inputs_are_named() -> None:
-    with pytest.raises(InputError, match="--tokens"):
+    with pytest.raises(FieldError, match=r"^estimate\.tokens is missing$"):
         estimate_train(params="405B", accelerator="h100-sxm")
+    with pytest.raises(
+        FieldError, match=r"^estimate\.params is missing, and so is estimate\.tokens"
+    ):
+        estimate_train(accelerator="h100-sxm")
 
 
 def test_bad_mfu_and_unknown_model() -> None:
-    with pytest.raises(InputError, match="--mfu"):
+    with pytest.raises(FieldError, match=r"^estimate\.mfu must be a fraction"):
         estimate_train(params="405B", tokens="15T", accelerator="h100-sxm", mfu="40")
     with pytest.raises(UnknownIdError):
         estimate_train(model="llama-5")
-    with pytest.raises(InputError, match="--gpus"):
+    with pytest.raises(FieldError, match=r"^estimate\.gpus must be > 0"):
         estimate_train(params="405B", tokens="15T", accelerator="h100-sxm", gpus=0)
 
 

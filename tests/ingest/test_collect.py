@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuyield.cli._common import as_flag
 from gpuyield.errors import InputError
 from gpuyield.ingest.collect import CollectError, collect
 from gpuyield.report.summary import build_report
@@ -42,7 +43,9 @@ def _finished(text: str) -> str:
 def test_first_collect_needs_a_start(tmp_path: Path, slurm: RecordedSlurm) -> None:
     with pytest.raises(InputError, match="no accounting of cluster 'lab'") as info:
         collect(tmp_path / "db.duckdb", slurm_bin=slurm.bin, until_s=UNTIL_S)
-    assert "--since" in (info.value.hint or "")
+    # The library names its parameter; the CLI says the same with its flag.
+    assert "collect.since" in (info.value.hint or "")
+    assert "--since" in (as_flag(info.value).hint or "")
     assert not (tmp_path / "db.duckdb").exists()
 
 

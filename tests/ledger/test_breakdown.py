@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpuyield.categories import Category
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.report.breakdown import DEFAULT_TOP, OTHERS, UNALLOCATED, Breakdown
 from gpuyield.report.summary import ReportWithBreakdown, YieldReport, build_report_with_breakdown
@@ -116,8 +116,9 @@ def test_top_keeps_the_largest_and_sums_the_rest(sample_db: Path) -> None:
 
 
 def test_negative_top_is_refused(sample_db: Path) -> None:
-    with pytest.raises(InputError, match="--top"):
+    with pytest.raises(FieldError, match=r"^report\.top must be from 0") as caught:
         build_report_with_breakdown(sample_db, by="job", top=-1)
+    assert caught.value.field == "report.top"
 
 
 def test_cli_json_of_a_job_breakdown(sample_db: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuyield.cli._common import as_flag
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.ledger.coverage import CoverageGapError
 from gpuyield.report.summary import build_report
@@ -69,7 +70,8 @@ def test_a_window_outside_coverage_is_an_error(tmp_path: Path) -> None:
     db, _ = _ingest(tmp_path, since_s=CAPTURE_START_S)
     with pytest.raises(CoverageGapError, match="not captured lab 2026-01-01T00:00:00Z") as info:
         build_report(db, since_s=T0_S)
-    assert "--allow-gaps" in (info.value.hint or "")
+    assert "window.allow_gaps" in (info.value.hint or "")
+    assert "--allow-gaps" in (as_flag(info.value).hint or "")  # the CLI's words
 
 
 def test_allow_gaps_shows_them_as_not_captured_never_idle(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def test_run_settings_keys_parse_and_round_trip() -> None:
     assert manifest.checkpoint_save_s == {"pt": 5.0}
     assert manifest.restart_s == {"pt": 240.0}
     assert manifest.failure_detection_s == {"pt": 0.0}
-    assert Manifest.from_json(manifest.to_json()) == manifest
+    assert Manifest.from_dict(json.loads(json.dumps(manifest.to_dict()))) == manifest
 
 
 @pytest.mark.parametrize(

@@ -50,15 +50,24 @@ def test_api_report_with_a_window_or_breakdown(
 
 @pytest.mark.parametrize(
     ("query", "field"),
-    [("since=yesterday", "since"), ("by=colour", "break down"), ("top=many&by=job", "top"),
-     ("window=7d", "unknown query parameter"), ("until=2030-01-01T00:00:00", "--until")],
+    [("since=yesterday", "since"), ("by=colour", "by: cannot break down by 'colour'"),
+     ("top=many&by=job", "top"), ("window=7d", "unknown query parameter"),
+     ("until=2030-01-01T00:00:00", "until is after the data's capture time")],
 )  # fmt: skip
 def test_bad_queries_get_400_with_the_reason(sim_server: Server, query: str, field: str) -> None:
     reply = get(f"{sim_server.base}/api/report?{query}")
     assert reply.status == 400
     body = reply.json()
-    assert field in str(body["error"]), body
+    assert str(body["error"]).startswith(field), body
     assert body["hint"], body
+    # The query's words, never the library's or the CLI's (``--until``, ``window.until``).
+    assert "--" not in body["error"] + body["hint"] and "window." not in body["error"], body
+
+
+def test_every_query_name_is_a_report_parameter() -> None:
+    from gpuyield.serve.app import _REPORT_PARAMS, QUERY_PARAMS
+
+    assert set(QUERY_PARAMS.values()) <= _REPORT_PARAMS
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/api/report", "/api/idle-now", "/", "/healthz"])

@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -15,7 +14,8 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import TyperGroup
 
-from gpuyield.errors import FieldError, GpuyieldError
+from gpuyield.cli._fields import FLAGS, Flag
+from gpuyield.errors import FieldError, GpuyieldError, renamed
 from gpuyield.safetext import visible
 
 T = TypeVar("T")
@@ -105,41 +105,32 @@ def fail(error: GpuyieldError) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """A flag whose value is in other units than the library field's: ``simulate.days`` is
-    ``--duration``, whose example ``7`` reads ``7d``."""
-
-    name: str
-    unit: str = ""
-
-
-def as_flag(error: FieldError, flags: Mapping[str, str | Flag]) -> GpuyieldError:
-    """The same error in the user's words: the library's field name replaced by the flag typed.
+def as_flag(error: GpuyieldError, flags: Mapping[str, str | Flag] = FLAGS) -> GpuyieldError:
+    """The same error in the user's words: every library field it names replaced by the flag
+    typed (``FLAGS``), its example hint as ``pass e.g. --duration 7d`` (the flag's unit added).
 
     A field spelled as a flag (``--now``: a value only the CLI has) is its own flag.
     """
-    found = flags.get(error.field) or (error.field if error.field.startswith("--") else None)
-    if found is None:
-        return error
-    flag = found if isinstance(found, Flag) else Flag(found)
-    example = None if error.example is None else f"{error.example}{flag.unit}"
-    hint = f"pass e.g. {flag.name} {example}" if example is not None else error.hint
-    return GpuyieldError(f"{flag.name} {error.problem}", hint=hint)
+    names = {field: flag.name if isinstance(flag, Flag) else flag for field, flag in flags.items()}
+    unit = ""
+    if isinstance(error, FieldError):
+        if error.field.startswith("--"):
+            names[error.field] = error.field
+        found = flags.get(error.field)
+        unit = found.unit if isinstance(found, Flag) else ""
+    return renamed(
+        error, names, example_hint=lambda flag, example: f"pass e.g. {flag} {example}{unit}"
+    )
 
 
 @contextmanager
-def errors_mapped(flags: Mapping[str, str | Flag] | None = None) -> Iterator[None]:
-    """Map ``GpuyieldError`` to a clean CLI message; anything else is a bug and keeps its traceback.
-
-    ``flags`` maps library field names (``simulate.days``) to the command's flags (``--days``).
-    """
+def errors_mapped() -> Iterator[None]:
+    """Map ``GpuyieldError`` to a clean CLI message in the user's words (library field names
+    replaced by flags, ``FLAGS``); anything else is a bug and keeps its traceback."""
     try:
         yield
-    except FieldError as error:
-        fail(as_flag(error, flags or {}))
     except GpuyieldError as error:
-        fail(error)
+        fail(as_flag(error))
 
 
 @contextmanager

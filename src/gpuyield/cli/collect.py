@@ -83,7 +83,7 @@ def collect_command(
     from gpuyield.cli._progress import RichProgress
     from gpuyield.ingest.collect import collect
 
-    with errors_mapped({"collect.until": "--until", "collect.max_output_bytes": "--max-output"}):
+    with errors_mapped():
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
         with RichProgress(enabled=not (as_json or quiet)) as progress:

@@ -53,7 +53,7 @@ def scan_command(
 
     result = call(scan, file, format)
     if as_json:
-        print_json(result.to_json())
+        print_json(result.to_dict())
     else:
         _print_scan(result)
     if result.events:

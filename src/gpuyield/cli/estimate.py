@@ -94,7 +94,7 @@ def train(
         reported_gpu_hours=reported_gpu_hours,
         peak_tflops=peak_tflops,
     )
-    _emit(result.worksheet, result.to_json(), json_out, markdown)
+    _emit(result.worksheet, result.to_dict(), json_out, markdown)
     if not (json_out or markdown):
         _print_two_mfus(result, mfu)
 
@@ -127,7 +127,7 @@ def validate(json_out: JsonOpt = False, markdown: MarkdownOpt = False) -> None:
 
     report = call(validate_catalog)
     if json_out:
-        print_json(report.to_json())
+        print_json(report.to_dict())
         return
     if markdown:
         typer.echo(validation_markdown(report), nl=False)
@@ -198,7 +198,7 @@ def params_from_speed(
         kv_bytes_per_token=kv_bytes_per_token,
         bandwidth_tbps=bandwidth_tbps,
     )
-    _emit(result.worksheet, result.to_json(), json_out, markdown)
+    _emit(result.worksheet, result.to_dict(), json_out, markdown)
 
 
 @app.command("params-from-budget")
@@ -228,7 +228,7 @@ def params_from_budget(
         mfu=mfu,
         precision=precision,
     )
-    _emit(result.worksheet, result.to_json(), json_out, markdown)
+    _emit(result.worksheet, result.to_dict(), json_out, markdown)
 
 
 @app.command()
@@ -244,7 +244,7 @@ def lab(
     from gpuyield.estimate import estimate_lab
 
     result = call(estimate_lab, scenario)
-    _emit(result.worksheet, result.to_json(), json_out, markdown)
+    _emit(result.worksheet, result.to_dict(), json_out, markdown)
 
 
 @app.command()
@@ -267,7 +267,7 @@ def essay_check(json_out: JsonOpt = False, markdown: MarkdownOpt = False) -> Non
 
     checks = call(check_essay)
     if json_out:
-        print_json([check.to_json() for check in checks])
+        print_json([check.to_dict() for check in checks])
     elif markdown:
         typer.echo(essay_to_markdown(checks), nl=False)
     else:
@@ -277,13 +277,11 @@ def essay_check(json_out: JsonOpt = False, markdown: MarkdownOpt = False) -> Non
 @app.command()
 def accelerators(json_out: JsonOpt = False) -> None:
     """The accelerator catalog: dense peaks, HBM, bandwidth, with sources."""
-    from dataclasses import asdict
-
     from gpuyield.estimate import list_accelerators
 
     chips = call(list_accelerators)
     if json_out:
-        print_json([asdict(chip) for chip in chips])
+        print_json([chip.to_dict() for chip in chips])
         return
     columns = ("id", "BF16 TFLOP/s", "FP8 TFLOP/s", "HBM GB", "TB/s", "status", "source")
     rows = [
@@ -309,7 +307,7 @@ def models(json_out: JsonOpt = False) -> None:
 
     entries = call(list_models)
     if json_out:
-        print_json([_model_json(m) for m in entries])
+        print_json([m.to_dict() for m in entries])
         return
     columns = ("id", "active", "total", "tokens", "GPU-hours", "on", "status", "source")
     rows = [
@@ -326,20 +324,6 @@ def models(json_out: JsonOpt = False) -> None:
         for m in entries
     ]
     console.print(_table("Models (published training compute)", columns, rows))
-
-
-def _model_json(model: Any) -> dict[str, Any]:
-    from dataclasses import fields
-
-    data: dict[str, Any] = {}
-    for field in fields(model):
-        value = getattr(model, field.name)
-        if hasattr(value, "to_json"):
-            value = value.to_json()
-        elif field.name == "field_sources":
-            value = {k: {"source": v.source, "status": str(v.status)} for k, v in value.items()}
-        data[field.name] = value
-    return data
 
 
 def _emit(sheet: Worksheet, data: dict[str, Any], json_out: bool, markdown: bool) -> None:

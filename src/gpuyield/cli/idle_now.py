@@ -49,10 +49,10 @@ def idle_now_command(
     (docs/ledger.md, "Allocated but idle").
     """
     from gpuyield.cli._common import err_console, errors_mapped, shown, waiting_for_store
-    from gpuyield.report.idle_now import TOP_FIELD, WINDOW_FIELD, build_idle_now, idle_now_json_text
+    from gpuyield.report.idle_now import build_idle_now, idle_now_json_text
 
     with (
-        errors_mapped({WINDOW_FIELD: "--window", TOP_FIELD: "--top"}),
+        errors_mapped(),
         waiting_for_store(wait),
         err_console.status(f"computing the ledger of {shown(db)}"),
     ):

@@ -125,12 +125,11 @@ def slurm_command(
 ) -> None:
     """Ingest Slurm accounting into the store, in one transaction; re-ingesting a file changes nothing."""
     from gpuyield.cli._progress import RichProgress
-    from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD
     from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 
     if noheader and not fields:
         usage_error("--noheader needs --fields", hint="pass the --format list you gave sacct")
-    with errors_mapped({SINCE_FIELD: "--since", UNTIL_FIELD: "--until"}):
+    with errors_mapped():
         inputs = SlurmInputs(
             sacct=sacct,
             events=events,
@@ -217,8 +216,8 @@ def telemetry_command(
         results = ingest_telemetry_files(db, run, files, fmt=fmt)
     synced = sync_after(db, lake)
     if as_json:
+        print_json([r.to_dict() for r in results])
         # The list as before; what --lake wrote goes to stderr, not into the record.
-        print_json([dataclasses.asdict(r) for r in results])
         if synced is not None:
             print_sync(synced, to_stderr=True)
         return
@@ -360,7 +359,7 @@ def utilization_command(
         )
     synced = sync_after(db, lake)
     if as_json:
-        print_json([dataclasses.asdict(r) for r in results])
+        print_json([r.to_dict() for r in results])
         if synced is not None:
             print_sync(synced, to_stderr=True)
         return

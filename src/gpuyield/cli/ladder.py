@@ -153,7 +153,7 @@ def ladder_sweep_command(
     from rich.table import Table
 
     from gpuyield.cli._common import call, console, plain, print_json, shown
-    from gpuyield.simulate.ladder import ladder_sweep_dict, ladder_sweep_from_options
+    from gpuyield.simulate.ladder import ladder_sweep_from_options
 
     sweep = call(
         ladder_sweep_from_options,
@@ -165,7 +165,7 @@ def ladder_sweep_command(
         multiplier=multiplier,
     )
     if as_json:
-        print_json(ladder_sweep_dict(sweep))
+        print_json(sweep.to_dict())
         return
     for line in sweep.assumption_lines():
         console.print(plain(line), markup=False, highlight=False)

@@ -177,14 +177,7 @@ def size_command(
     from gpuyield import parsing
     from gpuyield.lake.sizing import size_fleets
 
-    flags = {
-        "lake_size.gpus": "--gpus",
-        "lake_size.minutes": "--within",
-        "lake_size.sample_every_s": "--sample-every",
-        "lake_size.jobs_per_gpu_year": "--jobs-per-gpu-year",
-        "lake_size.machine_cores": "--machine-cores",
-    }
-    with errors_mapped(flags):
+    with errors_mapped():
         fleets = [
             parsing.parse_count(g.strip(), field="lake_size.gpus", at_least=1, example="10k")
             for g in gpus.split(",")

@@ -17,16 +17,6 @@ from gpuyield.cli._grammar import (
     usage_error,
 )
 
-#: Library field names -> this command's flags.
-_FLAGS = {
-    "plan.seeds": "--seeds",
-    "plan.seed": "--seed",
-    "plan.mfu": "--mfu",
-    "plan.policy": "--policy",
-    "plan.gpus": "--gpus",
-    "plan.tokens": "--tokens",
-    "plan.checkpoint_interval_s": "--checkpoint-interval",
-}
 _NUMBER = "Numbers as people type them: 70B, 15T, 16k."
 
 
@@ -89,7 +79,7 @@ def plan_command(
 
     if policy not in ("restart", "drop"):
         usage_error(f"--policy: unknown policy {policy!r}", hint="use restart or drop")
-    with errors_mapped(_FLAGS):
+    with errors_mapped():
         spec = PlanSpec(
             params=params,
             tokens=tokens,

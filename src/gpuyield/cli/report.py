@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from gpuyield.cli._common import (
+    as_flag,
     cell,
     console,
     err_console,
@@ -38,8 +39,6 @@ from gpuyield.cli._weights import (
 )
 from gpuyield.errors import GpuyieldError
 
-# Library fields named by the flags that set them.
-_FLAGS = {"lake.engine": "--engine", "lake.spark_master": "--spark-master"}
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
     "or cluster (each cluster of the store as a report of its own)."
@@ -111,7 +110,7 @@ def report_command(
 
     check_flags(html=html, png=png, by=by, top=top)
     unit = _weight_unit(weight, html=html, as_json=as_json, by=by)
-    with errors_mapped(_FLAGS):
+    with errors_mapped():
         source = report_source(db=db, lake=lake, engine=engine, spark_master=spark_master)
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
@@ -168,7 +167,8 @@ def _weight_unit(weight: str, *, html: Path | None, as_json: bool, by: str | Non
     try:
         return check_weight(weight, html=html, as_json=as_json, by=by)
     except GpuyieldError as error:
-        usage_error(error.message, hint=error.hint)
+        said = as_flag(error)  # the library's report.weight as the --weight typed
+        usage_error(said.message, hint=said.hint)
 
 
 def report_source(

@@ -15,7 +15,6 @@ from typer.core import TyperGroup
 
 from gpuyield import parsing
 from gpuyield.cli._common import (
-    Flag,
     call,
     console,
     err_console,
@@ -36,13 +35,6 @@ from gpuyield.errors import FieldError
 E = TypeVar("E", bound=StrEnum)
 
 _DAY_S = 86_400
-#: Library field names -> this command's flags, for error messages in the user's words.
-_SWEEP_FLAGS: dict[str, str | Flag] = {
-    "sweep.days": Flag("--duration", unit="d"),
-    "sweep.jobs": "--jobs",
-    "sweep.seeds": "--seeds",
-    "sweep.values": "--values",
-}
 _DAYS_HELP = "Deprecated: --duration 30d."
 
 
@@ -129,11 +121,7 @@ def run_command(
         convert=lambda d: d * _DAY_S,
         example=f"{days:g}d" if days is not None else "",
     )
-    flags: dict[str, str | Flag] = {
-        "simulate.days": Flag("--duration", unit="d"),
-        "simulate.seed": "--seed",
-    }
-    with errors_mapped(flags):
+    with errors_mapped():
         days_run = None if duration is None else duration / _DAY_S
         summary = run_scenario(scenario, out, seed=seed, days=days_run, utilization=utilization)
     if as_json:
@@ -192,11 +180,11 @@ def validate_command(
     seed: Annotated[int, typer.Option(help="Random seed of the simulated counts.")] = 0,
 ) -> None:
     """Published reliability cases (interruptions, ETTR): predicted vs published, with sources."""
-    from gpuyield.simulate.validate import validate_cases
+    from gpuyield.simulate.validate import ValidationCases, validate_cases
 
     results = call(validate_cases, seed=seed)
     if as_json:
-        print_json({"cases": [r.to_json() for r in results]})
+        print_json(ValidationCases(cases=results).to_dict())
         return
     if markdown:
         from gpuyield.simulate.validate import cases_markdown
@@ -423,7 +411,7 @@ def _run_sweep(options: _SweepOptions, out: Path, *, jobs: int, plots: bool) -> 
     from gpuyield.simulate.sweep_files import run_and_write_sweep
 
     calibration = options.ft_calibration
-    with errors_mapped(_SWEEP_FLAGS):
+    with errors_mapped():
         costs = (
             None
             if calibration is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -110,7 +109,7 @@ def train_ft_command(
         )
         summary = train_ft(config, out)
     if as_json:
-        print_json(dataclasses.asdict(summary))
+        print_json(summary.to_dict())
         return
     console.print(
         f"{shown(summary.run)}: {summary.steps_done} steps in {summary.wall_s:.1f} s "
@@ -140,7 +139,7 @@ def ft_loss_command(
         finally:
             con.close()
     if as_json:
-        print_json({**dataclasses.asdict(loss), "lost_gpu_s": loss.lost_gpu_s})
+        print_json(loss.to_dict())
         return
     from rich.table import Table
 

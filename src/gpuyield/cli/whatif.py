@@ -20,17 +20,6 @@ from gpuyield.cli._grammar import (
 
 # Exit status when the check ran and failed (the CLI grammar's 3).
 EXIT_CHECK_FAILED = 3
-_FLAGS = {
-    "whatif.seeds": "--seeds",
-    "whatif.replay_seeds": "--replay-seeds",
-    "whatif.tolerance": "--tolerance",
-    "whatif.horizon": "--horizon",
-    "whatif.remedy": "--remedy",
-    "whatif.remedy.checkpoint": "--remedy checkpoint=",
-    "whatif.remedy.repair": "--remedy repair=",
-    "whatif.remedy.spares": "--remedy spares=",
-}
-
 app = typer.Typer(
     help=(
         "What would each remedy buy on this cluster? Fits the simulator to the store's own "
@@ -125,7 +114,7 @@ def whatif_command(
     from gpuyield.cli._common import err_console, errors_mapped, print_json
     from gpuyield.whatif import ProjectionRefused, run_whatif
 
-    with errors_mapped(_FLAGS):
+    with errors_mapped():
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
         try:
@@ -178,7 +167,7 @@ def fit_command(
     from gpuyield.cli._common import err_console, errors_mapped, print_json
     from gpuyield.whatif import run_fit
 
-    with errors_mapped(_FLAGS):
+    with errors_mapped():
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
         with err_console.status(f"fitting {db} and replaying the window"):

@@ -8,13 +8,13 @@ that lists the closest ids.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from functools import cache
 from typing import Any
 
 from gpuyield import tomlfile
-from gpuyield.errors import InputError, ParseError, UnknownIdError
+from gpuyield.errors import FieldError, InputError, ParseError, UnknownIdError
 from gpuyield.estimate.numbers import Range, parse_range
 
 
@@ -76,6 +76,10 @@ class Accelerator:
     #: Caveats about the numbers.
     notes: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as ``gpuyield estimate accelerators --json`` prints it: every field."""
+        return asdict(self)
+
     def __post_init__(self) -> None:
         for name in ("peak_tflops_bf16", "hbm_gb", "hbm_bandwidth_tbps"):
             if getattr(self, name) <= 0:
@@ -91,7 +95,7 @@ class Accelerator:
         if self.peak_tflops_fp8 is None:
             raise InputError(
                 f"{self.id} has no FP8 peak in the catalog",
-                hint="use --precision bf16 for this accelerator",
+                hint="use estimate.precision=bf16 for this accelerator",
             )
         return self.peak_tflops_fp8
 
@@ -154,6 +158,19 @@ class Model:
             if name not in _MODEL_FIELDS:
                 raise ValueError(f"model.field_sources names unknown field {name!r} for {self.id}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as ``gpuyield estimate models --json`` prints it: every field, ranges as
+        numbers (or low/central/high), per-field sources with their status."""
+        data: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, Range):
+                value = value.to_dict()
+            elif item.name == "field_sources":
+                value = {k: {"source": v.source, "status": str(v.status)} for k, v in value.items()}
+            data[item.name] = value
+        return data
+
     @property
     def is_moe(self) -> bool:
         """A mixture of experts: fewer parameters active per token than in total."""
@@ -187,14 +204,12 @@ _MODEL_RANGES = (
 )
 
 
-def parse_precision(value: Precision | str) -> Precision:
-    """``bf16`` or ``fp8``; anything else is an ``InputError``."""
+def parse_precision(value: Precision | str, *, field: str = "estimate.precision") -> Precision:
+    """``bf16`` or ``fp8``; anything else is a ``FieldError`` naming ``field``."""
     try:
         return Precision(str(value).lower())
     except ValueError:
-        raise InputError(
-            f"--precision: unknown precision {value!r}", hint="use bf16 or fp8"
-        ) from None
+        raise FieldError(field, f": unknown precision {value!r}", hint="use bf16 or fp8") from None
 
 
 def get_accelerator(accelerator_id: str) -> Accelerator:
@@ -266,7 +281,7 @@ def _build_model(entry: dict[str, Any], where: str) -> Model:
     values = dict(entry)
     for name in _MODEL_RANGES:
         if name in values:
-            values[name] = parse_range(str(values[name]), arg=f"{where}.{name}")
+            values[name] = parse_range(str(values[name]), field=f"{where}.{name}")
     values.setdefault("tokens", None)
     values.setdefault("reported_gpu_hours", None)
     values.setdefault("reported_days", None)

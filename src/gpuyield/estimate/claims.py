@@ -79,7 +79,7 @@ class ClaimCheck:
         if self.verdict is Verdict.SOURCED and not self.source:
             raise ValueError(f"claim.source is needed for a sourced claim ({self.id})")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """``claim``, ``recomputed`` (a number or null) and ``verdict``, plus the detail."""
         return {
             "id": self.id,
@@ -90,11 +90,11 @@ class ClaimCheck:
             "stated_value": _stated_value(self.stated, self.id),
             "unit": self.unit,
             "recomputed": None if self.recomputed is None else self.recomputed.central,
-            "recomputed_range": None if self.recomputed is None else self.recomputed.to_json(),
+            "recomputed_range": None if self.recomputed is None else self.recomputed.to_dict(),
             "verdict": str(self.verdict),
             "reason": self.reason,
             "source": self.source,
-            "steps": [step.to_json() for step in self.steps],
+            "steps": [step.to_dict() for step in self.steps],
         }
 
     @property
@@ -111,13 +111,13 @@ class ClaimCheck:
 
 
 def _stated_value(stated: str, claim_id: str) -> float | None:
-    return parse_number(stated, arg=f"claim {claim_id}") if stated else None
+    return parse_number(stated, field=f"claim {claim_id}") if stated else None
 
 
 def judge(stated: str, recomputed: Range, *, claim_id: str) -> Verdict:
     """HOLDS if ``stated`` lies within ``recomputed`` widened by the tolerance, else OFF."""
-    value = parse_number(stated, arg=f"claim {claim_id}")
-    rounding = last_digit_unit(stated, arg=f"claim {claim_id}") / 2
+    value = parse_number(stated, field=f"claim {claim_id}")
+    rounding = last_digit_unit(stated, field=f"claim {claim_id}") / 2
     slack = max(rounding, RELATIVE_TOLERANCE * abs(recomputed.central))
     inside = recomputed.low - slack <= value <= recomputed.high + slack
     return Verdict.HOLDS if inside else Verdict.OFF

@@ -38,7 +38,8 @@ def implied_mfu_step(reported: Range, flops: Range, peak: Range, *, where: str) 
         raise InputError(
             f"{where} ({show(reported, 'GPU-h')}) would mean an MFU of up to "
             f"{step.value.high:.0%}: more than the chips' peak can do in those hours",
-            hint="check the hours, --params, --tokens and --accelerator (or the catalog entry)",
+            hint="check the hours, estimate.params, estimate.tokens and estimate.accelerator "
+            "(or the catalog entry)",
         )
     return step
 

@@ -103,13 +103,13 @@ class LabEstimate:
     released_dollars: Range | None = None
     wasted_dollars: Range | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {
             "scenario": self.scenario,
-            "fleet_gpu_hours": self.fleet_gpu_hours.to_json(),
-            "released_gpu_hours": self.released_gpu_hours.to_json(),
-            "yield": self.yield_fraction.to_json(),
+            "fleet_gpu_hours": self.fleet_gpu_hours.to_dict(),
+            "released_gpu_hours": self.released_gpu_hours.to_dict(),
+            "yield": self.yield_fraction.to_dict(),
             "released_gpu_equivalents": _json(self.released_gpu_equivalents),
             "essay_yield": _json(self.essay_yield),
             "fleet_h100_equiv_hours": _json(self.fleet_h100_equiv_hours),
@@ -118,12 +118,12 @@ class LabEstimate:
             "fleet_dollars": _json(self.fleet_dollars),
             "released_dollars": _json(self.released_dollars),
             "wasted_dollars": _json(self.wasted_dollars),
-            "worksheet": self.worksheet.to_json(),
+            "worksheet": self.worksheet.to_dict(),
         }
 
 
 def _json(value: Range | None) -> Any:
-    return None if value is None else value.to_json()
+    return None if value is None else value.to_dict()
 
 
 def list_lab_scenarios() -> list[str]:
@@ -240,7 +240,7 @@ def _entry(
     source = str(entry.get("source", ""))
 
     def num(key: str) -> Range:
-        return require_positive(_range(entry, key, where, path), arg=f"{where}.{key}")
+        return require_positive(_range(entry, key, where, path), field=f"{where}.{key}")
 
     try:
         if "model" in entry:
@@ -261,8 +261,8 @@ def _entry(
             if price is None:
                 raise InputError(f"{where}: dollars need a price_per_gpu_hour")
             rate = require_positive(
-                parse_range(str(price), arg=f"{where}.price_per_gpu_hour"),
-                arg=f"{where}.price_per_gpu_hour",
+                parse_range(str(price), field=f"{where}.price_per_gpu_hour"),
+                field=f"{where}.price_per_gpu_hour",
             )
             return _from_dollars(label, source, where, num("dollars"), rate)
         if "params" in entry:
@@ -345,7 +345,7 @@ def _from_training(
     precision = parse_precision(str(entry.get("precision", "bf16")))
     peak = Range.point(chip.peak_tflops(precision))
     mfu = require_fraction(
-        parse_range(str(entry.get("mfu", DEFAULT_MFU)), arg=f"{where}.mfu"), arg=f"{where}.mfu"
+        parse_range(str(entry.get("mfu", DEFAULT_MFU)), field=f"{where}.mfu"), field=f"{where}.mfu"
     )
     n, d = num("params"), num("tokens")
     step = compute(
@@ -379,7 +379,7 @@ def _from_training(
 def _equivalents(data: Mapping[str, Any], path: str, released: Range) -> Step | None:
     if "period_days" not in data:
         return None
-    days = require_positive(_range(data, "period_days", "period_days", path), arg="period_days")
+    days = require_positive(_range(data, "period_days", "period_days", path), field="period_days")
     return compute(
         "released_gpu_equivalents",
         "released, as GPUs busy all period",
@@ -397,7 +397,7 @@ def _range(data: Mapping[str, Any], key: str, where: str, path: str) -> Range:
     if key not in data:
         raise ParseError(f"missing {key}", path=path, field=where)
     try:
-        return parse_range(str(data[key]), arg=f"{where}.{key}")
+        return parse_range(str(data[key]), field=f"{where}.{key}")
     except InputError as error:
         raise ParseError(error.message, path=path, field=f"{where}.{key}") from error
 

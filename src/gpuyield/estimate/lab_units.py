@@ -103,8 +103,8 @@ def dollar_steps(
         return []
     try:
         price = require_positive(
-            parse_range(str(data["price_per_h100_hour"]), arg="price_per_h100_hour"),
-            arg="price_per_h100_hour",
+            parse_range(str(data["price_per_h100_hour"]), field="price_per_h100_hour"),
+            field="price_per_h100_hour",
         )
     except InputError as error:
         raise InputError(f"{path}: {error.message}", hint=error.hint) from None

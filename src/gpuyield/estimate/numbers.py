@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.parsing import NUMBER, SUFFIXES, number
 
 _HINT = (
@@ -52,30 +52,31 @@ class Range:
         """True when low, central and high are the same number."""
         return self.low == self.central == self.high
 
-    def to_json(self) -> float | dict[str, float]:
+    def to_dict(self) -> float | dict[str, float]:
         """A plain number for an exact value, else ``{"low", "central", "high"}``."""
         if self.is_point:
             return self.central
         return {"low": self.low, "central": self.central, "high": self.high}
 
 
-def parse_number(text: str, *, arg: str) -> float:
-    """Read one number as people type it (``gpuyield.parsing``'s grammar); ``arg`` names the
-    argument in the error message."""
+def parse_number(text: str, *, field: str) -> float:
+    """Read one number as people type it (``gpuyield.parsing``'s grammar); ``field`` names the
+    value in the error message (the library's name, ``estimate.tokens``, or a file's key,
+    ``labs.meta.mfu``)."""
     value = number(text)
     if value is None:
-        raise InputError(f"{arg}: cannot read {text!r} as a number", hint=_HINT)
+        raise FieldError(field, f": cannot read {text!r} as a number", hint=_HINT)
     if not math.isfinite(value):
-        raise InputError(f"{arg}: {text!r} is too large to be a number", hint=_HINT)
+        raise FieldError(field, f": {text!r} is too large to be a number", hint=_HINT)
     return value
 
 
-def parse_range(text: str, *, arg: str) -> Range:
+def parse_range(text: str, *, field: str) -> Range:
     """Read a number or a range ``low:high`` / ``low:central:high``."""
     parts = text.split(":")
     if len(parts) > 3:
-        raise InputError(f"{arg}: {text!r} has more than three parts", hint=_HINT)
-    values = [parse_number(part, arg=arg) for part in parts]
+        raise FieldError(field, f": {text!r} has more than three parts", hint=_HINT)
+    values = [parse_number(part, field=field) for part in parts]
     if len(values) == 1:
         return Range.point(values[0])
     if len(values) == 2:
@@ -84,8 +85,9 @@ def parse_range(text: str, *, arg: str) -> Range:
         values = [low, central, high]
     low, central, high = values
     if not low <= central <= high:
-        raise InputError(
-            f"{arg}: range {text!r} is not ordered low <= central <= high",
+        raise FieldError(
+            field,
+            f": range {text!r} is not ordered low <= central <= high",
             hint="write ranges as low:high or low:central:high, smallest first",
         )
     return Range(low=low, central=central, high=high)
@@ -95,31 +97,32 @@ def parse_range(text: str, *, arg: str) -> Range:
 NumberLike = str | float | int | Range
 
 
-def as_range(value: NumberLike, *, arg: str) -> Range:
-    """Turn any accepted input into a ``Range``, naming ``arg`` in errors."""
+def as_range(value: NumberLike, *, field: str) -> Range:
+    """Turn any accepted input into a ``Range``, naming ``field`` in errors."""
     if isinstance(value, Range):
         return value
     if isinstance(value, str):
-        return parse_range(value, arg=arg)
+        return parse_range(value, field=field)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{arg}: expected a number, got {type(value).__name__}", hint=_HINT)
+        raise FieldError(field, f": expected a number, got {type(value).__name__}", hint=_HINT)
     if not math.isfinite(value):
-        raise InputError(f"{arg}: {value!r} is not a finite number", hint=_HINT)
+        raise FieldError(field, f": {value!r} is not a finite number", hint=_HINT)
     return Range.point(float(value))
 
 
-def require_positive(value: Range, *, arg: str) -> Range:
+def require_positive(value: Range, *, field: str) -> Range:
     """Raise unless every end of the range is > 0 (counts, rates, sizes and prices are)."""
     if value.low <= 0:
-        raise InputError(f"{arg} must be > 0, got {format_number(value.low)}")
+        raise FieldError(field, f"must be > 0, got {format_number(value.low)}")
     return value
 
 
-def require_fraction(value: Range, *, arg: str) -> Range:
+def require_fraction(value: Range, *, field: str) -> Range:
     """Raise unless the range lies in (0, 1] (MFU, efficiency): a typed `40` would mean 4000%."""
     if value.low <= 0 or value.high > 1:
-        raise InputError(
-            f"{arg} must be a fraction in (0, 1], got {format_range(value)}",
+        raise FieldError(
+            field,
+            f"must be a fraction in (0, 1], got {format_range(value)}",
             hint="write 0.4 or 40%",
         )
     return value
@@ -160,7 +163,7 @@ def format_percent(value: Range) -> str:
     return " .. ".join(f"{v * 100:.3g}%" for v in (value.low, value.central, value.high))
 
 
-def last_digit_unit(text: str, *, arg: str) -> float:
+def last_digit_unit(text: str, *, field: str) -> float:
     """Place value of the last nonzero digit as typed: `940k` -> 1e4, `5.5%` -> 1e-3.
 
     A figure written to that place stands for anything that rounds to it, which is how the essay
@@ -168,7 +171,7 @@ def last_digit_unit(text: str, *, arg: str) -> float:
     """
     match = NUMBER.fullmatch(text.strip())
     if match is None:
-        raise InputError(f"{arg}: cannot read {text!r} as a number", hint=_HINT)
+        raise FieldError(field, f": cannot read {text!r} as a number", hint=_HINT)
     mantissa = match["mantissa"].replace(",", "").replace("_", "")
     whole, _, fraction = mantissa.partition(".")
     if fraction.rstrip("0"):

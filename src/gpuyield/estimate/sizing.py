@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.catalog import get_accelerator, parse_precision
 from gpuyield.estimate.numbers import (
@@ -42,13 +42,13 @@ class SpeedBound:
     #: The shown work.
     worksheet: Worksheet
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
         return {
-            "max_active_params": self.max_active_params.to_json(),
+            "max_active_params": self.max_active_params.to_dict(),
             "bounds": "active parameters, not total",
-            "bytes_per_token": self.bytes_per_token.to_json(),
-            "worksheet": self.worksheet.to_json(),
+            "bytes_per_token": self.bytes_per_token.to_dict(),
+            "worksheet": self.worksheet.to_dict(),
         }
 
 
@@ -65,13 +65,13 @@ class BudgetParams:
     #: The shown work.
     worksheet: Worksheet
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
         return {
-            "gpu_hours": self.gpu_hours.to_json(),
-            "flops": self.flops.to_json(),
-            "active_params": self.active_params.to_json(),
-            "worksheet": self.worksheet.to_json(),
+            "gpu_hours": self.gpu_hours.to_dict(),
+            "flops": self.flops.to_dict(),
+            "active_params": self.active_params.to_dict(),
+            "worksheet": self.worksheet.to_dict(),
         }
 
 
@@ -91,10 +91,12 @@ def params_from_speed(
     Bandwidth is the accelerator's HBM bandwidth per chip, or ``bandwidth_tbps`` per chip (with
     ``num_chips=1`` that is a whole box, like the essay's "DGX box ... 25T/s").
     """
-    tps = _positive(tokens_per_s, "--tokens-per-s")
-    chips = _positive(num_chips, "--num-chips")
-    b_w = _positive(bytes_per_param, "--bytes-per-param")
-    eta = require_fraction(as_range(efficiency, arg="--efficiency"), arg="--efficiency")
+    tps = _positive(tokens_per_s, "estimate.tokens_per_s")
+    chips = _positive(num_chips, "estimate.num_chips")
+    b_w = _positive(bytes_per_param, "estimate.bytes_per_param")
+    eta = require_fraction(
+        as_range(efficiency, field="estimate.efficiency"), field="estimate.efficiency"
+    )
     bandwidth, bandwidth_source = _bandwidth(accelerator, bandwidth_tbps)
     inputs = [
         given("tokens_per_s", "decode speed", tps, "tokens/s"),
@@ -141,7 +143,8 @@ def _weight_bytes(budget: Range, kv: Range) -> Step:
         raise InputError(
             f"the KV cache alone ({format_range(kv, 'bytes')} per token) needs at least the whole "
             f"read budget ({format_range(budget, 'bytes')} per token)",
-            hint="check --context-tokens and --kv-bytes-per-token, or raise --efficiency",
+            hint="check estimate.context_tokens and estimate.kv_bytes_per_token, "
+            "or raise estimate.efficiency",
         )
     return weights
 
@@ -169,11 +172,12 @@ def _read_budget(eta: float, chips: float, bandwidth: float, tps: float) -> floa
 def _kv_steps(
     context_tokens: NumberLike, kv_bytes_per_token: NumberLike
 ) -> tuple[list[Step], Range]:
-    ctx = as_range(context_tokens, arg="--context-tokens")
-    k_kv = as_range(kv_bytes_per_token, arg="--kv-bytes-per-token")
-    for value, arg in ((ctx, "--context-tokens"), (k_kv, "--kv-bytes-per-token")):
+    fields = ("estimate.context_tokens", "estimate.kv_bytes_per_token")
+    ctx = as_range(context_tokens, field=fields[0])
+    k_kv = as_range(kv_bytes_per_token, field=fields[1])
+    for value, field in zip((ctx, k_kv), fields, strict=True):
         if value.low < 0:
-            raise InputError(f"{arg} must be >= 0, got {format_range(value)}")
+            raise FieldError(field, f"must be >= 0, got {format_range(value)}")
     if ctx.high == 0 or k_kv.high == 0:
         return [], Range.point(0.0)
     kv = compute(
@@ -196,11 +200,13 @@ def _kv_steps(
 
 def _bandwidth(accelerator: str | None, bandwidth_tbps: NumberLike | None) -> tuple[Range, str]:
     if bandwidth_tbps is not None:
-        return _positive(bandwidth_tbps, "--bandwidth-tbps"), "given"
+        return _positive(bandwidth_tbps, "estimate.bandwidth_tbps"), "given"
     if accelerator is None:
-        raise InputError(
-            "params-from-speed needs --accelerator or --bandwidth-tbps",
-            hint="e.g. --accelerator h100-sxm --num-chips 8 (see gpuyield estimate accelerators)",
+        raise FieldError(
+            "estimate.accelerator",
+            "or estimate.bandwidth_tbps is needed to bound parameters from decode speed",
+            hint="e.g. estimate.accelerator=h100-sxm with estimate.num_chips=8 "
+            "(see gpuyield estimate accelerators)",
         )
     chip = get_accelerator(accelerator)
     return Range.point(chip.hbm_bandwidth_tbps), f"{chip.id}: {chip.source} ({chip.status})"
@@ -221,8 +227,8 @@ def params_from_budget(
     chip = get_accelerator(accelerator)
     prec = parse_precision(precision)
     peak = Range.point(chip.peak_tflops(prec))
-    d = _positive(tokens, "--tokens")
-    m = require_fraction(as_range(mfu, arg="--mfu"), arg="--mfu")
+    d = _positive(tokens, "estimate.tokens")
+    m = require_fraction(as_range(mfu, field="estimate.mfu"), field="estimate.mfu")
     steps, hours = _budget_hours(dollars, price_per_gpu_hour, gpu_hours)
     steps += [
         given("tokens", "training tokens D", d),
@@ -276,16 +282,19 @@ def _budget_hours(
 ) -> tuple[list[Step], Range]:
     if gpu_hours is not None:
         if dollars is not None:
-            raise InputError("give either --gpu-hours or --dollars, not both")
-        given_hours = _positive(gpu_hours, "--gpu-hours")
+            raise FieldError(
+                "estimate.gpu_hours", "and estimate.dollars were both given: give one of them"
+            )
+        given_hours = _positive(gpu_hours, "estimate.gpu_hours")
         return [given("gpu_hours", "GPU-hours H", given_hours, "GPU-h")], given_hours
     if dollars is None or price is None:
-        raise InputError(
-            "params-from-budget needs --dollars and --price-per-gpu-hour, or --gpu-hours",
-            hint="e.g. --dollars 30M --price-per-gpu-hour 2",
+        raise FieldError(
+            "estimate.dollars",
+            "and estimate.price_per_gpu_hour, or estimate.gpu_hours, are needed for a budget",
+            hint="e.g. estimate.dollars=30M at estimate.price_per_gpu_hour=2",
         )
-    usd = _positive(dollars, "--dollars")
-    rate = _positive(price, "--price-per-gpu-hour")
+    usd = _positive(dollars, "estimate.dollars")
+    rate = _positive(price, "estimate.price_per_gpu_hour")
     hours = compute(
         "gpu_hours",
         "GPU-hours bought",
@@ -304,5 +313,5 @@ def _budget_hours(
     ], hours.value
 
 
-def _positive(value: NumberLike, arg: str) -> Range:
-    return require_positive(as_range(value, arg=arg), arg=arg)
+def _positive(value: NumberLike, field: str) -> Range:
+    return require_positive(as_range(value, field=field), field=field)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.calibrated import CalibratedMfu
 from gpuyield.estimate.catalog import (
@@ -79,7 +79,7 @@ class TrainEstimate:
     #: training-step MFU bounded by the peak, and why.
     warnings: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The documented ``--json`` keys plus the worksheet."""
         keys = ("flops", "gpu_hours", "wall_days", "seconds_per_batch", "num_batches", "cost_usd")
         data: dict[str, Any] = {key: _json(getattr(self, key)) for key in keys}
@@ -102,7 +102,7 @@ class TrainEstimate:
             f"calibrated effective MFU of {self.calibrated_mfu.basis} "
             f"({self.calibrated_mfu.support} leave-one-out residuals)"
         )
-        data["worksheet"] = self.worksheet.to_json()
+        data["worksheet"] = self.worksheet.to_dict()
         if self.warnings:
             data["warnings"] = list(self.warnings)
         return data
@@ -123,7 +123,7 @@ class TrainEstimate:
 
 
 def _json(value: Range | None) -> Any:
-    return None if value is None else value.to_json()
+    return None if value is None else value.to_dict()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -180,7 +180,7 @@ def estimate_train(
     )
     chip = get_accelerator(inputs.accelerator_id) if inputs.peak_tflops is None else None
     peak = inputs.peak_tflops or Range.point(_chip(chip).peak_tflops(inputs.precision))
-    mfu_r = require_fraction(as_range(mfu, arg="--mfu"), arg="--mfu")
+    mfu_r = require_fraction(as_range(mfu, field="estimate.mfu"), field="estimate.mfu")
     steps = _input_steps(inputs, chip, peak, mfu_r)
     flops, hours = _compute_steps(inputs, peak, mfu_r)
     effective = effective_mfu_for(chip.generation if chip else None)
@@ -196,7 +196,8 @@ def estimate_train(
     steps += [flops, *effective_steps(all_in, effective), *calibrated_steps(all_in, calibrated)]
     steps += [hours, *_gpu_steps(inputs, hours.value)]
     if batch_tokens is not None:
-        b = require_positive(as_range(batch_tokens, arg="--batch-tokens"), arg="--batch-tokens")
+        batch = "estimate.batch_tokens"
+        b = require_positive(as_range(batch_tokens, field=batch), field=batch)
         steps += _batch_steps(inputs, b, peak, mfu_r)
     if price_per_gpu_hour is not None:
         steps += _cost_steps(hours.value, price_per_gpu_hour)
@@ -209,7 +210,7 @@ def estimate_train(
 
 
 def _chip(chip: Accelerator | None) -> Accelerator:
-    assert chip is not None  # set whenever --peak-tflops is not
+    assert chip is not None  # set whenever peak_tflops is not
     return chip
 
 
@@ -324,27 +325,31 @@ def _merge_inputs(
     peak_tflops: NumberLike | None,
 ) -> _Inputs:
     model = get_model(model_id) if model_id else None
-    n = _pick(given_.params, "--params", model.active_params if model else None)
-    d = _pick(given_.tokens, "--tokens", model.tokens if model else None)
-    g = _pick(given_.gpus, "--gpus", model.num_gpus if model else None)
+    n = _pick(given_.params, "estimate.params", model.active_params if model else None)
+    d = _pick(given_.tokens, "estimate.tokens", model.tokens if model else None)
+    g = _pick(given_.gpus, "estimate.gpus", model.num_gpus if model else None)
     chip = given_.accelerator or (model.accelerator if model else None)
     peak = _peak(peak_tflops)
-    missing = [name for name, value in (("--params", n), ("--tokens", d)) if not value]
+    missing = [
+        name for name, value in (("estimate.params", n), ("estimate.tokens", d)) if not value
+    ]
     if not chip and peak is None:
-        missing.append("--accelerator (or --peak-tflops)")
+        missing.append("estimate.accelerator (or estimate.peak_tflops)")
     if missing:
-        raise InputError(
-            f"missing {', '.join(missing)}",
-            hint="give them, or --model ID to fill them in (see gpuyield estimate models)",
+        raise FieldError(
+            missing[0],
+            f"is missing{'' if len(missing) == 1 else ', and so is ' + ', '.join(missing[1:])}",
+            hint="give them, or a catalog estimate.model to fill them in "
+            "(see gpuyield estimate models)",
         )
     assert n and d  # narrowed by the check above
     reported, source, dropped = _reported(model, given_, peak, reported_gpu_hours)
     return _Inputs(
-        active_params=require_positive(n, arg="--params"),
-        tokens=require_positive(d, arg="--tokens"),
+        active_params=require_positive(n, field="estimate.params"),
+        tokens=require_positive(d, field="estimate.tokens"),
         accelerator_id=chip or "custom",
         precision=parse_precision(precision or (model.precision if model else "bf16")),
-        num_gpus=require_positive(g, arg="--gpus") if g else None,
+        num_gpus=require_positive(g, field="estimate.gpus") if g else None,
         model=model,
         peak_tflops=peak,
         reported=reported,
@@ -353,14 +358,15 @@ def _merge_inputs(
     )
 
 
-def _pick(value: NumberLike | None, arg: str, fallback: Range | None) -> Range | None:
-    return as_range(value, arg=arg) if value is not None else fallback
+def _pick(value: NumberLike | None, field: str, fallback: Range | None) -> Range | None:
+    return as_range(value, field=field) if value is not None else fallback
 
 
 def _peak(peak_tflops: NumberLike | None) -> Range | None:
     if peak_tflops is None:
         return None
-    return require_positive(as_range(peak_tflops, arg="--peak-tflops"), arg="--peak-tflops")
+    field = "estimate.peak_tflops"
+    return require_positive(as_range(peak_tflops, field=field), field=field)
 
 
 def _reported(
@@ -375,15 +381,15 @@ def _reported(
     hardware they would imply a meaningless MFU (bloom-176b on an H100 is not BLOOM's run).
     """
     if reported_gpu_hours is not None:
-        arg = "--reported-gpu-hours"
-        return require_positive(as_range(reported_gpu_hours, arg=arg), arg=arg), "given", ""
+        field = "estimate.reported_gpu_hours"
+        return require_positive(as_range(reported_gpu_hours, field=field), field=field), "given", ""
     if model is None or model.reported_hours() is None:
         return None, "", ""
     changed = [
         flag
         for flag, differs in (
-            ("--params", _differs(given_.params, "--params", model.active_params)),
-            ("--tokens", _differs(given_.tokens, "--tokens", model.tokens)),
+            ("--params", _differs(given_.params, "estimate.params", model.active_params)),
+            ("--tokens", _differs(given_.tokens, "estimate.tokens", model.tokens)),
             ("--accelerator", _other_chip(given_.accelerator, model.accelerator)),
             ("--peak-tflops", peak is not None),
         )
@@ -398,8 +404,8 @@ def _reported(
     return model.reported_hours(), _src(model, "reported_gpu_hours"), ""
 
 
-def _differs(value: NumberLike | None, arg: str, catalog: Range | None) -> bool:
-    return value is not None and as_range(value, arg=arg) != catalog
+def _differs(value: NumberLike | None, field: str, catalog: Range | None) -> bool:
+    return value is not None and as_range(value, field=field) != catalog
 
 
 def _other_chip(accelerator: str | None, catalog_id: str) -> bool:
@@ -427,8 +433,8 @@ def _gpu_steps(inputs: _Inputs, gpu_hours: Range) -> list[Step]:
 
 
 def _cost_steps(gpu_hours: Range, price: NumberLike) -> list[Step]:
-    arg = "--price-per-gpu-hour"
-    rate = require_positive(as_range(price, arg=arg), arg=arg)
+    field = "estimate.price_per_gpu_hour"
+    rate = require_positive(as_range(price, field=field), field=field)
     return [
         given("price_per_gpu_hour", "price per GPU-hour", rate, "USD"),
         compute(
@@ -490,7 +496,7 @@ def _reported_steps(
     inputs: _Inputs, reported: Range, flops: Range, peak: Range
 ) -> tuple[list[Step], str]:
     where = (
-        "--reported-gpu-hours"
+        "estimate.reported_gpu_hours"
         if inputs.reported_source == "given"
         else f"the catalog's reported_gpu_hours of {inputs.model.id if inputs.model else 'the model'}"
     )

@@ -68,7 +68,7 @@ class ValidationRow:
         low, high = self.interval_gpu_hours
         return high / low
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {
             "id": self.id,
@@ -114,7 +114,7 @@ class IntervalSummary:
     median_ratio: float
     worst_ratio: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {
             "group": self.group,
@@ -155,11 +155,11 @@ class ValidationReport:
         """The summary over every run."""
         return self.summary[0]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """``runs``, ``share_in_range``, the overall ``interval`` record and ``interval_by_group``."""
         overall = self.overall
         return {
-            "runs": [row.to_json() for row in self.rows],
+            "runs": [row.to_dict() for row in self.rows],
             "share_in_range": self.share_in_range,
             "interval": {
                 "stated_coverage": self.stated_coverage,
@@ -170,7 +170,7 @@ class ValidationReport:
                 "runs": overall.runs,
                 "method": "leave-one-out: each run against the fit and residuals of the others",
             },
-            "interval_by_group": [s.to_json() for s in self.summary[1:]],
+            "interval_by_group": [s.to_dict() for s in self.summary[1:]],
         }
 
 

@@ -77,14 +77,14 @@ class Step:
         """The value formatted with its unit."""
         return show(self.value, self.unit)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         data: dict[str, Any] = {
             "name": self.name,
             "label": self.label,
             "formula": self.formula,
             "substituted": self.substituted,
-            "value": self.value.to_json(),
+            "value": self.value.to_dict(),
             "unit": self.unit,
         }
         if self.source:
@@ -137,11 +137,11 @@ class Worksheet:
                 return step
         raise KeyError(name)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {
             "title": self.title,
-            "steps": [step.to_json() for step in self.steps],
+            "steps": [step.to_dict() for step in self.steps],
             "notes": list(self.notes),
         }
 

@@ -8,12 +8,16 @@ from pathlib import Path
 
 from gpuyield.errors import InputError, ParseError
 
+#: A Slurm ingest given no file: the fields (the CLI says --sacct, --events, --nodes or --dir).
+NO_SLURM_INPUT_HINT = "give ingest.sacct, ingest.events, ingest.nodes or SlurmInputs.from_dir"
 
-def check_input_file(path: Path, *, flag: str) -> None:
+
+def check_input_file(path: Path, *, field: str) -> None:
     """Raise an InputError naming what ``path`` is when it is not a regular, readable file.
 
     A directory, a device such as ``/dev/zero`` (which never ends), a FIFO, a symlink loop and a
-    missing file each get their own message; ``flag`` is the option that named the path.
+    missing file each get their own message; ``field`` names the input that named the path
+    (``ingest.sacct``: the CLI says ``--sacct``).
     """
     try:
         mode = os.stat(path).st_mode
@@ -21,22 +25,22 @@ def check_input_file(path: Path, *, flag: str) -> None:
         if os.path.islink(path):
             raise InputError(
                 f"{path}: a symbolic link to a file that does not exist",
-                hint=f"check the --{flag} path",
+                hint=f"check the {field} path",
             ) from None
-        raise InputError(f"{path}: no such file", hint=f"check the --{flag} path") from None
+        raise InputError(f"{path}: no such file", hint=f"check the {field} path") from None
     except OSError as error:  # a symlink loop, a path through something that is not a directory
         raise InputError(
-            f"{path}: cannot be opened: {error.strerror or error}", hint=f"check the --{flag} path"
+            f"{path}: cannot be opened: {error.strerror or error}", hint=f"check the {field} path"
         ) from None
     if stat.S_ISDIR(mode):
         raise InputError(
             f"{path}: is a directory, not a file",
-            hint=f"give --{flag} a file (or use --dir for a directory of captures)",
+            hint=f"give {field} a file (or SlurmInputs.from_dir for a directory of captures)",
         )
     if not stat.S_ISREG(mode):
         raise InputError(
             f"{path}: is not a regular file (a device, pipe or socket)",
-            hint=f"save the output to a file and give --{flag} that file",
+            hint=f"save the output to a file and give {field} that file",
         )
     if not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied", hint="check the file's permissions")

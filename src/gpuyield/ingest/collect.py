@@ -199,7 +199,11 @@ def collect(
 
 def _check_options(*, overlap_s: int, end_s: int, now_s: int, max_bytes: int) -> None:
     if overlap_s < 0:
-        raise InputError(f"--overlap: {overlap_s} s is negative", hint="give e.g. --overlap 1h")
+        raise FieldError(
+            "collect.overlap_s",
+            f": {overlap_s} s is negative",
+            hint="give e.g. collect.overlap_s 1h",
+        )
     if max_bytes <= 0:
         raise FieldError("collect.max_output_bytes", f"must be > 0, not {max_bytes}",
                          example="4G")  # fmt: skip
@@ -211,7 +215,7 @@ def _check_options(*, overlap_s: int, end_s: int, now_s: int, max_bytes: int) ->
             f"{iso_utc(end_s)} is in the future (now {iso_utc(now_s)}; "
             f"{CLOCK_SKEW_S // 60} min of clock skew allowed)",
         )
-        error.hint = "leave --until out to collect up to now; check the clock with date -u"
+        error.hint = "leave collect.until out to collect up to now; check the clock with date -u"
         raise error
 
 
@@ -363,12 +367,14 @@ def _find(name: str, slurm_bin: Path | None) -> str:
     if slurm_bin is not None:
         path = slurm_bin / name
         if not os.access(path, os.X_OK):
-            raise CollectError(name, f"not found in {slurm_bin}", hint="check --slurm-bin")
+            raise CollectError(name, f"not found in {slurm_bin}", hint="check collect.slurm_bin")
         return str(path)
     found = shutil.which(name)
     if found is None:
         raise CollectError(
-            name, "not found on PATH", hint="run on a Slurm login node, or give --slurm-bin DIR"
+            name,
+            "not found on PATH",
+            hint="run on a Slurm login node, or give collect.slurm_bin DIR",
         )
     return found
 
@@ -386,11 +392,13 @@ def _check_run(command: str, result: ClientRun, max_bytes: int) -> None:
     if result.outcome is Outcome.TOO_LARGE:
         raise CollectError(
             command, f"printed more than {max_bytes} bytes: stopped",
-            hint="collect a shorter period (a later --since, or run collect more often), or "
-            "raise --max-output",
+            hint="collect a shorter period (a later collect.since, or run collect more often), or "
+            "raise collect.max_output_bytes",
         )  # fmt: skip
     if result.outcome is Outcome.NOT_RUN:
-        raise CollectError(command, f"could not run: {result.stderr}", hint="check --slurm-bin")
+        raise CollectError(
+            command, f"could not run: {result.stderr}", hint="check collect.slurm_bin"
+        )
     raise CollectError(
         command,
         f"exited {result.returncode}: {result.stderr[-1500:] or '(no message)'}",
@@ -406,12 +414,12 @@ def _cluster_name(scontrol: str, run: _Run) -> str:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise CollectError(command.shell, f"printed text that is not UTF-8 ({error.reason} at "
-                           f"byte {error.start})", hint="give --cluster NAME") from None  # fmt: skip
+                           f"byte {error.start})", hint="give collect.cluster NAME") from None  # fmt: skip
     for line in text.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "ClusterName" and value.strip():
             return value.strip()
-    raise CollectError(command.shell, "printed no ClusterName", hint="give --cluster NAME")
+    raise CollectError(command.shell, "printed no ClusterName", hint="give collect.cluster NAME")
 
 
 def _slurm_time(epoch_s: int) -> str:

@@ -45,8 +45,8 @@ def raw_dir(keep_raw: Path, cluster: str, end_s: int) -> Path:
     target.mkdir(exist_ok=True)
     if not target.resolve().is_relative_to(keep_raw.resolve()) or target.is_symlink():
         raise InputError(
-            f"--keep-raw: {target} resolves outside {keep_raw} (a symlink?)",
-            hint="remove it, or give --keep-raw a directory only gpuyield writes",
+            f"collect.keep_raw: {target} resolves outside {keep_raw} (a symlink?)",
+            hint="remove it, or give collect.keep_raw a directory only gpuyield writes",
         )
     return target
 

@@ -81,7 +81,7 @@ def query_start(
             raise InputError(
                 f"the store has no accounting of cluster {cluster!r} yet: where should the "
                 "first collection start?",
-                hint="give --since (e.g. --since 2026-12-01); later runs continue from where "
+                hint="give collect.since (e.g. collect.since 2026-12-01); later runs continue from where "
                 "the last one ended",
             )
         start_s = since_s
@@ -95,7 +95,7 @@ def query_start(
     if start_s >= end_s:
         raise InputError(
             f"nothing to collect: the window starts at {iso_utc(start_s)}, not before "
-            f"--until {iso_utc(end_s)}",
-            hint="give a later --until (default: now)",
+            f"collect.until {iso_utc(end_s)}",
+            hint="give a later collect.until (default: now)",
         )
     return start_s

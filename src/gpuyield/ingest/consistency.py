@@ -48,7 +48,8 @@ def _check_job_gpus(con: duckdb.DuckDBPyConnection, ingest_ids: tuple[int, ...] 
             path=path,
             line=int(line),
             field="AllocTRES",
-            hint="check the job's AllocTRES and the node inventory (--nodes) are of the same cluster",
+            hint="check the job's AllocTRES and the node inventory (ingest.nodes) are of the same "
+            "cluster",
         )
 
 

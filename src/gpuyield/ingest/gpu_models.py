@@ -123,7 +123,7 @@ def _only_cluster(con: duckdb.DuckDBPyConnection, path: Path) -> str:
         raise InputError(
             f"{path}: which cluster's gres.conf is this? the store has "
             + (f"clusters {', '.join(clusters)}" if clusters else "no node inventory yet"),
-            hint="add --cluster NAME",
+            hint="add ingest.cluster NAME",
         )
     return str(clusters[0])
 

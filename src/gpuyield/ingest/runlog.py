@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
@@ -69,6 +69,10 @@ class TelemetryResult:
     """Events the divergence watch found."""
     ft_events: int = 0
     """Rows stored for fault-tolerance accounting (gpuyield.ledger.ft); 0 without such events."""
+
+    def to_dict(self) -> dict[str, object]:
+        """``gpuyield ingest telemetry --json``: one object per file, every field."""
+        return asdict(self)
 
     @property
     def outcome(self) -> IngestOutcome:

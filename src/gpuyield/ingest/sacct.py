@@ -90,10 +90,13 @@ _OPTIONAL = (
 # A pipe found inside a record goes to the first of these present: free text most likely to hold one.
 _FREE_TEXT = ("submitline", "comment", "jobname", "workdir")
 
-_HINT = "check the file is `sacct -P` output with its header line (or pass --fields for --noheader)"
+_HINT = (
+    "check the file is `sacct -P` output with its header line (or pass ingest.fields for "
+    "sacct --noheader output)"
+)
 _ROW_HINT = (
-    "fix or remove that record, or pass --lenient to skip records like it (they are counted and "
-    "listed in the report)"
+    "fix or remove that record, or pass ingest.lenient to skip records like it (they are counted "
+    "and listed in the report)"
 )
 
 
@@ -121,10 +124,10 @@ def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
         if "|" not in first and len(fields) > 1:
             raise UnknownFormat(
                 f"{path}: line 1 has no '|' between its fields: not sacct -P output, or written "
-                "with a --delimiter that line 1 does not show",
-                hint="capture with sacct -P (or -p), or keep the header line (no --noheader)",
+                "with an sacct --delimiter that line 1 does not show",
+                hint="capture with sacct -P (or -p), or keep the header line (no sacct --noheader)",
             )
-        # -p without a header: the first record has one (empty) field more than --fields names.
+        # -p without a header: the first record has one (empty) field more than ingest.fields names.
         parts = first.split("|")
         trailing = len(parts) == len(fields) + 1 and parts[-1] == ""
         given = (*fields, TRAILING) if trailing else tuple(fields)
@@ -136,7 +139,7 @@ def read_header(path: Path, fields: list[str] | None) -> SacctHeader:
         raise UnknownFormat(
             f"{path}: line 1 is not an sacct -P header: {first[:80]!r}",
             hint=_other_delimiter_hint(first)
-            or "run sacct with -P (--parsable2) or -p; for --noheader output pass --fields",
+            or "run sacct with -P (--parsable2) or -p; for sacct --noheader output pass ingest.fields",
         )
     return SacctHeader(field_names=tuple(names), header_lines=1)
 
@@ -249,9 +252,9 @@ def _format_names(path: Path, fields: list[str]) -> list[str]:
     for given, name in zip(fields, names, strict=True):
         if not _is_field_name(name) or name == TRAILING:
             raise UnknownFormat(
-                f"{path}: --fields names {given!r}, which is not an sacct field",
-                hint="pass the --format list you gave sacct, e.g. JobID,JobIDRaw,State,Start,End,"
-                "AllocTRES,NodeList (widths such as JobName%30 are fine)",
+                f"{path}: ingest.fields names {given!r}, which is not an sacct field",
+                hint="give ingest.fields the sacct --format list of the capture, e.g. JobID,"
+                "JobIDRaw,State,Start,End,AllocTRES,NodeList (widths such as JobName%30 are fine)",
             )
     return names
 
@@ -268,7 +271,7 @@ def column_map(path: Path, names: Sequence[str]) -> dict[str, int]:
         if found is None:
             raise UnknownFormat(
                 f"{path}: sacct output lacks the field {aliases[0]!r}",
-                hint="include JobIDRaw,State,Start,End,NodeList,AllocTRES,Submit in --format",
+                hint="include JobIDRaw,State,Start,End,NodeList,AllocTRES,Submit in sacct --format",
             )
         columns[key] = found
     for key in (*_OPTIONAL, *_FREE_TEXT):

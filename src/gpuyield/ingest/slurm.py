@@ -26,7 +26,7 @@ from gpuyield.ingest import nodes as nodes_mod
 from gpuyield.ingest import reservations as reservations_mod
 from gpuyield.ingest import sacct as sacct_mod
 from gpuyield.ingest._files import FileInfo, named_sources, plain_copies, scan_file
-from gpuyield.ingest._paths import check_input_file, long_line_error
+from gpuyield.ingest._paths import NO_SLURM_INPUT_HINT, check_input_file, long_line_error
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD, coverage_notes
 from gpuyield.ingest.gpu_models import check_catalog_models
@@ -150,7 +150,7 @@ def ingest_slurm(
     tz = check_timezone(tz)
     check_window(since_s, until_s, since_field=SINCE_FIELD, until_field=UNTIL_FIELD, now_s=now_s)
     if not any(getattr(inputs, kind) for kind in _FILE_KINDS) and not inputs.telemetry:
-        raise InputError("nothing to ingest", hint="give --sacct, --events, --nodes or --dir")
+        raise InputError("nothing to ingest", hint=NO_SLURM_INPUT_HINT)
     fresh = con is None and db is not None and store.is_new(db)
     try:
         with tempfile.TemporaryDirectory(prefix="gpuyield-input-") as tmp:
@@ -260,7 +260,7 @@ def _scan_all(inputs: SlurmInputs, progress: Progress) -> dict[str, FileInfo]:
         if path is None:
             continue
         path = Path(path)
-        check_input_file(path, flag=kind.replace("_", "-"))
+        check_input_file(path, field=f"ingest.{kind}")
         progress.phase(f"reading {path.name}", total=path.stat().st_size)
         scanned[kind] = scan_file(path, progress=progress.advance)
     return scanned

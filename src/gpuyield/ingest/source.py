@@ -127,7 +127,8 @@ def _latest_ingest(
     if source not in _OPTIONS_FREE_SOURCES and _parsing(row[1]) != _parsing(options):
         raise InputError(
             f"{info.path} was ingested before (ingest #{row[0]}) with other options {row[1]}",
-            hint="re-ingest with the same --tz/--fields/--until, or use a new --db",
+            hint="re-ingest with the same ingest.tz/ingest.fields/ingest.until, or use a new "
+            "store.db",
         )
     return int(row[0])
 

@@ -108,7 +108,7 @@ def check_lake(lake: str | Path) -> LakeCheck:
 def _manifests(root: Path, problems: list[LakeProblem]) -> list[WriterManifest]:
     """The writers' manifests that can be read; each one that cannot is an error."""
     if not root.is_dir():
-        raise InputError(f"no lake at {root}", hint="check the --lake path")
+        raise InputError(f"no lake at {root}", hint="check the lake directory (lake.path)")
     found = (
         sorted(layout.writers_dir(root).glob("*.json")) if layout.writers_dir(root).is_dir() else []
     )

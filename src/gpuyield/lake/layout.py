@@ -280,7 +280,7 @@ class WriterManifest:
             raise InputError(
                 f"{where}: the lake holds store schema version {data['schema_version']}; this "
                 f"gpuyield reads version {SCHEMA_VERSION}",
-                hint="export the store again into a new --lake with this gpuyield",
+                hint="export the store again into a new lake (lake.path) with this gpuyield",
             )
         return cls(
             writer=data["writer"],
@@ -314,7 +314,7 @@ def read_manifests(lake: Path) -> tuple[WriterManifest, ...]:
         raise InputError(
             f"no lake at {lake}",
             hint="write one first: gpuyield lake export --db DB --lake DIR "
-            "(or gpuyield ingest ... --lake DIR)",
+            "(or any gpuyield ingest with --lake DIR)",
         )
     paths = sorted(writers_dir(lake).glob("*.json")) if writers_dir(lake).is_dir() else []
     if not paths:

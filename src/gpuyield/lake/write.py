@@ -128,13 +128,13 @@ def sync_lake(
 
 def _make_lake_dir(lake: Path) -> None:
     if lake.exists() and not lake.is_dir():
-        raise InputError(f"{lake} is not a directory", hint="give --lake a directory path")
+        raise InputError(f"{lake} is not a directory", hint="give lake.path a directory")
     try:
         (lake / layout.META_DIR / "writers").mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise InputError(
             f"cannot create the lake {lake}: {error.strerror or error}",
-            hint="check the --lake path and its permissions",
+            hint="check the lake directory (lake.path) and its permissions",
         ) from None
 
 
@@ -254,7 +254,7 @@ def _check_owners(prints: _Prints, others: list[WriterManifest], lake: Path) -> 
                 f"cluster {sorted(shared)[0]!r} is already in the lake {lake}, written by "
                 f"another store ({other.store})",
                 hint="collect each cluster into one store; give this store's rows another "
-                "--lake, or export from the store that holds them",
+                "lake (lake.path), or export from the store that holds them",
             )
 
 
@@ -378,7 +378,7 @@ def _free_index(others: list[WriterManifest]) -> int:
     if free is None:
         raise InputError(
             f"the lake already has {layout.MAX_WRITERS} writing stores",
-            hint="collect several clusters into one store, or give this store another --lake",
+            hint="collect several clusters into one store, or give this store another lake (lake.path)",
         )
     return free
 

@@ -135,7 +135,8 @@ def capacity_intervals(
     if not inventory and not any(r.node_list and r.num_gpus is not None for r in registrations):
         raise EmptyDataError(
             "installed capacity is unknown: no node inventory and no cluster TRES event",
-            hint="give --nodes (scontrol -o show nodes) or --events in the long format with TRES",
+            hint="give ingest.nodes (scontrol -o show nodes) or ingest.events in the long format "
+            "with TRES",
         )
     return CapacityIntervals(intervals=_merged(intervals), warnings=warnings)
 
@@ -210,7 +211,7 @@ def _gpus_per_node(
             f"{len(names)} nodes; the inventory's nodes among them hold {total_known}, which "
             f"leaves {rest} for the {len(unknown)} it lacks ({', '.join(unknown[:3])}...): "
             "cannot split evenly",
-            hint="give --nodes an inventory that lists every node (scontrol -o show nodes)",
+            hint="give ingest.nodes an inventory that lists every node (scontrol -o show nodes)",
         )
     return {**known, **dict.fromkeys(unknown, rest // len(unknown))}, []
 

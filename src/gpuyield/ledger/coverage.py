@@ -51,9 +51,11 @@ class CoverageGapError(InputError):
         shown = "; ".join(g.describe() for g in gaps[:3]) + (" ..." if len(gaps) > 3 else "")
         spans = "; ".join(c.describe() for c in covered[:3]) + (" ..." if len(covered) > 3 else "")
         super().__init__(
-            f"the window (--since/--until) reaches outside the captured time: not captured {shown}",
-            hint=f"captured: {spans}. Pick --since/--until inside it, collect the missing period "
-            "(gpuyield collect --since ...), or pass --allow-gaps to show the gaps as not captured",
+            "the window (window.since/window.until) reaches outside the captured time: "
+            f"not captured {shown}",
+            hint=f"captured: {spans}. Pick window.since/window.until inside it, collect the "
+            "missing period (gpuyield collect --since ...), or pass window.allow_gaps to show "
+            "the gaps as not captured",
         )
 
 

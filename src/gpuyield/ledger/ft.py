@@ -25,14 +25,14 @@ import bisect
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from itertools import pairwise
 
-import duckdb
 import pyarrow as pa
 
 from gpuyield.errors import InputError
+from gpuyield.store import StoreRef, reading
 
 
 class Recovery(StrEnum):
@@ -77,6 +77,10 @@ class FtLoss:
     def lost_gpu_s(self) -> float:
         """Everything the failures cost, GPU-seconds."""
         return self.stall_gpu_s + self.lost_work_gpu_s + self.heal_gpu_s + self.restart_gpu_s
+
+    def to_dict(self) -> dict[str, object]:
+        """``gpuyield ft-loss --json``: every field, the failures one dict each, and the sum."""
+        return {**asdict(self), "lost_gpu_s": self.lost_gpu_s}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -237,12 +241,14 @@ def account(run: str, table: pa.Table) -> FtLoss:
     )
 
 
-def ft_loss(con: duckdb.DuckDBPyConnection, run: str) -> FtLoss:
-    """Lost GPU-seconds of ``run`` from the store (``gpuyield ingest telemetry`` filled it)."""
-    table = con.sql(
-        "SELECT * EXCLUDE (ingest_id) FROM ft_events WHERE run = $run ORDER BY t_s",
-        params={"run": run},
-    ).to_arrow_table()
+def ft_loss(db: StoreRef, run: str) -> FtLoss:
+    """Lost GPU-seconds of ``run`` from the store (``gpuyield ingest telemetry`` filled it);
+    ``db`` is the store's path or an open connection to it."""
+    with reading(db) as con:
+        table = con.sql(
+            "SELECT * EXCLUDE (ingest_id) FROM ft_events WHERE run = $run ORDER BY t_s",
+            params={"run": run},
+        ).to_arrow_table()
     if table.num_rows == 0:
         raise InputError(
             f"run {run!r} has no fault-tolerance events in the store",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,7 +17,7 @@ import duckdb
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.categories import Category
+from gpuyield.categories import ALLOCATED, IDLE_ALLOCATED, Category
 from gpuyield.errors import ConservationError, DataConsistencyError
 from gpuyield.ledger.coverage import CoverageGapError, captured_parts
 from gpuyield.ledger.down import (
@@ -40,7 +41,6 @@ from gpuyield.ledger.telemetry import (
     with_detected_divergence,
 )
 from gpuyield.ledger.utilization import (
-    IDLE_ALLOCATED,
     IDLE_THRESHOLD,
     Utilization,
     UtilizationSummary,
@@ -57,7 +57,6 @@ from gpuyield.store import connection_of
 
 # Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).
 _SWEEP_BUCKETS = 64
-ALLOCATED = tuple(c for c in Category if c not in (Category.DOWN, Category.IDLE))
 # GPU-seconds are sums of float products; differences below this are rounding, not accounting.
 _TOLERANCE_GPU_S = 1e-3
 
@@ -72,8 +71,8 @@ class Ledger:
     """The release manifest used."""
     installed_gpu_seconds: float
     """GPUs x seconds of installed capacity in the window."""
-    categories: dict[str, float]
-    """GPU-seconds per category; sums to ``installed_gpu_seconds``."""
+    categories: dict[Category, float]
+    """GPU-seconds per category (every member, in report order); sums to ``installed_gpu_seconds``."""
     subcategories: dict[str, float]
     """GPU-seconds per ``category.subcategory``."""
     jobs_without_gpu_count: int
@@ -104,7 +103,7 @@ class Ledger:
     @property
     def allocated_gpu_seconds(self) -> float:
         """GPU-seconds held by jobs."""
-        return sum(self.categories[c.value] for c in ALLOCATED)
+        return sum(self.categories[c] for c in ALLOCATED)
 
 
 def backend_for(con: duckdb.DuckDBPyConnection) -> ibis.BaseBackend:
@@ -166,7 +165,7 @@ def stored_manifest_of(backend: ibis.BaseBackend) -> Manifest:
     latest = manifests.order_by(ibis.desc("ingest_id")).limit(1).to_pyarrow().to_pylist()
     if not latest:
         return empty_manifest()
-    manifest = Manifest.from_json(latest[0]["document"])
+    manifest = Manifest.from_dict(json.loads(latest[0]["document"]))
     check_engine_regex(manifest.match.pattern, "the stored manifest's runs.match")
     return manifest
 
@@ -270,11 +269,11 @@ def _progress(
 
 def _categories(
     totals: dict[str, float], installed: float, allocated_by_job: float, idle_allocated: float
-) -> dict[str, float]:
+) -> dict[Category, float]:
     """Every category's GPU-seconds; idle is what no job held plus what jobs held idle."""
-    categories = {c.value: totals.get(c.value, 0.0) for c in Category}
-    unallocated = installed - categories["down"] - allocated_by_job
-    categories[Category.IDLE.value] = unallocated + idle_allocated
+    categories = {c: totals.get(c.value, 0.0) for c in Category}
+    unallocated = installed - categories[Category.DOWN] - allocated_by_job
+    categories[Category.IDLE] = unallocated + idle_allocated
     subcategories = {k: v for k, v in totals.items() if "." in k}
     _check_conservation(installed, categories, subcategories)
     return categories
@@ -297,7 +296,7 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
         window=dataclasses.replace(window, warnings=warnings),
         manifest=first.manifest,
         installed_gpu_seconds=sum(p.installed_gpu_seconds for p in parts),
-        categories={c.value: sum(p.categories[c.value] for p in parts) for c in Category},
+        categories={c: sum(p.categories[c] for p in parts) for c in Category},
         subcategories=summed(lambda p: p.subcategories),
         jobs_without_gpu_count=sum(p.jobs_without_gpu_count for p in parts),
         node_seconds_without_gpu_count=sum(p.node_seconds_without_gpu_count for p in parts),
@@ -318,7 +317,7 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
 
 def _allocated_both_ways(totals: dict[str, float], allocations: ir.Table) -> float:
     """Allocated GPU-seconds summed by job; they must equal the same summed by node."""
-    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != "down")
+    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != Category.DOWN)
     allocated_by_node = _sum_gpu_s(allocations, None)
     if not _close(allocated_by_job, allocated_by_node):
         raise ConservationError(
@@ -454,10 +453,11 @@ def _totals(
 
 
 def _check_conservation(
-    installed: float, categories: dict[str, float], subcategories: dict[str, float]
+    installed: float, categories: dict[Category, float], subcategories: dict[str, float]
 ) -> None:
     """Every GPU-second in one category, none below zero: else say which is wrong, by how much."""
-    negative = {k: v for k, v in {**categories, **subcategories}.items() if v < -_TOLERANCE_GPU_S}
+    every = {**{str(c): v for c, v in categories.items()}, **subcategories}
+    negative = {k: v for k, v in every.items() if v < -_TOLERANCE_GPU_S}
     if negative:
         key = min(negative, key=lambda k: negative[k])
         raise ConservationError(
@@ -485,9 +485,10 @@ def _check_nodes_known(allocations: ir.Table) -> None:
         names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
         raise DataConsistencyError(
             f"jobs ran on nodes missing from the inventory: {names}",
-            hint="give --events in the long format (its ClusterNodes say when nodes were in the "
-            "cluster), or a --nodes inventory that lists them, or a --since after they left; "
-            "if the inventory is under another cluster name, ingest it with --cluster NAME",
+            hint="give ingest.events in the long format (its ClusterNodes say when nodes were in "
+            "the cluster), or an ingest.nodes inventory that lists them, or a window.since after "
+            "they left; if the inventory is under another cluster name, ingest it with "
+            "ingest.cluster NAME",
         )
 
 

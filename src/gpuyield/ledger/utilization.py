@@ -27,13 +27,12 @@ from ibis.common.exceptions import TableNotFound
 from gpuyield.attribution import CHARGED, groups_sql
 from gpuyield.attribution import IDLE_THRESHOLD as IDLE_THRESHOLD  # its home; importable here
 from gpuyield.attribution.rules import ACTIVITY_UNITS, Shape, prepare
-from gpuyield.categories import Category
+from gpuyield.categories import Category, IdleCause
 from gpuyield.sqltext import identifier
 from gpuyield.store import connection_of
 
-#: The subcategory of ``idle`` that allocated-but-idle GPU time moves to.
-ALLOCATED = "allocated"
-IDLE_ALLOCATED = f"{Category.IDLE.value}.{ALLOCATED}"
+#: The subcategory of ``idle`` that allocated-but-idle GPU time moves to (categories.py's).
+ALLOCATED = IdleCause.ALLOCATED.value
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

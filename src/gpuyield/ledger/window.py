@@ -9,7 +9,7 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from gpuyield.errors import EmptyDataError, InputError
+from gpuyield.errors import EmptyDataError, FieldError, InputError
 from gpuyield.ledger.capacity import Registration, capacity_intervals
 from gpuyield.ledger.coverage import (
     CoverageGapError,
@@ -47,14 +47,14 @@ class Window:
     def __post_init__(self) -> None:
         if self.end_s < self.start_s:
             raise InputError(
-                f"window.end ({self.end_s}) is before window.start ({self.start_s})",
-                hint="check --since and --until",
+                f"window.until ({self.end_s}) is before window.since ({self.start_s})",
+                hint="check window.since and window.until",
             )
         # The per-node sweep packs node and second into one integer (ledger/down.py).
         if self.start_s < 0 or self.end_s > _LATEST_S:
             raise InputError(
                 f"window [{self.start_s}, {self.end_s}) is outside 1970-2106",
-                hint="check --since and --until, and the times in the input files",
+                hint="check window.since and window.until, and the times in the input files",
             )
 
     @property
@@ -114,9 +114,11 @@ def _plain_window(
         )
     end = as_of if until_s is None else until_s
     if end > as_of:
-        raise InputError(
-            f"--until is after the data's capture time ({as_of})",
-            hint="nothing is known after the capture; ingest a newer sacct file or use an earlier --until",
+        raise FieldError(
+            "window.until",
+            f"is after the data's capture time ({as_of})",
+            hint="nothing is known after the capture; ingest a newer sacct file or use an earlier "
+            "window.until",
         )
     warnings: list[str] = []
     if since_s is None:

@@ -12,8 +12,8 @@ from typing import Any
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.categories import Category
-from gpuyield.errors import InputError
+from gpuyield.categories import IDLE_ALLOCATED, Category
+from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger
 from gpuyield.ledger.plan import materialize
 from gpuyield.ledger.sums import exact_sum, gpu_seconds, units_sum
@@ -93,12 +93,14 @@ def breakdown(
     ``backend`` is needed for ``job`` (the store's lines and files).
     """
     if by not in DIMENSIONS:
-        raise InputError(
-            f"cannot break down by {by!r}", hint=f"choose one of {', '.join(DIMENSIONS)}"
+        raise FieldError(
+            "report.by",
+            f": cannot break down by {by!r}",
+            hint=f"choose one of {', '.join(DIMENSIONS)}",
         )
     if top is not None and not 0 <= top <= MAX_TOP:
-        raise InputError(
-            f"--top must be from 0 to {MAX_TOP:,}, not {top}", hint="0 shows every group"
+        raise FieldError(
+            "report.top", f"must be from 0 to {MAX_TOP:,}, not {top}", hint="0 shows every group"
         )
     top = DEFAULT_TOP.get(by) if top is None else top
     if by == "job":
@@ -184,24 +186,25 @@ def _by_cluster(ledger: Ledger) -> list[BreakdownRow]:
         gpu_s=exact_sum((capacity.end_s - capacity.start_s).cast("float64") * capacity.num_gpus)
     )
     per_cluster: dict[str, dict[str, float]] = {
-        r["cluster"]: {c.value: 0.0 for c in Category} | {"idle": gpu_seconds(r["gpu_s"])}
+        r["cluster"]: {c.value: 0.0 for c in Category}
+        | {Category.IDLE.value: gpu_seconds(r["gpu_s"])}
         for r in installed.to_pyarrow().to_pylist()
     }
     # In one order on every engine: idle is what is left after each category, in floats.
     for r in sorted(used.to_pyarrow().to_pylist(), key=lambda r: (r["cluster"], r["category"])):
         cats = per_cluster.setdefault(r["cluster"], {c.value: 0.0 for c in Category})
         cats[r["category"]] += gpu_seconds(r["gpu_s"])
-        cats["idle"] -= gpu_seconds(r["gpu_s"])
+        cats[Category.IDLE.value] -= gpu_seconds(r["gpu_s"])
     return [BreakdownRow(key=k, categories=per_cluster[k]) for k in sorted(per_cluster)]
 
 
 def _unallocated(ledger: Ledger) -> BreakdownRow:
     """Down and idle time belong to no job: one row, so a breakdown adds up to installed."""
     categories = {c.value: 0.0 for c in Category}
-    categories["down"] = ledger.categories["down"]
+    categories[Category.DOWN.value] = ledger.categories[Category.DOWN]
     # Allocated-but-idle time is in the jobs' rows (utilization samples): only the rest is here.
-    allocated_idle = ledger.subcategories.get(f"{Category.IDLE.value}.allocated", 0.0)
-    categories["idle"] = ledger.categories["idle"] - allocated_idle
+    allocated_idle = ledger.subcategories.get(IDLE_ALLOCATED, 0.0)
+    categories[Category.IDLE.value] = ledger.categories[Category.IDLE] - allocated_idle
     return BreakdownRow(key=UNALLOCATED, categories=categories)
 
 

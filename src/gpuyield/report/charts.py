@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuyield.categories import Category, DownCause, FailedCause
+from gpuyield.categories import ALLOCATED, Category, DownCause, FailedCause
 from gpuyield.errors import MissingExtraError
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.figures import ReportFigures
@@ -35,25 +35,31 @@ SLIDE_DPI = 150
 CHART_IDS = ("where", "time", "who", "failures", "lineage")
 # One colour per category, the same in every chart: greys for unused time, warm colours for waste,
 # blue for experiments, green for what shipped.
-COLORS = {
-    "down": "#6b6b6b",
-    "idle": "#c9c9c9",
-    "failed": "#d62728",
-    "cancelled": "#ff7f0e",
-    "diverged": "#9467bd",
-    "experiment": "#1f77b4",
-    "overhead": "#bcbd22",
-    "released": "#2ca02c",
+COLORS: dict[Category, str] = {
+    Category.DOWN: "#6b6b6b",
+    Category.IDLE: "#c9c9c9",
+    Category.FAILED: "#d62728",
+    Category.CANCELLED: "#ff7f0e",
+    Category.DIVERGED: "#9467bd",
+    Category.EXPERIMENT: "#1f77b4",
+    Category.OVERHEAD: "#bcbd22",
+    Category.RELEASED: "#2ca02c",
 }
 # Allocated categories, released first so the useful part of each bar starts at the axis.
-_ALLOCATED = [c.value for c in reversed(Category) if c not in (Category.DOWN, Category.IDLE)]
+_ALLOCATED = [c.value for c in reversed(ALLOCATED)]
 # Most models in one lineage chart; the table under it lists them all.
 _MAX_LINEAGE_PANELS = 4
 # Past this many job parts in a panel, lanes are drawn as time bins (_draw_lineage_binned).
 _MAX_LINEAGE_BARS = 300
 _LINEAGE_BINS = 240
 # Kept at the bottom of a lane's stack, losses above it.
-_LINEAGE_ORDER = ("released", "overhead", "diverged", "cancelled", "failed")
+_LINEAGE_ORDER = (
+    Category.RELEASED,
+    Category.OVERHEAD,
+    Category.DIVERGED,
+    Category.CANCELLED,
+    Category.FAILED,
+)
 _LOST = (Category.FAILED.value, Category.CANCELLED.value)
 _SECONDS_PER_DAY = 86400.0
 _MAX_EVENT_REASONS = 8
@@ -260,7 +266,7 @@ def draw_time(figures: ReportFigures) -> Figure:
         series.append([*values, values[-1]])  # repeat the last step so it has a width
     ax.xaxis_date(tz=UTC)
     x = mdates.date2num(_datetimes([float(e) for e in edges]))
-    ax.stackplot(x, *series, labels=order, step="post", colors=[COLORS[c] for c in order])
+    ax.stackplot(x, *series, labels=order, step="post", colors=[COLORS[Category(c)] for c in order])
     ax.set_ylabel(f"GPUs (average per {timeline.bucket_name})")
     _compact_axis(ax.yaxis)
     ax.set_title(f"Categories over time, per {timeline.bucket_name} (UTC)", loc="left")
@@ -288,7 +294,7 @@ def draw_who(figures: ReportFigures) -> Figure:
         left = [0.0] * len(keys)
         for category in _ALLOCATED:
             widths = [_hours(row.categories[category]) for row in who.rows]
-            ax.barh(keys, widths, left=left, color=COLORS[category], label=category)
+            ax.barh(keys, widths, left=left, color=COLORS[Category(category)], label=category)
             left = [a + b for a, b in zip(left, widths, strict=True)]
         for y, total in enumerate(left):
             ax.text(total, y, f" {compact(total)}", va="center", fontsize=11)
@@ -308,7 +314,7 @@ def _category_patches(categories: list[str]) -> list[Any]:
     """Legend entries drawn from the palette (bars of an empty panel have no colour to copy)."""
     from matplotlib.patches import Patch
 
-    return [Patch(facecolor=COLORS[c], label=c) for c in categories]
+    return [Patch(facecolor=COLORS[Category(c)], label=c) for c in categories]
 
 
 def draw_failures(figures: ReportFigures) -> Figure:
@@ -317,7 +323,7 @@ def draw_failures(figures: ReportFigures) -> Figure:
     fig = _new_figure()
     causes_ax, reasons_ax, lemons_ax = fig.subplots(1, 3, width_ratios=[2, 3, 3])
     causes_ax.barh(list(failures.causes), [_hours(v) for v in failures.causes.values()],
-                   color=COLORS["failed"])  # fmt: skip
+                   color=COLORS[Category.FAILED])  # fmt: skip
     causes_ax.invert_yaxis()
     # Hours are never negative; without failures matplotlib would centre the axis on zero.
     causes_ax.set_xlim(0, max(_hours(v) for v in failures.causes.values()) * 1.05 or 1)
@@ -330,7 +336,9 @@ def draw_failures(figures: ReportFigures) -> Figure:
             chart_label(_short(f"{e.state}: {e.reason}" if e.reason else e.state)) for e in reasons
         ]
         reasons_ax.tick_params(axis="y", labelsize=11)
-        reasons_ax.barh(names, [_hours(e.gpu_seconds) for e in reasons], color=COLORS["down"])
+        reasons_ax.barh(
+            names, [_hours(e.gpu_seconds) for e in reasons], color=COLORS[Category.DOWN]
+        )
         reasons_ax.invert_yaxis()
     else:
         _empty_note(reasons_ax, "no node events in this window")
@@ -353,11 +361,11 @@ def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
     names = [chart_label(n.node) for n in lemons]
     stacks = [
         ("down, planned", "#9e9e9e", [n.down_gpu_seconds[DownCause.PLANNED.value] for n in lemons]),
-        ("down, unplanned", COLORS["down"],
+        ("down, unplanned", COLORS[Category.DOWN],
          [n.down_gpu_seconds[DownCause.UNPLANNED.value] for n in lemons]),
         ("failed, hardware", "#8c1515",
          [n.failed_gpu_seconds[FailedCause.HARDWARE.value] for n in lemons]),
-        ("failed, other", COLORS["failed"],
+        ("failed, other", COLORS[Category.FAILED],
          [n.failed_total_gpu_seconds - n.failed_gpu_seconds[FailedCause.HARDWARE.value]
           for n in lemons]),
     ]  # fmt: skip
@@ -407,11 +415,11 @@ def _lineage_legend() -> list[Any]:
     from matplotlib.patches import Patch
 
     return [
-        Patch(facecolor=COLORS["released"], label="kept in the model"),
-        Patch(facecolor=COLORS["failed"], hatch="///", label="lost: failure"),
-        Patch(facecolor=COLORS["cancelled"], hatch="///", label="lost: preemption, cancel"),
-        Patch(facecolor=COLORS["diverged"], label="diverged"),
-        Patch(facecolor=COLORS["overhead"], label="overhead: start-up, checkpoints"),
+        Patch(facecolor=COLORS[Category.RELEASED], label="kept in the model"),
+        Patch(facecolor=COLORS[Category.FAILED], hatch="///", label="lost: failure"),
+        Patch(facecolor=COLORS[Category.CANCELLED], hatch="///", label="lost: preemption, cancel"),
+        Patch(facecolor=COLORS[Category.DIVERGED], label="diverged"),
+        Patch(facecolor=COLORS[Category.OVERHEAD], label="overhead: start-up, checkpoints"),
         Line2D([], [], marker="X", color="black", linestyle="none", label="interrupted job"),
     ]
 
@@ -461,7 +469,7 @@ def _draw_lineage_bars(ax: Axes, lineage: Any) -> None:
             width = (part.end_s - part.start_s) / _SECONDS_PER_DAY
             bars.setdefault((lanes[job.run], part.category), []).append((start, width))
     for (y, category), spans in bars.items():
-        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=COLORS[category], edgecolor="white",
+        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=COLORS[Category(category)], edgecolor="white",
                        linewidth=0.5, hatch="///" if category in _LOST else None)  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.charts import RenderedChart, render_charts, require_matplotlib
 from gpuyield.report.figures import ReportFigures, build_figures
@@ -76,9 +76,10 @@ def write_html_report(
     require_matplotlib()  # before the ledger runs, so a missing extra fails fast with the pip line
     target = Path(html_path)
     if not target.parent.is_dir():
-        raise InputError(
-            f"cannot write {target}: no directory {target.parent}",
-            hint="create the directory first, or pick another --html path",
+        raise FieldError(
+            "report.html_path",
+            f": cannot write {target}: no directory {target.parent}",
+            hint="create the directory first, or pick another report.html_path",
         )
     progress.phase("computing the ledger")
     figures = build_figures(db, since_s=since_s, until_s=until_s, allow_gaps=allow_gaps)

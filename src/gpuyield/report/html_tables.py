@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuyield.categories import Category, FailedCause
+from gpuyield.categories import ALLOCATED, Category, FailedCause
 from gpuyield.report.charts import COLORS
 from gpuyield.report.failures import Failures
 from gpuyield.report.figures import ReportFigures, Timeline, WhoBreakdown
@@ -16,7 +16,7 @@ from gpuyield.report.lineage import LineageFigure
 from gpuyield.report.page_model import Block, Cell, Keyed, Note, Row, Table, TableGroup
 from gpuyield.report.summary import iso
 
-_ALLOCATED = [c.value for c in Category if c not in (Category.DOWN, Category.IDLE)]
+_ALLOCATED = [c.value for c in ALLOCATED]
 # Long tables stay in the page (they are the numbers behind the chart) but folded.
 _FOLD_ROWS = 24
 _MAX_LEMON_ROWS = 20
@@ -307,10 +307,10 @@ def lineage_tables(lineages: tuple[LineageFigure, ...]) -> Note | TableGroup:
                 _td(", ".join(x.runs)),
                 _td(str(len(x.jobs)), num=True),
                 _td(str(x.num_interrupted), num=True),
-                _td(hours_text(x.gpu_seconds["released"]), num=True),
+                _td(hours_text(x.gpu_seconds[Category.RELEASED.value]), num=True),
                 _td(hours_text(x.lost_gpu_seconds), num=True),
-                _td(hours_text(x.gpu_seconds["diverged"]), num=True),
-                _td(hours_text(x.gpu_seconds["overhead"]), num=True),
+                _td(hours_text(x.gpu_seconds[Category.DIVERGED.value]), num=True),
+                _td(hours_text(x.gpu_seconds[Category.OVERHEAD.value]), num=True),
                 _td(share_text(x.effective_training_time), num=True),
             ]
         )
@@ -363,7 +363,9 @@ def _lineage_job_rows(lineages: tuple[LineageFigure, ...]) -> list[Row]:
                 _td(iso(j.start_s)),
                 _td(iso(j.end_s)),
                 _td(
-                    hours_text(sum(p.gpu_seconds for p in j.parts if p.category == "released")),
+                    hours_text(
+                        sum(p.gpu_seconds for p in j.parts if p.category == Category.RELEASED)
+                    ),
                     num=True,
                 ),
                 _td(hours_text(j.lost_gpu_seconds), num=True),

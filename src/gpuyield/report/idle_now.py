@@ -20,10 +20,10 @@ import ibis
 import ibis.expr.types as ir
 
 from gpuyield import store
-from gpuyield.categories import Category
+from gpuyield.categories import Category, IdleCause
 from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger, backend_for, compute_ledger
-from gpuyield.ledger.utilization import ALLOCATED, has_samples
+from gpuyield.ledger.utilization import has_samples
 from gpuyield.ledger.window import resolve_window
 from gpuyield.report.summary import YieldReport, report_from_ledger
 
@@ -240,7 +240,7 @@ def _per_job(ledger: Ledger, backend: ibis.BaseBackend) -> ir.Table:
         ledger.segments.job_key.notnull() & (ledger.segments.category != Category.DOWN.value)
     )
     gpu_s = (seg.end_s - seg.start_s) * seg.gpus
-    is_idle = (seg.category == Category.IDLE.value) & (seg.subcategory == ALLOCATED)
+    is_idle = (seg.category == Category.IDLE.value) & (seg.subcategory == IdleCause.ALLOCATED.value)
     per_job = seg.group_by(
         ["job_key", "cluster", "job_id", "user_name", "account", "partition"]
     ).aggregate(

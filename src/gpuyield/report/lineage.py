@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuyield.categories import Category
+from gpuyield.categories import ALLOCATED, Category
 from gpuyield.ledger import Ledger
 
 # The ledger's own rule for which lineage job ends lose progress (FAILED, NODE_FAIL, PREEMPTED...).
@@ -126,7 +126,7 @@ def _lineage(ledger: Ledger, release: Release) -> LineageFigure:
                 for row in jobs.to_pyarrow().to_pylist()]  # fmt: skip
     assert not parts, "lineage segments without a job"
     out_jobs.sort(key=lambda j: (runs.index(j.run), j.start_s, j.job_id))
-    totals = {c.value: 0.0 for c in Category if c not in (Category.DOWN, Category.IDLE)}
+    totals = {c.value: 0.0 for c in ALLOCATED}
     for job in out_jobs:
         for part in job.parts:
             totals[part.category] += part.gpu_seconds

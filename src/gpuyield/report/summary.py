@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ibis
 
-from gpuyield.categories import SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
+from gpuyield.categories import ALLOCATED, SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, compute_ledger
 from gpuyield.ledger.coverage import CoverageSpan
 from gpuyield.ledger.utilization import UtilizationSummary
@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from gpuyield.report.breakdown import Breakdown
 
 # How the essay's "typical lab" buckets map onto ledger categories, for the side-by-side column.
-ESSAY_BUCKETS: dict[str, tuple[str, ...]] = {
-    "unavailable": (Category.DOWN.value,),
-    "idle": (Category.IDLE.value,),
-    "bad runs": (Category.CANCELLED.value,),
-    "failures and divergence": (Category.FAILED.value, Category.DIVERGED.value),
-    "experiments": (Category.EXPERIMENT.value,),
-    "released": (Category.RELEASED.value,),
+ESSAY_BUCKETS: dict[str, tuple[Category, ...]] = {
+    "unavailable": (Category.DOWN,),
+    "idle": (Category.IDLE,),
+    "bad runs": (Category.CANCELLED,),
+    "failures and divergence": (Category.FAILED, Category.DIVERGED),
+    "experiments": (Category.EXPERIMENT,),
+    "released": (Category.RELEASED,),
 }
 
 
@@ -54,7 +54,7 @@ class YieldReport:
     """Window end (exclusive)."""
     installed_gpu_seconds: float
     """Installed capacity in the window."""
-    categories: dict[str, float]
+    categories: dict[Category, float]
     """GPU-seconds per category (sums to installed)."""
     subcategories: dict[str, float]
     """GPU-seconds per ``category.subcategory``."""
@@ -84,24 +84,24 @@ class YieldReport:
     @property
     def allocated_gpu_seconds(self) -> float:
         """GPU-seconds held by jobs."""
-        return sum(v for k, v in self.categories.items() if k not in ("down", "idle"))
+        return sum(self.categories[c] for c in ALLOCATED)
 
     @property
     def yield_(self) -> float | None:
         """Released / installed."""
-        return _ratio(self.categories["released"], self.installed_gpu_seconds)
+        return _ratio(self.categories[Category.RELEASED], self.installed_gpu_seconds)
 
     @property
     def utilization(self) -> float | None:
         """Allocated / (installed - down)."""
         return _ratio(
-            self.allocated_gpu_seconds, self.installed_gpu_seconds - self.categories["down"]
+            self.allocated_gpu_seconds, self.installed_gpu_seconds - self.categories[Category.DOWN]
         )
 
     @property
     def goodput(self) -> float | None:
         """Released / allocated."""
-        return _ratio(self.categories["released"], self.allocated_gpu_seconds)
+        return _ratio(self.categories[Category.RELEASED], self.allocated_gpu_seconds)
 
     def essay_comparison(self) -> list[EssayShare]:
         """This cluster beside the essay's typical lab, bucket by bucket."""
@@ -119,7 +119,7 @@ class YieldReport:
         return {
             "window": {"start": iso(self.window_start_s), "end": iso(self.window_end_s)},
             "installed_gpu_seconds": _number(self.installed_gpu_seconds),
-            "categories": {k: _number(v) for k, v in self.categories.items()},
+            "categories": {k.value: _number(v) for k, v in self.categories.items()},
             "subcategories": {
                 k: _number(self.subcategories.get(k, 0.0))
                 for k in sorted({*SUBCATEGORIES, *self.subcategories})
@@ -154,9 +154,10 @@ class YieldReport:
         }
 
     def category_before_idle(self, category: str) -> float:
-        """A category's GPU-seconds before measured-idle time moved out of it."""
+        """A category's GPU-seconds before measured-idle time moved out of it (``category``: a
+        ``Category`` or its value, as the utilization summary keys it)."""
         moved = self.activity.moved.get(category, 0.0) if self.activity else 0.0
-        return self.categories[category] + moved
+        return self.categories[Category(category)] + moved
 
     def _activity_dict(self) -> dict[str, Any]:
         """The ``gpu_activity`` block of the JSON (docs/contracts.md)."""

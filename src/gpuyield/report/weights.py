@@ -15,7 +15,7 @@ import ibis
 import pyarrow as pa
 
 from gpuyield.categories import Category
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.ledger.ledger import Ledger, materialize
 from gpuyield.ledger.weights import UNITS, WASTE, FleetYield, GpuClass, WeightedLedger
 from gpuyield.ledger.weights.split import job_shares, node_class_table
@@ -44,8 +44,10 @@ _LABELS = {
 def unit_of(weight: str) -> str:
     """The ``weighted`` key of a ``--weight`` name; an InputError naming the choices."""
     if weight not in UNITS:
-        raise InputError(
-            f"--weight: unknown weight {weight!r}", hint=f"choose one of {', '.join(UNITS)}"
+        raise FieldError(
+            "report.weight",
+            f": unknown weight {weight!r}",
+            hint=f"choose one of {', '.join(UNITS)}",
         )
     return UNITS[weight]
 
@@ -123,8 +125,9 @@ def weighted_breakdown(
     unit = unit_of(weight)
     if by not in WEIGHTED_DIMENSIONS:
         raise InputError(
-            f"--weight {weight} works with --by {', '.join(WEIGHTED_DIMENSIONS)}, not --by {by}",
-            hint="drop --weight for a breakdown in GPU-hours",
+            f"report.weight {weight} works with report.by {', '.join(WEIGHTED_DIMENSIONS)}, "
+            f"not report.by {by}",
+            hint="drop report.weight for a breakdown in GPU-hours",
         )
     weights = {c.class_id: w for c in fleet.classes if (w := c.weight(unit)) is not None}
     if not weights:

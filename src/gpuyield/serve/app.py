@@ -16,12 +16,14 @@ import hmac
 import ipaddress
 import json
 import threading
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from gpuyield import parsing, store
-from gpuyield.errors import FieldError, GpuyieldError, InputError
+from gpuyield.errors import GpuyieldError, InputError, renamed
 from gpuyield.report.breakdown import MAX_TOP
 from gpuyield.report.document import report_json_text
 from gpuyield.report.summary import build_report_with_breakdown
@@ -38,15 +40,21 @@ _METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # The page is self-contained: inline CSS and SVG, no script; anything else it tried would be a bug.
 _PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
 _REPORT_PARAMS = frozenset({"since", "until", "by", "top", "tz"})
+#: The library's field names in /api/report's words: the query parameter that set each one
+#: (``window.until`` is ``until``). tests/serve/test_api.py checks every value is a parameter.
+QUERY_PARAMS: Mapping[str, str] = MappingProxyType(
+    {
+        "window.since": "since",
+        "window.until": "until",
+        "report.since": "since",
+        "report.until": "until",
+        "report.by": "by",
+        "report.top": "top",
+        "report.tz": "tz",
+    }
+)
 # How often a request computing a report looks whether its client is still there.
 _HANG_UP_POLL_S = 0.5
-# Library fields -> the query parameters that set them (an error says the name the client sent).
-_QUERY_FIELDS = {
-    "report.since": "since",
-    "report.until": "until",
-    "report.top": "top",
-    "report.tz": "tz",
-}
 # A ledger of a large store takes gigabytes: other windows are computed one at a time.
 _LEDGER_SLOTS = threading.BoundedSemaphore(1)
 
@@ -185,12 +193,9 @@ async def _api_report(request: Request) -> Response:
             work = Cancellable()
             computing = asyncio.ensure_future(run_in_threadpool(_report_text, state, params, work))
             text = await _unless_hung_up(request, computing, work)
-    except FieldError as error:
-        name = _QUERY_FIELDS.get(error.field, error.field)
-        hint = f"e.g. {name}={error.example}" if error.example is not None else error.hint
-        return _error(400, f"{name} {error.problem}", hint)
     except GpuyieldError as error:
-        return _error(400 if isinstance(error, InputError) else 500, error.message, error.hint)
+        said = renamed(error, QUERY_PARAMS, example_hint=lambda name, value: f"e.g. {name}={value}")
+        return _error(400 if isinstance(error, InputError) else 500, said.message, said.hint)
     except Cancelled:
         return _error(499, "the client closed the request", None)  # nobody reads it
     return Response(text + "\n", media_type="application/json")

@@ -8,14 +8,13 @@ conventions: base units (seconds), ``_total`` on counters, ``_ratio`` on 0..1 ga
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-from gpuyield.categories import SUBCATEGORIES, Category
+from gpuyield.categories import ALLOCATED, IDLE_ALLOCATED, SUBCATEGORIES, Category
 from gpuyield.errors import MissingExtraError
-from gpuyield.ledger.utilization import IDLE_ALLOCATED
 from gpuyield.report.breakdown import OTHERS, UNALLOCATED
 from gpuyield.report.summary import YieldReport
 from gpuyield.serve.snapshot import Snapshot
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 UNATTRIBUTED = "unattributed"
 # Below this, a difference between a category and the sum of its subcategories is float rounding.
 _ROUNDING_GPU_S = 1e-6
-_ALLOCATED = [c.value for c in Category if c not in (Category.DOWN, Category.IDLE)]
+_ALLOCATED = [c.value for c in ALLOCATED]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -170,12 +169,12 @@ def category_series(report: YieldReport) -> list[tuple[str, str, float]]:
 
 
 def series_of(
-    categories: dict[str, float], subcategories: dict[str, float]
+    categories: Mapping[Category, float] | Mapping[str, float], subcategories: dict[str, float]
 ) -> list[tuple[str, str, float]]:
     """(category, subcategory, value) in any unit: a category's series sum to its figure."""
     series: list[tuple[str, str, float]] = []
     for category in Category:
-        total = categories[category.value]
+        total = categories[category]
         subs = [k.split(".", 1)[1] for k in SUBCATEGORIES if k.startswith(category.value + ".")]
         if not subs:
             series.append((category.value, "", total))
@@ -234,8 +233,8 @@ def _now_families(snap: Snapshot) -> Iterator[Metric]:
     idle_allocated = now.subcategories.get(IDLE_ALLOCATED, 0.0)
     gauges = [
         ("gpuyield_installed_gpus", now.installed_gpu_seconds, "installed"),
-        ("gpuyield_idle_gpus", now.categories["idle"] - idle_allocated, "in service and not allocated"),
-        ("gpuyield_down_gpus", now.categories["down"], "on nodes out of service"),
+        ("gpuyield_idle_gpus", now.categories[Category.IDLE] - idle_allocated, "in service and not allocated"),
+        ("gpuyield_down_gpus", now.categories[Category.DOWN], "on nodes out of service"),
         ("gpuyield_allocated_gpus", now.allocated_gpu_seconds + idle_allocated, "allocated to jobs"),
     ]  # fmt: skip
     if now.activity is not None:  # only a store with samples measures it: no zero otherwise

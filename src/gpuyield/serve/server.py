@@ -9,7 +9,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuyield.errors import InputError, MissingExtraError
+from gpuyield.errors import FieldError, MissingExtraError
 from gpuyield.serve.app import build_app, is_loopback
 from gpuyield.serve.limits import ConnectionLimits, guarded_protocol
 from gpuyield.serve.state import ServeSettings, ServeState
@@ -37,6 +37,7 @@ class Listen:
 
 # A token is a line of text: anything longer than this is not a token file.
 _TOKEN_FILE_BYTES = 4096
+_TOKEN_FILE = "serve.token_file"
 _TOKEN_HINT = "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > FILE"
 
 
@@ -48,14 +49,15 @@ def read_token(path: Path) -> str:
     """
     data = _token_bytes(path)
     if b"\x00" in data:
-        raise InputError(f"--token-file: {path} holds a NUL byte", hint=_TOKEN_HINT)
+        raise FieldError(_TOKEN_FILE, f": {path} holds a NUL byte", hint=_TOKEN_HINT)
     try:
         token = data.decode("utf-8").strip()
     except UnicodeDecodeError:
-        raise InputError(f"--token-file: {path} is not UTF-8 text", hint=_TOKEN_HINT) from None
+        raise FieldError(_TOKEN_FILE, f": {path} is not UTF-8 text", hint=_TOKEN_HINT) from None
     if len(token) < 16 or any(c.isspace() for c in token) or not token.isprintable():
-        raise InputError(
-            f"--token-file: {path} must hold one token of 16 or more printable characters, no spaces",
+        raise FieldError(
+            _TOKEN_FILE,
+            f": {path} must hold one token of 16 or more printable characters, no spaces",
             hint=_TOKEN_HINT,
         )
     return token
@@ -68,22 +70,24 @@ def _token_bytes(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         reason = "symbolic links loop" if error.errno == errno.ELOOP else error.strerror
-        raise InputError(
-            f"--token-file: cannot read {path}: {reason}", hint="check the path"
+        raise FieldError(
+            _TOKEN_FILE, f": cannot read {path}: {reason}", hint="check the path"
         ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(
-                f"--token-file: {path} is not a regular file (a device, a FIFO or a folder)",
+            raise FieldError(
+                _TOKEN_FILE,
+                f": {path} is not a regular file (a device, a FIFO or a folder)",
                 hint=_TOKEN_HINT,
             )
         data = os.read(fd, _TOKEN_FILE_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > _TOKEN_FILE_BYTES:
-        raise InputError(
-            f"--token-file: {path} is larger than {_TOKEN_FILE_BYTES} bytes: not one token",
+        raise FieldError(
+            _TOKEN_FILE,
+            f": {path} is larger than {_TOKEN_FILE_BYTES} bytes: not one token",
             hint=_TOKEN_HINT,
         )
     return data
@@ -92,25 +96,27 @@ def _token_bytes(path: Path) -> bytes:
 def check_listen(listen: Listen) -> None:
     """Refuse to listen beyond this machine without a token."""
     if not (0 <= listen.port <= 65535):
-        raise InputError(f"--port must be 0..65535, not {listen.port}", hint="e.g. --port 9464")
+        raise FieldError("serve.port", f"must be 0..65535, not {listen.port}", example="9464")
     limits = listen.limits
     if not 1 <= limits.max_connections <= 1_000_000:
-        raise InputError(
-            f"--max-connections must be 1..1,000,000, not {limits.max_connections}",
-            hint="e.g. --max-connections 256",
+        raise FieldError(
+            "serve.max_connections",
+            f"must be 1..1,000,000, not {limits.max_connections}",
+            example="256",
         )
-    for flag, seconds in (
-        ("--header-timeout", limits.header_timeout_s),
-        ("--idle-timeout", limits.idle_timeout_s),
+    for name, seconds in (
+        ("serve.header_timeout_s", limits.header_timeout_s),
+        ("serve.idle_timeout_s", limits.idle_timeout_s),
     ):
         if not 0 < seconds <= 86_400:
-            raise InputError(f"{flag} must be more than 0s and at most 1d", hint=f"e.g. {flag} 10s")
+            raise FieldError(name, "must be more than 0s and at most 1d", example="10s")
     local = listen.host in _LOCAL_NAMES or is_loopback(listen.host)
     if not local and listen.token is None:
-        raise InputError(
-            f"--host {listen.host} is reachable from other machines, and --token-file is not set",
-            hint="pass --token-file FILE (clients send Authorization: Bearer <token>), "
-            "or keep the default --host 127.0.0.1",
+        raise FieldError(
+            "serve.host",
+            f"{listen.host} is reachable from other machines, and {_TOKEN_FILE} is not set",
+            hint=f"pass {_TOKEN_FILE} FILE (clients send Authorization: Bearer <token>), "
+            "or keep the default serve.host 127.0.0.1",
         )
 
 

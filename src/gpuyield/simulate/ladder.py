@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 from gpuyield.simulate.research import (
     _OUTCOME_CODES,
     LADDER_BAD_OUTCOMES,
@@ -71,6 +71,38 @@ class LadderSweep:
     """One per skip share asked."""
     research: ResearchConfig
     """The research workload drawn (its classes, load and end-state mix), stated on the output."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``--json`` shape and ``ladder-sweep.json`` (GPU-hours, docs/ladder.md)."""
+
+        def point(p: LadderPoint) -> dict[str, float]:
+            return {
+                "skip_share": p.skip_share,
+                "research_gpu_hours": p.research_gpu_s / 3600,
+                "wasted_gpu_hours": p.wasted_gpu_s / 3600,
+                "wasted_share": p.wasted_share,
+                "climb_gpu_hours": p.climb_gpu_s / 3600,
+                "saved_gpu_hours": p.saved_gpu_s / 3600,
+            }
+
+        r = self.research
+        return {
+            "param": "ladder-skip-share",
+            "num_gpus": self.num_gpus,
+            "days": self.days,
+            "skip_failure_multiplier": self.multiplier,
+            "seeds": self.seeds,
+            "assumptions": {
+                "research_load": r.load,
+                "classes": [dataclasses.asdict(c) for c in r.classes],
+                "end_states": dict(r.end_states),
+                "end_states_source": END_STATES_SOURCE,
+                "diverged_share": r.diverged_share,
+                "climb": "the lower rung: one size class down, for as long as the job",
+            },
+            "enforced": point(self.enforced),
+            "points": [point(p) for p in self.points],
+        }
 
     def assumption_lines(self) -> list[str]:
         """What shaped the numbers, one line each (the terminal header)."""
@@ -127,11 +159,14 @@ def run_ladder_sweep(
     research: ResearchConfig | None = None,
 ) -> LadderSweep:
     """Waste of the research workload at each skip share, against the ladder enforced."""
-    if num_gpus < 8 or seeds < 1 or not skip_shares or days <= 0:
-        raise InputError(
-            "the ladder sweep needs --gpus >= 8, --seeds >= 1, --duration > 0 and some --values",
-            hint="e.g. --gpus 100000 --values 0.1,0.3,0.5",
-        )
+    if num_gpus < 8:
+        raise FieldError("ladder_sweep.num_gpus", "must be >= 8", example="100000")
+    if seeds < 1:
+        raise FieldError("ladder_sweep.seeds", "must be >= 1", example="3")
+    if not skip_shares:
+        raise FieldError("ladder_sweep.skip_shares", "must not be empty", example="0.1,0.3,0.5")
+    if days <= 0:
+        raise FieldError("ladder_sweep.days", "must be > 0", example="30")
     base = research or ResearchConfig(enabled=True)
     scenarios = [
         Scenario(
@@ -170,39 +205,6 @@ def run_ladder_sweep(
     )
 
 
-def ladder_sweep_dict(sweep: LadderSweep) -> dict[str, object]:
-    """The ``--json`` shape and ``ladder-sweep.json`` (GPU-hours, docs/ladder.md)."""
-
-    def point(p: LadderPoint) -> dict[str, float]:
-        return {
-            "skip_share": p.skip_share,
-            "research_gpu_hours": p.research_gpu_s / 3600,
-            "wasted_gpu_hours": p.wasted_gpu_s / 3600,
-            "wasted_share": p.wasted_share,
-            "climb_gpu_hours": p.climb_gpu_s / 3600,
-            "saved_gpu_hours": p.saved_gpu_s / 3600,
-        }
-
-    r = sweep.research
-    return {
-        "param": "ladder-skip-share",
-        "num_gpus": sweep.num_gpus,
-        "days": sweep.days,
-        "skip_failure_multiplier": sweep.multiplier,
-        "seeds": sweep.seeds,
-        "assumptions": {
-            "research_load": r.load,
-            "classes": [dataclasses.asdict(c) for c in r.classes],
-            "end_states": dict(r.end_states),
-            "end_states_source": END_STATES_SOURCE,
-            "diverged_share": r.diverged_share,
-            "climb": "the lower rung: one size class down, for as long as the job",
-        },
-        "enforced": point(sweep.enforced),
-        "points": [point(p) for p in sweep.points],
-    }
-
-
 def ladder_sweep_from_options(
     *, out: Path, values: str | None, seeds: int, days: float, gpus: int, multiplier: float
 ) -> LadderSweep:
@@ -210,16 +212,20 @@ def ladder_sweep_from_options(
     try:
         shares = tuple(float(v) for v in values.split(",")) if values else (0.1, 0.2, 0.3, 0.5)
     except ValueError as error:
-        raise InputError(
-            f"--values {values!r} is not a list of shares", hint="write e.g. 0.1,0.3,0.5"
+        raise FieldError(
+            "ladder_sweep.skip_shares",
+            f"{values!r} is not a list of shares",
+            example="0.1,0.3,0.5",
         ) from error
     if any(not 0 < s <= 1 for s in shares):
-        raise InputError(f"--values {values!r}: skip shares must be in (0, 1]", hint="e.g. 0.3")
+        raise FieldError(
+            "ladder_sweep.skip_shares", f"{values!r}: skip shares must be in (0, 1]", example="0.3"
+        )
     if multiplier < 0:
-        raise InputError("--skip-failure-multiplier must be >= 0", hint="e.g. 2")
+        raise FieldError("ladder_sweep.multiplier", "must be >= 0", example="2")
     sweep = run_ladder_sweep(
         num_gpus=gpus, days=days, skip_shares=shares, multiplier=multiplier, seeds=seeds
     )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "ladder-sweep.json").write_text(json.dumps(ladder_sweep_dict(sweep), indent=2) + "\n")
+    (out / "ladder-sweep.json").write_text(json.dumps(sweep.to_dict(), indent=2) + "\n")
     return sweep

@@ -136,7 +136,7 @@ def _table_for(accelerator: str) -> FailureTable:
 
 
 def _gpus(spec: PlanSpec, base: Scenario) -> int:
-    gpus = as_range(spec.gpus, arg="--gpus").central
+    gpus = as_range(spec.gpus, field="plan.gpus").central
     gpn = base.fleet.gpus_per_node
     if gpus != int(gpus) or int(gpus) % gpn or gpus <= 0:
         raise FieldError(
@@ -156,9 +156,9 @@ def _scenario_data(spec: PlanSpec, base: Scenario, table: FailureTable) -> dict[
     share = template.spare_nodes / max(base.run_nodes(template), 1)
     spares = math.ceil(nodes * share)
     chip = get_accelerator(spec.accelerator)
-    peak = chip.peak_tflops(parse_precision(spec.precision))
-    params = as_range(spec.params, arg="--params").central
-    tokens = as_range(spec.tokens, arg="--tokens").central
+    peak = chip.peak_tflops(parse_precision(spec.precision, field="plan.precision"))
+    params = as_range(spec.params, field="plan.params").central
+    tokens = as_range(spec.tokens, field="plan.tokens").central
     failure = base.failures
     return {
         "scenario": {

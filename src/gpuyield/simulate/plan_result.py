@@ -163,7 +163,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``gpuyield plan --json``."""
-        est = self.estimate.to_json()
+        est = self.estimate.to_dict()
         keys = (
             "flops",
             "gpu_hours",

@@ -58,7 +58,7 @@ class CaseResult:
         """Expected minutes between the job's interruptions."""
         return 60.0 / (self.rate_per_gpu_hour * self.case.gpus)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         c = self.case
         return {
@@ -87,6 +87,17 @@ class CaseResult:
             "url": c.url,
             "states": c.states,
         }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ValidationCases:
+    """Every published case's result, as ``gpuyield simulate validate --json`` prints them."""
+
+    cases: tuple[CaseResult, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"cases": [...]}``, one object per case."""
+        return {"cases": [r.to_dict() for r in self.cases]}
 
 
 def validate_cases(*, seed: int = 0) -> tuple[CaseResult, ...]:

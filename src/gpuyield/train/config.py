@@ -6,8 +6,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError
 
 
 class Mode(StrEnum):
@@ -28,15 +29,15 @@ class FailurePlan:
 
     @classmethod
     def parse(cls, text: str) -> FailurePlan:
-        """``STEP:GROUP`` as given to ``--fail-at``."""
+        """``STEP:GROUP``, one of ``train.failures`` (the CLI's ``--fail-at``)."""
         step, sep, group = text.partition(":")
         try:
             if not sep:
                 raise ValueError(text)
             return cls(step=int(step), group=int(group))
         except ValueError:
-            raise InputError(
-                f"--fail-at {text!r} is not STEP:GROUP", hint="write e.g. --fail-at 60:1"
+            raise FieldError(
+                "train.failures", f": {text!r} is not STEP:GROUP", example="60:1"
             ) from None
 
 
@@ -78,44 +79,45 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.replicas < 2:
-            raise InputError(
-                "--replicas must be >= 2", hint="a lone replica has no peer to heal from"
+            raise FieldError(
+                "train.replicas", "must be >= 2", hint="a lone replica has no peer to heal from"
             )
         for name in ("steps", "n_layer", "n_embd", "n_head", "block", "batch", "checkpoint_every"):
             if getattr(self, name) < 1:
-                raise InputError(f"--{name.replace('_', '-')} must be >= 1")
+                raise FieldError(f"train.{name}", "must be >= 1")
         if self.n_embd % self.n_head:
-            raise InputError("n_embd must be a multiple of n_head")
+            raise FieldError("train.n_embd", "must be a multiple of train.n_head")
         for plan in self.failures:
             if not 0 < plan.step < self.steps:
-                raise InputError(
-                    f"--fail-at {plan.step}:{plan.group}: the step must be in 1..{self.steps - 1}"
+                raise FieldError(
+                    "train.failures",
+                    f": {plan.step}:{plan.group}: the step must be in 1..{self.steps - 1}",
                 )
             if not 0 <= plan.group < self.replicas:
-                raise InputError(
-                    f"--fail-at {plan.step}:{plan.group}: the group must be in "
-                    f"0..{self.replicas - 1}"
+                raise FieldError(
+                    "train.failures",
+                    f": {plan.step}:{plan.group}: the group must be in 0..{self.replicas - 1}",
                 )
         if not self.restart_delay_s >= 0:
-            raise InputError("restart_delay_s must be >= 0")
+            raise FieldError("train.restart_delay_s", "must be >= 0")
         if self.backend not in ("gloo", "nccl"):
-            raise InputError(f"--backend {self.backend!r}: use gloo or nccl")
+            raise FieldError("train.backend", f"{self.backend!r}: use gloo or nccl")
 
     @property
     def run_name(self) -> str:
         """The run name the telemetry carries."""
         return self.run or f"ft-{self.mode.value}-s{self.seed}"
 
-    def to_json(self) -> str:
-        """The config as one JSON document (what the worker processes read)."""
+    def to_dict(self) -> dict[str, object]:
+        """The config as JSON data (``config.json``, what the worker processes read)."""
         data = asdict(self)
         data["mode"] = self.mode.value
-        return json.dumps(data)
+        return data
 
     @classmethod
-    def from_json(cls, text: str) -> TrainConfig:
-        """Inverse of ``to_json``."""
-        data = json.loads(text)
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Inverse of ``to_dict``."""
+        data = dict(data)
         data["mode"] = Mode(data["mode"])
         data["failures"] = tuple(FailurePlan(**f) for f in data["failures"])
         return cls(**data)
@@ -156,8 +158,12 @@ class RunSummary:
     #: Held-out loss over the run, in step order: the curve.
     eval_curve: tuple[EvalPoint, ...]
 
-    def write(self, path: Path) -> None:
-        """Write as JSON."""
+    def to_dict(self) -> dict[str, object]:
+        """``summary.json`` and ``gpuyield train-ft --json``: every field, the curve as a list."""
         data = asdict(self)
         data["mode"] = self.mode.value
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        return data
+
+    def write(self, path: Path) -> None:
+        """Write as JSON."""
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ killed worker makes torchrun stop and restart all of them from the last checkpoi
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuyield.errors import GpuyieldError, InputError
+from gpuyield.errors import FieldError, GpuyieldError
 from gpuyield.ingest.ft_rows import ft_table
 from gpuyield.ingest.telemetry import StepRecord, read
 from gpuyield.ledger.ft import account
@@ -49,16 +50,17 @@ class _Group:
 
 def _prepare(config: TrainConfig, out: Path) -> None:
     if (out / TELEMETRY).exists():
-        raise InputError(
-            f"{out / TELEMETRY} exists: a run was already written there",
-            hint="pass a new --out directory",
+        raise FieldError(
+            "train.out",
+            f": {out / TELEMETRY} exists: a run was already written there",
+            hint="pass a new train.out directory",
         )
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("ready", "failures", "finished", "logs"):
         shutil.rmtree(out / stale, ignore_errors=True)
     (out / "checkpoint.pt").unlink(missing_ok=True)
     (out / "logs").mkdir()
-    (out / "config.json").write_text(config.to_json(), encoding="utf-8")
+    (out / "config.json").write_text(json.dumps(config.to_dict()), encoding="utf-8")
 
 
 def _env(config: TrainConfig) -> dict[str, str]:

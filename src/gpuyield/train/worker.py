@@ -9,6 +9,7 @@ after it computed the step's gradients and before the allreduce, once (a marker 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -285,7 +286,7 @@ def _after_step(
 def main(argv: list[str]) -> int:
     """Entry point of the worker processes."""
     mode, config_path, out = Mode(argv[0]), Path(argv[1]), Path(argv[2])
-    config = TrainConfig.from_json(config_path.read_text(encoding="utf-8"))
+    config = TrainConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
     torch.set_num_threads(config.threads)
     if mode is Mode.DROP:
         run_drop(config, out, int(argv[3]), int(argv[4]))

@@ -128,7 +128,7 @@ def _lineage(
     if used > fleet.num_nodes:
         raise InputError(
             f"the lineage runs used {used} nodes but the inventory has {fleet.num_nodes}",
-            hint="ingest the node inventory (--nodes) that covers every node the jobs ran on",
+            hint="ingest the node inventory (ingest.nodes) that covers every node the jobs ran on",
         )
     params = _global_lineage_parameters(facts, ledger)
     unused = unused_nodes(con, jobs, w.start_s, w.end_s)
@@ -151,9 +151,7 @@ def shares_of(ledger: Ledger) -> LedgerShares:
     installed = ledger.installed_gpu_seconds
     return LedgerShares(
         installed_gpu_seconds=installed,
-        shares={
-            c.value: ledger.categories[c.value] / installed if installed else 0.0 for c in Category
-        },
+        shares={c.value: ledger.categories[c] / installed if installed else 0.0 for c in Category},
     )
 
 
@@ -168,7 +166,7 @@ def _fleet(con: duckdb.DuckDBPyConnection) -> _Fleet:
     if len(clusters) > 1:
         raise InputError(
             f"the store holds {len(clusters)} clusters ({', '.join(clusters)}): fit one at a time",
-            hint="ingest each cluster into its own --db",
+            hint="ingest each cluster into its own store.db",
         )
     sizes = Counter(int(g) for _, g in rows if g)
     gpn = sizes.most_common(1)[0][0] if sizes else 8

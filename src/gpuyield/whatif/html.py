@@ -22,7 +22,7 @@ def write_whatif_html(projection: Projection, path: Path) -> Path:
     if not path.parent.is_dir():
         raise InputError(
             f"cannot write {path}: no directory {path.parent}",
-            hint="create the directory first, or pick another --html path",
+            hint="create the directory first, or pick another whatif.html_path",
         )
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(render_whatif(projection), encoding="utf-8")

@@ -82,7 +82,7 @@ def _detect_dir(path: Path) -> TelemetryFormat:
         return TelemetryFormat.TENSORBOARD
     raise UnknownFormat(
         f"{path}: a directory that is neither an MLflow store nor a TensorBoard log directory",
-        hint="pass a telemetry file, or --format",
+        hint="pass a telemetry file, or telemetry.format",
     )
 
 
@@ -100,7 +100,7 @@ def detect(path: str | Path) -> TelemetryFormat:
             return fmt
     raise UnknownFormat(
         f"{path}: not a telemetry format gpuyield knows",
-        hint="formats: " + ", ".join(f.value for f in TelemetryFormat) + " (pass --format)",
+        hint="formats: " + ", ".join(f.value for f in TelemetryFormat) + " (pass telemetry.format)",
     )
 
 

@@ -33,7 +33,7 @@ class ScanResult:
     #: Events, in the order found.
     events: tuple[DivergenceEvent, ...]
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         """The ``--json`` shape: ``{"events": [{"step": N, "kind": "...", ...}], ...}``."""
         return {
             "path": self.path,

@@ -20,14 +20,14 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from gpuyield import store
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.ingest import gpu_models
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
@@ -83,6 +83,10 @@ class UtilizationResult:
             samples=outcome.rows_read,
         )
 
+    def to_dict(self) -> dict[str, object]:
+        """``gpuyield ingest utilization --json``: one object per source, every field."""
+        return asdict(self)
+
     @property
     def outcome(self) -> IngestOutcome:
         """The same, as every ingest source reports it."""
@@ -134,10 +138,13 @@ def ingest_utilization(
     if not files and server is None and not usage:
         raise InputError(
             "no utilization source given",
-            hint="pass --prom-json FILE..., --prometheus URL or --sacct-usage FILE",
+            hint="pass utilization.prom_json FILE..., utilization.server URL or "
+            "utilization.sacct_usage FILE",
         )
     if step_s is not None and step_s <= 0:
-        raise InputError(f"--step must be positive, not {step_s}", hint="the scrape interval")
+        raise FieldError(
+            "utilization.step_s", f"must be positive, not {step_s}", hint="the scrape interval"
+        )
     own = con is None
     con = con if con is not None else store.connect(db)
     try:

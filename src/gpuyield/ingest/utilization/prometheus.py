@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from gpuyield.errors import InputError
+from gpuyield.errors import FieldError, InputError
 from gpuyield.ingest._budget import BudgetExceeded, copy_bounded
 
 # Prometheus refuses a query_range of more than 11,000 points per series.
@@ -74,11 +74,14 @@ def query_answers(
     given) gets every answer's bytes in order (to hash the content)."""
     if until_s <= since_s:
         raise InputError(
-            f"--until ({until_s}) is not after --since ({since_s})",
-            hint="give the window to read, e.g. --since 2026-11-01T00:00 --until 2026-11-02T00:00",
+            f"PrometheusSource.until_s ({until_s}) is not after PrometheusSource.since_s ({since_s})",
+            hint="give the window to read, e.g. PrometheusSource.since_s 2026-11-01T00:00 "
+            "PrometheusSource.until_s 2026-11-02T00:00",
         )
     if step_s <= 1:
-        raise InputError(f"--step {step_s}s is too short", hint="the scrape interval, e.g. 60s")
+        raise FieldError(
+            "utilization.step_s", f"{step_s}s is too short", hint="the scrape interval, e.g. 60s"
+        )
     base = url.rstrip("/") + "/api/v1/query_range"
     piece_s = _MAX_POINTS * step_s
     deadline = time.monotonic() + limits.deadline_s
@@ -118,14 +121,14 @@ def _get(
             raise _too_slow(url, limits, str(error)) from None
         raise InputError(
             f"Prometheus at {url} {error}: more than one answer may hold",
-            hint="ask for a shorter window (--since/--until) or fewer series; the most one "
+            hint="ask for a shorter window (PrometheusSource.since_s/PrometheusSource.until_s) or fewer series; the most one "
             f"answer may be is {limits.max_bytes:,} bytes",
         ) from None
     except urllib.error.HTTPError as error:
         body = error.read(300).decode("utf-8", "replace")
         raise InputError(
             f"Prometheus answered {error.code} to {url}: {body}",
-            hint="check --prometheus, the metric names and the window",
+            hint="check PrometheusSource.url, the metric names and the window",
         ) from None
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         raise InputError(
@@ -138,5 +141,5 @@ def _get(
 def _too_slow(url: str, limits: Limits, detail: str) -> InputError:
     return InputError(
         f"Prometheus at {url} did not answer within {limits.deadline_s:g} s in all ({detail})",
-        hint="ask for a shorter window (--since/--until), or allow longer with --timeout",
+        hint="ask for a shorter window (PrometheusSource.since_s/PrometheusSource.until_s), or allow longer with Limits.deadline_s",
     )

@@ -195,7 +195,7 @@ def _identity(
             f"a series with none of the node labels {', '.join(names.node_labels)}",
             path=source,
             field=f"{where}.metric",
-            hint="name the exporter's host label with --node-label",
+            hint="name the exporter's host label with MetricNames.node_labels",
         )
     gpu_text = next((str(labels[k]) for k in names.gpu_labels if k in labels), None)
     if gpu_text is None:
@@ -203,7 +203,7 @@ def _identity(
             f"a series with none of the GPU labels {', '.join(names.gpu_labels)}",
             path=source,
             field=f"{where}.metric",
-            hint="name the exporter's GPU index label with --gpu-label",
+            hint="name the exporter's GPU index label with MetricNames.gpu_labels",
         )
     # Digits only, as DuckDB's reader checks them: "-1", "3.0" or " 3" are not a GPU's index.
     if not (gpu_text.isascii() and gpu_text.isdigit()) or int(gpu_text) > MAX_GPU_INDEX:
@@ -212,7 +212,7 @@ def _identity(
             f"(0 to {MAX_GPU_INDEX})",
             path=source,
             field=f"{where}.metric",
-            hint="name the exporter's GPU index label with --gpu-label (gpu or minor_number)",
+            hint="name the exporter's GPU index label with MetricNames.gpu_labels (gpu or minor_number)",
         )
     job = next((str(labels[k]) for k in names.job_labels if labels.get(k)), None)
     return node_name(node), int(gpu_text), job

@@ -168,7 +168,7 @@ class _Reader:
                 path=self.path,
                 line=number,
                 field="AllocTRES",
-                hint="check AllocTRES, and that the inventory (--nodes) is this cluster's",
+                hint="check AllocTRES, and that the inventory (ingest.nodes) is this cluster's",
             )
         return nodes, per_node, percent
 

@@ -132,11 +132,11 @@ def _check_declared_step(con: duckdb.DuckDBPyConnection) -> None:
     if rows:
         source, field, role, node, gpu, t0, t1, step_s = rows[0]
         raise ParseError(
-            f"--step {step_s}s: the {role} series of node {node} GPU {gpu} has samples at "
+            f"utilization.step_s {step_s}s: the {role} series of node {node} GPU {gpu} has samples at "
             f"{iso_utc(t0)} and {iso_utc(t1)}, {t1 - t0} s apart, not a whole number of steps",
             path=source,
             field=field,
-            hint="leave --step out to read each series' spacing from the data, or give the "
+            hint="leave utilization.step_s out to read each series' spacing from the data, or give the "
             "interval the data was taken at",
         )
 
@@ -158,8 +158,8 @@ def _check_inventory(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Non
             f"GPUs (indices 0 to {num_gpus - 1})",
             path=source,
             field=field,
-            hint="check the GPU index label (--gpu-label) and that the samples and the "
-            "inventory are of the same cluster (--cluster)",
+            hint="check the GPU index label (MetricNames.gpu_labels) and that the samples and the "
+            "inventory are of the same cluster (utilization.cluster)",
         )
 
 

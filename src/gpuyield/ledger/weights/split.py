@@ -117,7 +117,10 @@ def _jobs(backend: ibis.BaseBackend, ledger: Ledger, node_class: ir.Table) -> li
 
 def _check(ledger: Ledger, totals: dict[int, ClassTotals]) -> None:
     """The classes must add up to the ledger, category by category."""
-    keys = {"installed": ledger.installed_gpu_seconds, **ledger.categories}
+    keys = {
+        "installed": ledger.installed_gpu_seconds,
+        **{c.value: v for c, v in ledger.categories.items()},
+    }
     for key, expected in keys.items():
         got = sum(
             t.installed_gpu_seconds if key == "installed" else t.categories[key]

@@ -233,7 +233,7 @@ def fleet_yield(ledger: Ledger) -> FleetYield:
 def _whole(ledger: Ledger) -> ClassTotals:
     return ClassTotals(
         installed_gpu_seconds=ledger.installed_gpu_seconds,
-        categories=dict(ledger.categories),
+        categories={c.value: v for c, v in ledger.categories.items()},
         subcategories=dict(ledger.subcategories),
     )
 
