@@ -16,6 +16,7 @@ Run: ``python -m bench whatif [--quick]``, or ``python -m bench.whatif recovery|
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import resource
@@ -332,9 +333,34 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     }
 
 
+PARTS = ("recovery", "scale")
+
+
+def _parser() -> argparse.ArgumentParser:
+    out = argparse.ArgumentParser(
+        prog="python -m bench.whatif",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="Figures go to bench/out/whatif.json (each part keeps the other's).",
+    )
+    out.add_argument(
+        "parts",
+        nargs="*",
+        metavar="PART",
+        help=f"which parts to run: {', '.join(PARTS)} (default: both)",
+    )
+    out.add_argument("--quick", action="store_true", help="the small configuration (minutes)")
+    return out
+
+
 def main(argv: list[str]) -> int:
-    quick = "--quick" in argv
-    parts = [a for a in argv if not a.startswith("-")] or ["recovery", "scale"]
+    # A parser, so that --help describes the benchmark instead of starting it (hours).
+    parser = _parser()
+    args = parser.parse_args(argv)
+    unknown = [p for p in args.parts if p not in PARTS]
+    if unknown:
+        parser.error(f"unknown part {unknown[0]!r}; choose from {', '.join(PARTS)}")
+    quick = bool(args.quick)
+    parts = args.parts or list(PARTS)
     figures: dict[str, Any] = {}
     if "recovery" in parts:
         figures["recovery"] = recovery(seeds=2 if quick else 8, projection_seeds=2 if quick else 4)
