@@ -103,8 +103,19 @@ def test_a_declared_step_the_data_contradicts_is_refused(tmp_path: Path) -> None
     error = caught.value
     assert error.path == str(fifteen)
     assert error.field is not None and error.field.startswith("data.result[")
-    assert "--step 60s" in error.message and "15 s apart" in error.message
+    # The library names its own field; the CLI says it as the flag (below).
+    assert "utilization.step_s 60s" in error.message and "15 s apart" in error.message
     assert "2026-11-30T10:00:15" in error.message  # the two times, in words
+    assert snapshot(db) == before
+
+    from typer.testing import CliRunner
+
+    from gpuyield.cli import app
+
+    args = ["ingest", "utilization", "--db", str(db), "--prom-json", str(fifteen), "--step", "60s"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "--step 60s" in result.output and "utilization.step_s" not in result.output
     assert snapshot(db) == before
 
 
