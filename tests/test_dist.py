@@ -78,7 +78,7 @@ def test_make_dist_builds_the_wheel_the_readme_names_and_an_sdist(dist: Path) ->
         entry_points = archive.read(meta.replace("METADATA", "entry_points.txt")).decode()
     # The serve extra brings what `/` renders with (the page's template needs Jinja2).
     assert re.search(r"^Requires-Dist: jinja2>=3\.1; extra == \"serve\"$", metadata, re.M)
-    assert "gpuyield = gpuyield.cli:main" in entry_points
+    assert "gpuyield = gpuyield.__main__:main" in entry_points  # preflight's fast path first
     data = {m for m in members if m.startswith("gpuyield/data/")}
     assert "gpuyield/py.typed" in members and any(m.endswith(".html.j2") for m in data), data
     with tarfile.open(dist / (wheel.split("-py3")[0] + ".tar.gz")) as sdist:
