@@ -13,52 +13,23 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from gpuyield.cli import _common
 from gpuyield.errors import InputError
 from gpuyield.ingest.utilization import Limits, PrometheusSource, ingest_utilization
 from tests.hostile.inputs import (
     UNTIL,
-    base_files,
     conserves,
-    ingest,
     report_json,
     run_cli,
     snapshot,
-    write_files,
 )
 
 T0 = 1_796_032_800  # 2026-11-30T10:00:00Z, the good cluster's first job
 USAGE_HEADER = "JobID|JobIDRaw|Start|End|NodeList|AllocTRES|TRESUsageInAve|AdminComment"
-
-
-@pytest.fixture(autouse=True)
-def _wide_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Messages on one line: Rich would wrap them at 80 columns, inside a path."""
-    monkeypatch.setattr(_common.err_console, "width", 100_000)
-    monkeypatch.setattr(_common.console, "width", 100_000)
-    yield
-
-
-@pytest.fixture(scope="module")
-def _base_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("base")
-    db = directory / "store.duckdb"
-    outcome = ingest(db, write_files(directory, dict(base_files()), "base"))
-    assert outcome.exit_code == 0, outcome.output
-    return db
-
-
-@pytest.fixture
-def base_db(_base_template: Path, tmp_path: Path) -> Path:
-    db = tmp_path / "store.duckdb"
-    shutil.copyfile(_base_template, db)
-    return db
 
 
 def series(node: str, gpu: str, points: list[tuple[int, str]], job: str | None = None) -> dict:
