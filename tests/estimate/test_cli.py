@@ -47,8 +47,9 @@ def test_train_json_keys_and_implied_mfu() -> None:
 
 
 def test_train_table_shows_formula_and_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A wide console, so that no cell wraps across lines.
-    monkeypatch.setattr(estimate_cli.console, "width", 250)
+    # A wide console, so that no cell wraps across lines (``_width``, not the property: undoing a
+    # patch of the property leaves the width fixed for later tests; see tests/hostile/conftest.py).
+    monkeypatch.setattr(estimate_cli.console, "_width", 250)
     code, out = run(
         "train",
         "--params",

@@ -14,9 +14,14 @@ from tests.hostile.inputs import base_files, ingest, write_files
 
 @pytest.fixture(autouse=True)
 def _wide_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Messages on one line: Rich would wrap them at 80 columns, inside a path."""
-    monkeypatch.setattr(_common.err_console, "width", 100_000)
-    monkeypatch.setattr(_common.console, "width", 100_000)
+    """Messages on one line: Rich would wrap them at 80 columns, inside a path.
+
+    The private ``_width`` rather than the ``width`` property: undoing a patch of the property sets
+    it to the width read at patch time (80 off a terminal), which then stuck for every later test
+    and ignored their ``COLUMNS`` (a table cropped in CI's order); ``_width`` goes back to None.
+    """
+    monkeypatch.setattr(_common.err_console, "_width", 100_000)
+    monkeypatch.setattr(_common.console, "_width", 100_000)
     yield
 
 
