@@ -36,9 +36,9 @@ from gpuyield.ingest._sql import (
     replace_rows,
     store_rejects,
 )
-from gpuyield.ingest.sacct import csv_source_sql, file_order_kept
-from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S, descending_sql
-from gpuyield.ingest.sacct_sql import NODE_LIST_RE
+from gpuyield.ingest.sacct.checks import EARLIEST_S, LATEST_S, descending_sql
+from gpuyield.ingest.sacct.records import csv_source_sql, file_order_kept
+from gpuyield.ingest.sacct.typed import NODE_LIST_RE
 from gpuyield.sqltext import identifier, literal
 
 SOURCE = "slurm.events"

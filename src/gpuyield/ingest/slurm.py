@@ -19,7 +19,7 @@ import duckdb
 from gpuyield import attribution, rungs, store
 from gpuyield import manifest as manifest_mod
 from gpuyield.errors import GpuyieldError, InputError
-from gpuyield.ingest import consistency, runlog, running, sacct_checks, sacct_load
+from gpuyield.ingest import consistency, runlog, running
 from gpuyield.ingest import events as events_mod
 from gpuyield.ingest import jobs_detail as jobs_detail_mod
 from gpuyield.ingest import nodes as nodes_mod
@@ -30,6 +30,8 @@ from gpuyield.ingest._paths import NO_SLURM_INPUT_HINT, check_input_file, long_l
 from gpuyield.ingest._sql import check_timezone, replace_rows, store_rejects
 from gpuyield.ingest.coverage import SINCE_FIELD, UNTIL_FIELD, coverage_notes
 from gpuyield.ingest.gpu_models import check_catalog_models
+from gpuyield.ingest.sacct import checks as sacct_checks
+from gpuyield.ingest.sacct import load as sacct_load
 from gpuyield.ingest.source import IngestOutcome, already_ingested, register
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.times import check_window
@@ -507,7 +509,7 @@ def _read_sacct(
     default_cluster: str,
     max_nodes: int,
 ) -> sacct_mod.SacctStage:
-    """Straight into ``jobs`` when allowed and possible, else staged (see ingest/sacct_load.py)."""
+    """Straight into ``jobs`` when allowed and possible, else staged (see ingest/sacct/load.py)."""
     if direct:
         stage = sacct_load.load_direct(
             con,
