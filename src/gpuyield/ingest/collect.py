@@ -205,8 +205,7 @@ def _check_options(*, overlap_s: int, end_s: int, now_s: int, max_bytes: int) ->
             hint="give e.g. collect.overlap_s 1h",
         )
     if max_bytes <= 0:
-        raise FieldError("collect.max_output_bytes", f"must be > 0, not {max_bytes}",
-                         example="4G")  # fmt: skip
+        raise FieldError("collect.max_output_bytes", f"must be > 0, not {max_bytes}", example="4G")
     if end_s > now_s + CLOCK_SKEW_S:
         # A window ending in the future would record the future as covered: every later
         # collection would then do nothing until that time comes.
@@ -230,8 +229,12 @@ class _Run:
     def output(self, command: SlurmCommand) -> Path:
         """Run ``command`` into a file; a failure raises ``CollectError``."""
         self.progress.phase(f"running {Path(command.argv[0]).name} ({command.kind})")
-        result = run_client(command.argv, self.tmp / command.file, timeout_s=COMMAND_TIMEOUT_S,
-                            max_bytes=self.max_bytes)  # fmt: skip
+        result = run_client(
+            command.argv,
+            self.tmp / command.file,
+            timeout_s=COMMAND_TIMEOUT_S,
+            max_bytes=self.max_bytes,
+        )
         _check_run(command.shell, result, self.max_bytes)
         self.progress.advance(1)
         return result.output
@@ -252,8 +255,14 @@ def _keep(
         return {files[c.kind]: f"TZ=UTC {c.shell}" for c in commands}, None
     folder = collect_raw.raw_dir(keep_raw, cluster, end_s)
     kept = {files[c.kind]: str(collect_raw.keep(files[c.kind], folder, c.file)) for c in commands}
-    collect_raw.write_record(folder, commands, cluster=cluster, start_s=start_s, end_s=end_s,
-                             environment=client_environment())  # fmt: skip
+    collect_raw.write_record(
+        folder,
+        commands,
+        cluster=cluster,
+        start_s=start_s,
+        end_s=end_s,
+        environment=client_environment(),
+    )
     return kept, folder
 
 
@@ -265,10 +274,20 @@ def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
     finally:
         con.close()
     return CollectOutcome(
-        db=str(db), cluster=cluster, since_s=end_s, until_s=end_s, jobs_new=0, jobs_updated=0,
-        jobs_unchanged=0, node_events=0, covered_since_s=covered.start_s, covered_until_s=covered.end_s,
-        raw_dir=None, commands=(), ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
-    )  # fmt: skip
+        db=str(db),
+        cluster=cluster,
+        since_s=end_s,
+        until_s=end_s,
+        jobs_new=0,
+        jobs_updated=0,
+        jobs_unchanged=0,
+        node_events=0,
+        covered_since_s=covered.start_s,
+        covered_until_s=covered.end_s,
+        raw_dir=None,
+        commands=(),
+        ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
+    )
 
 
 def slurm_commands(
@@ -278,22 +297,60 @@ def slurm_commands(
     start, end = _slurm_time(start_s), _slurm_time(end_s)
     sacct, sacctmgr = binaries["sacct"], binaries["sacctmgr"]
     return (
-        SlurmCommand(kind="sacct", file="sacct.psv", argv=(
-            sacct, "-a", "-P", "-X", "-D", f"--clusters={cluster}", f"--format={SACCT_FORMAT}",
-            "-S", start, "-E", end)),
+        SlurmCommand(
+            kind="sacct",
+            file="sacct.psv",
+            argv=(
+                sacct,
+                "-a",
+                "-P",
+                "-X",
+                "-D",
+                f"--clusters={cluster}",
+                f"--format={SACCT_FORMAT}",
+                "-S",
+                start,
+                "-E",
+                end,
+            ),
+        ),
         # All of time: an event is small, and a node down since last month is down today.
-        SlurmCommand(kind="events", file="events.psv", argv=(
-            sacctmgr, "-P", "show", "event", "All_Time", f"clusters={cluster}",
-            f"format={EVENT_FORMAT}")),
-        SlurmCommand(kind="reservations", file="reservations.psv", argv=(
-            sacctmgr, "-P", "show", "reservation", f"clusters={cluster}", f"start={start}",
-            f"format={RESERVATION_FORMAT}")),
-        SlurmCommand(kind="nodes", file="nodes.txt", argv=(
-            binaries["scontrol"], "-o", "show", "nodes")),
+        SlurmCommand(
+            kind="events",
+            file="events.psv",
+            argv=(
+                sacctmgr,
+                "-P",
+                "show",
+                "event",
+                "All_Time",
+                f"clusters={cluster}",
+                f"format={EVENT_FORMAT}",
+            ),
+        ),
+        SlurmCommand(
+            kind="reservations",
+            file="reservations.psv",
+            argv=(
+                sacctmgr,
+                "-P",
+                "show",
+                "reservation",
+                f"clusters={cluster}",
+                f"start={start}",
+                f"format={RESERVATION_FORMAT}",
+            ),
+        ),
+        SlurmCommand(
+            kind="nodes", file="nodes.txt", argv=(binaries["scontrol"], "-o", "show", "nodes")
+        ),
         # Which GPUs each running job holds: Slurm forgets it once the job ends (jobs_detail.py).
-        SlurmCommand(kind="jobs-detail", file="jobs-detail.txt", argv=(
-            binaries["scontrol"], "-d", "-o", "show", "job")),
-    )  # fmt: skip
+        SlurmCommand(
+            kind="jobs-detail",
+            file="jobs-detail.txt",
+            argv=(binaries["scontrol"], "-d", "-o", "show", "job"),
+        ),
+    )
 
 
 def _ingest(
@@ -314,8 +371,16 @@ def _ingest(
         # command that printed it, inside the ingest's transaction (a kill right after it commits
         # names no lost file).
         sources = {str(temporary): name for temporary, name in kept.items()}
-        summary = ingest_slurm(db, inputs, since_s=start_s, until_s=end_s, cluster=cluster,
-                               progress=progress, con=con, sources=sources)  # fmt: skip
+        summary = ingest_slurm(
+            db,
+            inputs,
+            since_s=start_s,
+            until_s=end_s,
+            cluster=cluster,
+            progress=progress,
+            con=con,
+            sources=sources,
+        )
         counts = _job_changes(con, summary)
         covered = collect_window.covered_span(con, cluster, end_s)
     except BaseException:
@@ -326,14 +391,25 @@ def _ingest(
     con.close()
     events = sum(f.rows_read for f in summary.files if f.source == "slurm.events")
     return CollectOutcome(
-        db=str(db), cluster=cluster, since_s=start_s, until_s=end_s, jobs_new=counts[0],
-        jobs_updated=counts[1], jobs_unchanged=counts[2], node_events=events,
-        covered_since_s=covered.start_s, covered_until_s=covered.end_s, raw_dir=None,
+        db=str(db),
+        cluster=cluster,
+        since_s=start_s,
+        until_s=end_s,
+        jobs_new=counts[0],
+        jobs_updated=counts[1],
+        jobs_unchanged=counts[2],
+        node_events=events,
+        covered_since_s=covered.start_s,
+        covered_until_s=covered.end_s,
+        raw_dir=None,
         commands=commands,
         ingest=dataclasses.replace(
-            summary, files=tuple(dataclasses.replace(f, path=kept.get(Path(f.path), f.path))
-                                 for f in summary.files)),
-    )  # fmt: skip
+            summary,
+            files=tuple(
+                dataclasses.replace(f, path=kept.get(Path(f.path), f.path)) for f in summary.files
+            ),
+        ),
+    )
 
 
 def _snapshot_jobs(con: duckdb.DuckDBPyConnection, cluster: str, start_s: int) -> None:
@@ -384,17 +460,22 @@ def _check_run(command: str, result: ClientRun, max_bytes: int) -> None:
     if result.ok:
         return
     if result.outcome is Outcome.NO_CONFIG:
-        raise CollectError(command, f"found no Slurm configuration: {result.no_config_line}",
-                           hint=_NO_CONFIG_HINT)  # fmt: skip
+        raise CollectError(
+            command, f"found no Slurm configuration: {result.no_config_line}", hint=_NO_CONFIG_HINT
+        )
     if result.outcome is Outcome.TIMED_OUT:
-        raise CollectError(command, f"ran past {COMMAND_TIMEOUT_S} s",
-                           hint="is slurmdbd/slurmctld answering? `gpuyield doctor` checks them")  # fmt: skip
+        raise CollectError(
+            command,
+            f"ran past {COMMAND_TIMEOUT_S} s",
+            hint="is slurmdbd/slurmctld answering? `gpuyield doctor` checks them",
+        )
     if result.outcome is Outcome.TOO_LARGE:
         raise CollectError(
-            command, f"printed more than {max_bytes} bytes: stopped",
+            command,
+            f"printed more than {max_bytes} bytes: stopped",
             hint="collect a shorter period (a later collect.since, or run collect more often), or "
             "raise collect.max_output_bytes",
-        )  # fmt: skip
+        )
     if result.outcome is Outcome.NOT_RUN:
         raise CollectError(
             command, f"could not run: {result.stderr}", hint="check collect.slurm_bin"
@@ -413,8 +494,11 @@ def _cluster_name(scontrol: str, run: _Run) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise CollectError(command.shell, f"printed text that is not UTF-8 ({error.reason} at "
-                           f"byte {error.start})", hint="give collect.cluster NAME") from None  # fmt: skip
+        raise CollectError(
+            command.shell,
+            f"printed text that is not UTF-8 ({error.reason} at byte {error.start})",
+            hint="give collect.cluster NAME",
+        ) from None
     for line in text.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "ClusterName" and value.strip():

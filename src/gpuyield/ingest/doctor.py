@@ -116,8 +116,13 @@ class _Runner:
         return shutil.which(name)
 
     def run(self, *argv: str) -> _Answer:
-        result = run_client(argv, self.tmp / "output", timeout_s=_TIMEOUT_S,
-                            max_bytes=_MAX_OUTPUT_BYTES, env=_doctor_env())  # fmt: skip
+        result = run_client(
+            argv,
+            self.tmp / "output",
+            timeout_s=_TIMEOUT_S,
+            max_bytes=_MAX_OUTPUT_BYTES,
+            env=_doctor_env(),
+        )
         if result.outcome is Outcome.NO_CONFIG:
             return _Answer(ok=False, text=result.no_config_line, no_config=True)
         if result.outcome is not Outcome.EXITED:
@@ -127,8 +132,10 @@ class _Runner:
         try:
             return _Answer(ok=True, text=result.output.read_text(encoding="utf-8"))
         except UnicodeDecodeError as error:
-            return _Answer(ok=False, text=f"printed text that is not UTF-8 ({error.reason} at "
-                           f"byte {error.start})")  # fmt: skip
+            return _Answer(
+                ok=False,
+                text=f"printed text that is not UTF-8 ({error.reason} at byte {error.start})",
+            )
 
 
 def _doctor_env() -> dict[str, str]:

@@ -160,11 +160,19 @@ def ingest_slurm(
             renamed = named_sources(renamed, sources or {})
             try:
                 return _ingest_plain(
-                    db, plain, con=con, until_s=until_s, since_s=since_s, tz=tz,
-                    lenient=lenient, fields=fields, cluster=cluster,
-                    strict_manifest=strict_manifest, renamed=renamed,
+                    db,
+                    plain,
+                    con=con,
+                    until_s=until_s,
+                    since_s=since_s,
+                    tz=tz,
+                    lenient=lenient,
+                    fields=fields,
+                    cluster=cluster,
+                    strict_manifest=strict_manifest,
+                    renamed=renamed,
                     progress=progress or NoProgress(),
-                )  # fmt: skip
+                )
             except GpuyieldError as error:
                 for copy, original in renamed.items():  # name the file the user gave
                     error.message = error.message.replace(copy, original)
@@ -246,9 +254,14 @@ def _ingest_covered(params: _Params, *, direct: bool, since_s: int | None) -> _A
     attempt = _ingest_scanned(params, direct=direct)
     sacct = str(params.scanned["sacct"].path) if "sacct" in params.scanned else ""
     attempt.warnings += coverage_notes(
-        params.con, tuple(attempt.results), since_s=since_s, until_s=params.until_s,
-        as_of_s=attempt.as_of, cluster=params.cluster, path=params.renamed.get(sacct, sacct),
-    )  # fmt: skip
+        params.con,
+        tuple(attempt.results),
+        since_s=since_s,
+        until_s=params.until_s,
+        as_of_s=attempt.as_of,
+        cluster=params.cluster,
+        path=params.renamed.get(sacct, sacct),
+    )
     for copy, original in params.renamed.items():
         params.con.execute("UPDATE ingests SET path = ? WHERE path = ?", [original, copy])
         params.con.execute("UPDATE rejects SET path = ? WHERE path = ?", [original, copy])
@@ -597,6 +610,11 @@ def _ingest_jobs_detail(attempt: _Attempt) -> None:
     ingest_id = store.next_ingest_id(params.con)
     jobs_detail_mod.load_jobs_detail(params.con, stage, ingest_id, info.path)
     attempt.register(
-        jobs_detail_mod.SOURCE, info, ingest_id, attempt.as_of, read=stage.rows_read,
-        rejected=len(stage.problems), skipped=stage.rows_skipped,
-    )  # fmt: skip
+        jobs_detail_mod.SOURCE,
+        info,
+        ingest_id,
+        attempt.as_of,
+        read=stage.rows_read,
+        rejected=len(stage.problems),
+        skipped=stage.rows_skipped,
+    )

@@ -98,9 +98,10 @@ def detect_delimiter(path: Path, fields: list[str] | None) -> str | None:
         return _header_delimiter(first)
     wanted = (len(fields) - 1, len(fields))  # -P, or -p with its trailing delimiter
     found = [
-        c for c in sorted(set(first)) if not (c.isalnum() or c in _IN_VALUES or c == "\ufffd")
-        and first.count(c) in wanted
-    ]  # fmt: skip
+        c
+        for c in sorted(set(first))
+        if not (c.isalnum() or c in _IN_VALUES or c == "\ufffd") and first.count(c) in wanted
+    ]
     return found[0] if len(found) == 1 else None
 
 
