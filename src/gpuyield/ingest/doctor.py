@@ -21,6 +21,7 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import store
 from gpuyield.ingest.slurm_client import Outcome, run_client
+from gpuyield.ingest.sources import slurm_clients
 from gpuyield.times import iso_utc
 
 _TIMEOUT_S = 60
@@ -144,13 +145,14 @@ def _doctor_env() -> dict[str, str]:
 
 
 def _slurm_checks(runner: _Runner) -> list[Check]:
-    paths = {n: runner.find(n) for n in ("sacct", "sacctmgr", "scontrol")}
+    # The clients that print what a collection ingests (gpuyield.ingest.sources).
+    paths = {n: runner.find(n) for n in slurm_clients()}
     missing = [n for n, p in paths.items() if p is None]
     if missing:
         return [
             Check(
                 name="Slurm commands",
-                status=Status.SKIPPED if len(missing) == 3 else Status.FAIL,
+                status=Status.SKIPPED if len(missing) == len(paths) else Status.FAIL,
                 detail=f"not found: {', '.join(missing)}",
                 fix="run on a Slurm login node, or give --slurm-bin DIR",
             )

@@ -24,7 +24,14 @@ from gpuyield.errors import InputError, ManifestError, ParseError, UnknownIdErro
 from gpuyield.estimate.catalog import get_accelerator
 from gpuyield.hostlist import expand_hostlist
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest.source import IngestOutcome, already_ingested, register
+from gpuyield.ingest.source import (
+    Content,
+    IngestOutcome,
+    Loaded,
+    RowCounts,
+    atomically,
+    ingest_input,
+)
 from gpuyield.manifest import Manifest
 from gpuyield.sqltext import literal
 
@@ -96,23 +103,53 @@ def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
 def ingest_gres_conf(db: str | Path, path: Path, *, cluster: str | None = None) -> IngestOutcome:
     """Load a gres.conf's GPU types into the store, all or nothing; the same file twice is a no-op."""
     info = scan_file(path)
-    names = read_gres_conf(path)
     con = store.connect(db)
     try:
-        cluster = cluster or _only_cluster(con, path)
-        options = json.dumps({"cluster": cluster})
-        seen = already_ingested(con, SOURCE, info, options)
-        if seen is not None:
-            return seen
-        with store.transaction(con):
-            ingest_id = store.next_ingest_id(con)
-            con.execute(
-                "DELETE FROM gpu_names WHERE source = 'gres.conf' AND cluster = ?", [cluster]
-            )
-            _insert(con, cluster, names, "gres.conf", ingest_id)
-            return register(con, SOURCE, info, ingest_id, None, options, read=len(names))
+        gres = GresRun(con=con, cluster=cluster or _only_cluster(con, path))
+        return atomically(db, con, lambda _, __: ingest_input(gres, GRES_CONF, info))
     finally:
         con.close()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GresRun:
+    """One gres.conf ingest: where it writes, and the cluster the file describes."""
+
+    con: duckdb.DuckDBPyConnection
+    """The store."""
+    cluster: str
+    """The cluster whose nodes the file names."""
+
+    @property
+    def options(self) -> str:
+        """What ``ingests.options`` records: the cluster."""
+        return json.dumps({"cluster": self.cluster})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GresConfSource:
+    """A gres.conf as a ``Source``: the GPU type (``Type=``) of each node's GPUs."""
+
+    kind: str = SOURCE
+    input_field: str = "gres_conf.path"
+    latest_only: bool = True
+
+    def read(self, run: GresRun, info: Content) -> list[NodeName]:
+        return read_gres_conf(Path(info.path))
+
+    def stage(self, run: GresRun, staged: list[NodeName]) -> None:
+        """A gres.conf says nothing of other inputs."""
+
+    def load(self, run: GresRun, info: Content, staged: list[NodeName]) -> Loaded:
+        ingest_id = store.next_ingest_id(run.con)
+        run.con.execute(
+            "DELETE FROM gpu_names WHERE source = 'gres.conf' AND cluster = ?", [run.cluster]
+        )
+        _insert(run.con, run.cluster, staged, "gres.conf", ingest_id)
+        return Loaded(ingest_id=ingest_id, counts=RowCounts(read=len(staged)))
+
+
+GRES_CONF = GresConfSource()
 
 
 def _only_cluster(con: duckdb.DuckDBPyConnection, path: Path) -> str:
