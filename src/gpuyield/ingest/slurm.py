@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic
 
 import duckdb
 
@@ -290,12 +290,14 @@ def _ingest_scanned(params: SlurmParams, *, direct: bool) -> SlurmRun:
     every source in order: events, jobs, nodes, reservations, GPU indices, manifest, telemetry."""
     run = SlurmRun(params=params, direct=direct)
     events = _read(run, EVENTS)
-    cluster = params.cluster or _single_cluster(params.con, None if events is None else events[1])
+    cluster = params.cluster or _single_cluster(
+        params.con, None if events is None else events.staged
+    )
     run.default_cluster = cluster or "default"
     # Read before sacct: the inventory bounds how many nodes one job's NodeList may name.
     nodes = _read(run, NODES)
     run.max_nodes = sacct_checks.node_cap(
-        params.con, 0 if nodes is None else nodes[1].nodes.num_rows
+        params.con, 0 if nodes is None else nodes.staged.nodes.num_rows
     )
     sacct = _read(run, SACCT)
     if params.until_s is not None:
@@ -303,22 +305,22 @@ def _ingest_scanned(params: SlurmParams, *, direct: bool) -> SlurmRun:
     elif run.as_of_candidates:
         run.as_of = max(run.as_of_candidates)
     if events is not None:
-        _load(run, EVENTS, *events)
+        _load(run, EVENTS, events)
     if sacct is not None:
-        _load(run, SACCT, *sacct)
+        _load(run, SACCT, sacct)
     else:  # the latest sacct ingest's bytes again: carried forward if taken later (running.py)
         run.results[:] = running.carried(
             params.con, run.results, params.scanned, run.as_of, params.options
         )
     if nodes is not None:
-        _load(run, NODES, *nodes)
+        _load(run, NODES, nodes)
     _ingest_file(run, RESERVATIONS, run.as_of)
     _ingest_file(run, JOBS_DETAIL, run.as_of)
     running.apply_live_comments(params.con)
     _ingest_file(run, MANIFEST, None)
     consistency.check_store(
         params.con,
-        new_job_ingests=() if sacct is None else (sacct[1].ingest_id,),
+        new_job_ingests=() if sacct is None else (sacct.staged.ingest_id,),
         inventory_changed=nodes is not None,
     )
     _ingest_telemetry(run, params.telemetry)
@@ -326,19 +328,27 @@ def _ingest_scanned(params: SlurmParams, *, direct: bool) -> SlurmRun:
     return run
 
 
-def _read(run: SlurmRun, source: SlurmSource[StagedT]) -> tuple[FileInfo, StagedT] | None:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Read(Generic[StagedT]):
+    """A file read and staged, waiting for its load."""
+
+    info: FileInfo
+    staged: StagedT
+
+
+def _read(run: SlurmRun, source: SlurmSource[StagedT]) -> _Read[StagedT] | None:
     """Read and stage ``source``'s file when given and new (its load waits for the others)."""
     info = run.fresh(source)
     if info is None:
         return None
     staged = source.read(run, info)
     source.stage(run, staged)
-    return info, staged
+    return _Read(info=info, staged=staged)
 
 
-def _load(run: SlurmRun, source: SlurmSource[StagedT], info: FileInfo, staged: StagedT) -> None:
-    loaded = source.load(run, info, staged)
-    run.results.append(register_loaded(run, source, info, loaded, run.as_of))
+def _load(run: SlurmRun, source: SlurmSource[StagedT], read: _Read[StagedT]) -> None:
+    loaded = source.load(run, read.info, read.staged)
+    run.results.append(register_loaded(run, source, read.info, loaded, run.as_of))
 
 
 def _ingest_file(run: SlurmRun, source: SlurmSource[StagedT], as_of_s: int | None) -> None:
