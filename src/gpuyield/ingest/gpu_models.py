@@ -29,8 +29,9 @@ from gpuyield.ingest.source import (
     IngestOutcome,
     Loaded,
     RowCounts,
+    already_ingested,
     atomically,
-    ingest_input,
+    register_loaded,
 )
 from gpuyield.manifest import Manifest
 from gpuyield.sqltext import literal
@@ -103,10 +104,20 @@ def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
 def ingest_gres_conf(db: str | Path, path: Path, *, cluster: str | None = None) -> IngestOutcome:
     """Load a gres.conf's GPU types into the store, all or nothing; the same file twice is a no-op."""
     info = scan_file(path)
+    # Read before the store is opened: a file that does not read creates no store.
+    names = GRES_CONF.read(None, info)
     con = store.connect(db)
     try:
         gres = GresRun(con=con, cluster=cluster or _only_cluster(con, path))
-        return atomically(db, con, lambda _, __: ingest_input(gres, GRES_CONF, info))
+        seen = already_ingested(con, SOURCE, info, gres.options)
+        if seen is not None:
+            return seen
+
+        def work(_: duckdb.DuckDBPyConnection, __: bool) -> IngestOutcome:
+            GRES_CONF.stage(gres, names)
+            return register_loaded(gres, GRES_CONF, info, GRES_CONF.load(gres, info, names), None)
+
+        return atomically(db, con, work)
     finally:
         con.close()
 
@@ -134,7 +145,8 @@ class GresConfSource:
     input_field: str = "gres_conf.path"
     latest_only: bool = True
 
-    def read(self, run: GresRun, info: Content) -> list[NodeName]:
+    def read(self, run: GresRun | None, info: Content) -> list[NodeName]:
+        """The file's GPU types; it needs nothing of the store."""
         return read_gres_conf(Path(info.path))
 
     def stage(self, run: GresRun, staged: list[NodeName]) -> None:

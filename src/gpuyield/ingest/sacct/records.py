@@ -6,6 +6,7 @@ Nothing here names a temporary table: ``staging`` puts the records where they go
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -67,9 +68,17 @@ def file_order_kept(
     )
 
 
-def reassemble(
-    cursor: duckdb.DuckDBPyConnection, n_sep: int, free: int | None
-) -> tuple[list[pa.RecordBatch], list[tuple[int, str, str]]]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reassembled:
+    """The records built from lines that are not whole records."""
+
+    batches: list[pa.RecordBatch]
+    """The records (``line``, ``f0``..., ``raw``), in file order."""
+    problems: list[tuple[int, str, str]]
+    """(line, message, raw text) of each record that cannot be built."""
+
+
+def reassemble(cursor: duckdb.DuckDBPyConnection, n_sep: int, free: int | None) -> Reassembled:
     """Records from the lines that are not whole records, in file order (streamed from ``cursor``).
 
     Runs of such lines are separated by whole records, which close any record being built.
@@ -119,7 +128,7 @@ def reassemble(
         close()
     if records:
         batches.append(_record_batch(records, n_sep))
-    return batches, problems
+    return Reassembled(batches=batches, problems=problems)
 
 
 def _record_batch(records: list[tuple[int, list[str], str]], n_sep: int) -> pa.RecordBatch:

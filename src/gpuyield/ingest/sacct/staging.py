@@ -219,16 +219,16 @@ def _stage_lines(
             FROM (SELECT line, text, string_split(text, '|') AS parts FROM {LINES_TABLE}
                   WHERE whole)"""
     )
-    batches, problems = reassemble(
+    built = reassemble(
         con.execute(f"SELECT line, text, seps FROM {LINES_TABLE} WHERE NOT whole ORDER BY line"),
         n_sep,
         free,
     )
-    if batches:
-        con.register(RECORDS_ARROW, pa.Table.from_batches(batches))
+    if built.batches:
+        con.register(RECORDS_ARROW, pa.Table.from_batches(built.batches))
         con.execute(f"INSERT INTO {RECORDS_TABLE} SELECT * FROM {RECORDS_ARROW}")
         con.unregister(RECORDS_ARROW)
-    return problems
+    return built.problems
 
 
 def row_problems(
