@@ -99,3 +99,12 @@ def test_doctor_looks_for_the_clients_the_sources_need(tmp_path: Path) -> None:
     check = next(c for c in report.checks if c.name == "Slurm commands")
     assert check.status is Status.SKIPPED
     assert check.detail == "not found: " + ", ".join(slurm_clients())
+
+
+def test_the_cli_names_the_clients_the_sources_need() -> None:
+    from gpuyield.cli import app
+
+    commands = getattr(typer.main.get_command(app), "commands", {})
+    for name in ("collect", "doctor"):
+        option = next(p for p in commands[name].params if "--slurm-bin" in p.opts)
+        assert f"Directory of {', '.join(slurm_clients())}." in (option.help or ""), name
