@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuyield.report.charts import COLORS
+from gpuyield.report.chart_style import COLORS
 from gpuyield.report.figures import ReportFigures
 from gpuyield.report.html_cells import group, hours_text, keyed, share_text, table, td, tr
 from gpuyield.report.page_model import Block, Cell, Row, Table, TableGroup

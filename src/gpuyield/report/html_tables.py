@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuyield.categories import ALLOCATED, Category, FailedCause
-from gpuyield.report.charts import COLORS
+from gpuyield.report.chart_style import COLORS
 from gpuyield.report.failures import Failures
 from gpuyield.report.figures import ReportFigures, Timeline, WhoBreakdown
 from gpuyield.report.html_cells import group, hours_text, keyed, share_text, table, td, tr

@@ -118,8 +118,11 @@ class IdleNow:
         return {
             "measured": self.measured,
             "note": self.note,
-            "window": {"start_s": self.window_start_s, "end_s": self.window_end_s,
-                       "length_s": self.window_s},
+            "window": {
+                "start_s": self.window_start_s,
+                "end_s": self.window_end_s,
+                "length_s": self.window_s,
+            },
             "threshold": self.threshold,
             "samples": self.samples,
             "idle_gpus": self.idle_gpus,
@@ -130,7 +133,7 @@ class IdleNow:
                 {"account": a.account, "idle_gpus": a.idle_gpus, "jobs": a.jobs}
                 for a in self.accounts
             ],
-        }  # fmt: skip
+        }
 
 
 def idle_now_json_text(result: IdleNow) -> str:
@@ -152,9 +155,19 @@ def _check(window_s: int, top: int | None) -> None:
 def not_measured(window_s: int, top: int | None, note: str = NOT_MEASURED) -> IdleNow:
     """The answer of a store without samples: no list, and why."""
     return IdleNow(
-        measured=False, note=note, window_s=window_s, window_start_s=None, window_end_s=None,
-        threshold=None, samples=0, idle_gpus=0.0, job_count=0, top=top, jobs=(), accounts=(),
-    )  # fmt: skip
+        measured=False,
+        note=note,
+        window_s=window_s,
+        window_start_s=None,
+        window_end_s=None,
+        threshold=None,
+        samples=0,
+        idle_gpus=0.0,
+        job_count=0,
+        top=top,
+        jobs=(),
+        accounts=(),
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
