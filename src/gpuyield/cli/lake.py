@@ -198,6 +198,8 @@ def size_command(
 
 
 def _print_sizing(sizing: Any, *, markdown: bool) -> None:
+    """What each fleet size needs to be reported within the minutes asked."""
+
     def cores(value: int | None) -> str:
         return "over the fixed part" if value is None else f"{value:,}"
 
@@ -224,6 +226,11 @@ def _print_sizing(sizing: Any, *, markdown: bool) -> None:
         for f in sizing.fleets
     ]
     _table(f"reported within {sizing.minutes:g} min", head, rows, markdown=markdown)
+    _print_costs(sizing, markdown=markdown)
+
+
+def _print_costs(sizing: Any, *, markdown: bool) -> None:
+    """The measured cost lines the sizing rests on, and how to read them."""
     costs = sizing.costs
     lines = [
         (
