@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,10 @@ from gpuyield.cli._grammar import (
     number_option,
     seconds_option,
 )
+
+if TYPE_CHECKING:
+    from gpuyield.lake import LakeSync
+    from gpuyield.lake.synced import Serializable
 
 app = typer.Typer(
     help="The store's tables as Parquet partitioned by cluster and day, for `report --lake` on "
@@ -40,7 +44,7 @@ SyncOption = Annotated[
 ]
 
 
-def sync_after(db: Path, lake: Path | None) -> Any:
+def sync_after(db: Path, lake: Path | None) -> LakeSync | None:
     """With ``--lake``: sync the store just written into the lake (None without it)."""
     if lake is None:
         return None
@@ -50,9 +54,11 @@ def sync_after(db: Path, lake: Path | None) -> Any:
         return sync_store(db, lake)
 
 
-def print_json_with_sync(record: dict[str, Any], synced: Any) -> None:
+def print_json_with_sync(result: Serializable, synced: LakeSync | None) -> None:
     """Print a command's ``--json`` record, with what ``--lake`` wrote under ``lake``."""
-    print_json(record if synced is None else {**record, "lake": synced.to_dict()})
+    from gpuyield.lake.synced import Synced
+
+    print_json(Synced(result=result, lake=synced).to_dict())
 
 
 @app.command("export")
