@@ -156,6 +156,7 @@ def write_plan_html(result: PlanResult, path: str | Path) -> Path:
 def _page(result: PlanResult) -> PlanPage:
     data = result.to_dict()
     inputs, planned = data["inputs"], data["variants"][0]
+    saved = result.changes()
     css = resources.files("gpuyield").joinpath("data", "html", "report.css").read_text("utf-8")
     return PlanPage(
         title=f"Plan: {inputs['params']} parameters, {inputs['tokens']} tokens",
@@ -168,7 +169,7 @@ def _page(result: PlanResult) -> PlanPage:
         estimate_note=_estimate_note(data),
         chart=_chart(result.variants),
         seeds=inputs["seeds"],
-        variants=[_variant_row(i, v, data) for i, v in enumerate(data["variants"])],
+        variants=[_variant_row(i, v, saved) for i, v in enumerate(result.variants)],
         assumptions=data["assumptions"],
         rate=_n(
             "failure_model.rate_per_gpu_hour", data["failure_model"]["rate_per_gpu_hour"], ".2e"
@@ -241,29 +242,30 @@ def _estimate_note(data: dict[str, Any]) -> str:
     )
 
 
-def _variant_row(i: int, v: dict[str, Any], data: dict[str, Any]) -> VariantRow:
+def _variant_row(i: int, v: Variant, saved_days: dict[str, float]) -> VariantRow:
     p = f"variants.{i}"
-    saved = data["days_saved_vs_plan"].get(v["name"])
+    saved = saved_days.get(v.name)
+    days, hours, yield_ = v.wall_days, v.gpu_hours, v.yield_
     return VariantRow(
-        name=v["name"],
-        policy=v["policy"],
-        why=v["why"],
+        name=v.name,
+        policy=v.policy.value,
+        why=v.why,
         interval=Num(
             key=f"{p}.checkpoint_interval_s",
-            value=v["checkpoint_interval_s"],
-            text=f"{v['checkpoint_interval_s']} s",
+            value=v.checkpoint_interval_s,
+            text=f"{v.checkpoint_interval_s} s",
         ),
-        days=_n(f"{p}.wall_days.median", v["wall_days"]["median"], ".1f"),
-        days_low=_n(f"{p}.wall_days.interval.0", v["wall_days"]["interval"][0], ".1f"),
-        days_high=_n(f"{p}.wall_days.interval.1", v["wall_days"]["interval"][1], ".1f"),
-        hours=_n(f"{p}.gpu_hours.median", v["gpu_hours"]["median"], ",.0f"),
-        hours_low=_n(f"{p}.gpu_hours.interval.0", v["gpu_hours"]["interval"][0], ",.0f"),
-        hours_high=_n(f"{p}.gpu_hours.interval.1", v["gpu_hours"]["interval"][1], ",.0f"),
-        yield_=_n(f"{p}.yield.median", v["yield"]["median"], ".1%"),
-        yield_low=_n(f"{p}.yield.interval.0", v["yield"]["interval"][0], ".1%"),
-        yield_high=_n(f"{p}.yield.interval.1", v["yield"]["interval"][1], ".1%"),
-        interruptions=_n(f"{p}.interruptions_mean", v["interruptions_mean"], ",.0f"),
-        saved=None if saved is None else _n(f"days_saved_vs_plan.{v['name']}", saved, "+.1f"),
+        days=_n(f"{p}.wall_days.median", days.median, ".1f"),
+        days_low=_n(f"{p}.wall_days.interval.0", days.low, ".1f"),
+        days_high=_n(f"{p}.wall_days.interval.1", days.high, ".1f"),
+        hours=_n(f"{p}.gpu_hours.median", hours.median, ",.0f"),
+        hours_low=_n(f"{p}.gpu_hours.interval.0", hours.low, ",.0f"),
+        hours_high=_n(f"{p}.gpu_hours.interval.1", hours.high, ",.0f"),
+        yield_=_n(f"{p}.yield.median", yield_.median, ".1%"),
+        yield_low=_n(f"{p}.yield.interval.0", yield_.low, ".1%"),
+        yield_high=_n(f"{p}.yield.interval.1", yield_.high, ".1%"),
+        interruptions=_n(f"{p}.interruptions_mean", v.interruptions_mean, ",.0f"),
+        saved=None if saved is None else _n(f"days_saved_vs_plan.{v.name}", saved, "+.1f"),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpuyield.times import iso_utc
@@ -126,7 +126,7 @@ class ClusterFit:
             "interval_level": LEVEL,
             "min_events": MIN_EVENTS,
             "parameters": [p.to_dict() for p in self.parameters],
-            "lineage": [_shape_dict(s) for s in self.lineage],
+            "lineage": [asdict(s) for s in self.lineage],
             "research_classes": list(self.research_classes),
             "backfill_lineage_gaps": self.backfill,
             "maintenance": [m.to_dict() for m in self.maintenance],
@@ -136,19 +136,11 @@ class ClusterFit:
                 "yield": self.real.yield_,
             },
             "evidence": {
-                "down_by_reason": [_vars_of(r) for r in self.evidence.down_by_reason],
-                "job_mix": [_vars_of(r) for r in self.evidence.job_mix],
-                "idle_stretches": _vars_of(self.evidence.idle),
+                "down_by_reason": [asdict(r) for r in self.evidence.down_by_reason],
+                "job_mix": [asdict(r) for r in self.evidence.job_mix],
+                # Flat records of scalars: asdict is each one's fields, in order.
+                "idle_stretches": asdict(self.evidence.idle),
             },
             "notes": list(self.notes),
             "refusals": list(self.refusals),
         }
-
-
-def _shape_dict(shape: LineageShape) -> dict[str, Any]:
-    return _vars_of(shape)
-
-
-def _vars_of(record: object) -> dict[str, Any]:
-    """A slotted record's fields as a dict (JSON serializer)."""
-    return {name: getattr(record, name) for name in record.__slots__}  # type: ignore[attr-defined]
