@@ -70,6 +70,24 @@ class LineageJob:
         """Progress lost at its end (failed or cancelled part)."""
         return sum(p.gpu_seconds for p in self.parts if p.category in _LOST)
 
+    @staticmethod
+    def from_dict(row: dict[str, Any], parts: list[LineagePart]) -> LineageJob:
+        """A row of the ledger's jobs (``_JOB_COLUMNS``) and the job's parts, in time order."""
+        state = str(row["state"])
+        return LineageJob(
+            run=str(row["run"]),
+            job_id=str(row["job_id"]),
+            state=state,
+            num_gpus=None if row["num_gpus"] is None else int(row["num_gpus"]),
+            start_s=int(row["clip_start_s"]),
+            end_s=int(row["clip_end_s"]),
+            interrupted=state in LINEAGE_LOSS_STATES,
+            # Ties in time (an overhead pair) by category and size: one order on every engine.
+            parts=tuple(
+                sorted(parts, key=lambda p: (p.start_s, p.end_s, p.category, p.gpu_seconds))
+            ),
+        )
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LineageFigure:
@@ -135,7 +153,9 @@ def _lineage(ledger: Ledger, release: Release) -> LineageFigure:
             )
         )
     out_jobs = [
-        _job(row, parts.pop((row["cluster"], row["job_id_raw"], int(row["submit_s"])), []))
+        LineageJob.from_dict(
+            row, parts.pop((row["cluster"], row["job_id_raw"], int(row["submit_s"])), [])
+        )
         for row in jobs.to_pyarrow().to_pylist()
     ]
     assert not parts, "lineage segments without a job"
@@ -146,19 +166,4 @@ def _lineage(ledger: Ledger, release: Release) -> LineageFigure:
             totals[part.category] += part.gpu_seconds
     return LineageFigure(
         model=release.model, runs=release.runs, jobs=tuple(out_jobs), gpu_seconds=totals
-    )
-
-
-def _job(row: dict[str, Any], parts: list[LineagePart]) -> LineageJob:
-    state = str(row["state"])
-    return LineageJob(
-        run=str(row["run"]),
-        job_id=str(row["job_id"]),
-        state=state,
-        num_gpus=None if row["num_gpus"] is None else int(row["num_gpus"]),
-        start_s=int(row["clip_start_s"]),
-        end_s=int(row["clip_end_s"]),
-        interrupted=state in LINEAGE_LOSS_STATES,
-        # Ties in time (an overhead pair) by category and size: one order on every engine.
-        parts=tuple(sorted(parts, key=lambda p: (p.start_s, p.end_s, p.category, p.gpu_seconds))),
     )
