@@ -8,13 +8,12 @@ fetched). Every number shown carries its ``--json`` key and exact value (``data-
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from gpuyield.errors import MissingExtraError
+from gpuyield.report.page_model import environment
 from gpuyield.simulate.plan_result import PlanResult, Variant
 
 _COLORS = ("#1f77b4", "#2ca02c", "#ff7f0e")
@@ -130,20 +129,7 @@ def _n(key: str, value: float, fmt: str) -> Num:
 
 def render_plan_html(result: PlanResult) -> str:
     """The HTML document of ``result``."""
-    try:
-        import jinja2
-    except ImportError:
-        raise MissingExtraError("html", "jinja2") from None
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("gpuyield", "data/html"),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["json"] = json.dumps
-    return env.get_template("plan.html.j2").render(page=_page(result))
+    return environment().get_template("plan.html.j2").render(page=_page(result))
 
 
 def write_plan_html(result: PlanResult, path: str | Path) -> Path:
