@@ -82,7 +82,11 @@ def _kpis(p: Projection) -> tuple[Kpi, ...]:
         Kpi(label="draws", text=str(p.seeds), keyed=Keyed(key="seeds", value=p.seeds)),
         Kpi(
             label="price per GPU-hour",
-            text="none given" if price is None else f"${price:g} ({p.price_source})",
+            text=(
+                f"${price:g} ({p.price_source})"
+                if price is not None
+                else p.price_source or "none given"
+            ),
             keyed=Keyed(key="price_per_gpu_hour", value=price),
         ),
     )

@@ -9,6 +9,7 @@ from gpuyield.times import iso_utc
 from gpuyield.whatif.fit_lineage import LineageShape
 from gpuyield.whatif.maintenance import MaintenanceShape
 from gpuyield.whatif.params import MIN_EVENTS, Parameter
+from gpuyield.whatif.price import GpuHourPrice
 from gpuyield.whatif.stats import LEVEL
 
 
@@ -90,6 +91,8 @@ class ClusterFit:
     evidence: Evidence
     notes: tuple[str, ...]
     """What could not be fitted, or was changed to fit the simulator."""
+    price: GpuHourPrice
+    """A GPU-hour's price under the manifest's ``[prices]`` (projections without a flag's)."""
 
     @property
     def days(self) -> float:
