@@ -103,7 +103,7 @@ def run_whatif(
     horizon_days = None if horizon is None else parse_duration_s(horizon, "whatif.horizon") / 86400
     fit = fit_cluster(db, since_s=since_s, until_s=until_s)
     days = fit.days if horizon_days is None else horizon_days
-    base = scenario_file(fit).to_dict()
+    base = scenario_file(fit).scenario()
     parsed = [parse_remedy(text, fit, base) for text in texts]
     check = replay_check(fit, seeds=replay_seeds, tolerance=tolerance)
     if not check.passed and not force:
