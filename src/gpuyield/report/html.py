@@ -113,14 +113,14 @@ def render_page(figures: ReportFigures, charts: list[RenderedChart]) -> str:
             "failures",
             _figure("failures", svg, failures_caption()),
             failures_tables(figures, data),
-            *_present(skipped_rungs_tables(data)),
+            *_present(skipped_rungs_tables(figures.report.waste_in_skipped_rungs)),
         ),
         _section(
             "lineage",
             _figure("lineage", svg, lineage_caption()),
             lineage_tables(figures.lineages),
         ),
-        _section("quality", None, *quality_blocks(figures, data)),
+        _section("quality", None, *quality_blocks(figures)),
         _section("showback", None, *showback_blocks(figures, data)),
     )
     css = resources.files("gpuyield").joinpath("data/html/report.css").read_text(encoding="utf-8")
