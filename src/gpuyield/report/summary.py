@@ -122,6 +122,13 @@ class YieldReport:
         """Released / allocated."""
         return _ratio(self.categories[Category.RELEASED], self.allocated_gpu_seconds)
 
+    def subcategories_shown(self) -> dict[str, float | int]:
+        """Every subcategory, zeros included, sorted, as ``--json`` prints its GPU-seconds."""
+        return {
+            k: json_number(self.subcategories.get(k, 0.0))
+            for k in sorted({*SUBCATEGORIES, *self.subcategories})
+        }
+
     def essay_comparison(self) -> list[EssayShare]:
         """This cluster beside the essay's typical lab, bucket by bucket."""
         return [
@@ -139,10 +146,7 @@ class YieldReport:
             "window": {"start": iso(self.window_start_s), "end": iso(self.window_end_s)},
             "installed_gpu_seconds": json_number(self.installed_gpu_seconds),
             "categories": {k.value: json_number(v) for k, v in self.categories.items()},
-            "subcategories": {
-                k: json_number(self.subcategories.get(k, 0.0))
-                for k in sorted({*SUBCATEGORIES, *self.subcategories})
-            },
+            "subcategories": self.subcategories_shown(),
             "yield": self.yield_,
             "utilization": self.utilization,
             "goodput": self.goodput,
