@@ -16,7 +16,7 @@ from gpuyield.simulate.records import (
     COMPLETED,
     RUNNING,
 )
-from gpuyield.simulate.scenario import LineageConfig
+from gpuyield.simulate.scenario_tables import LineageConfig
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
