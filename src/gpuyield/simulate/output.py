@@ -14,7 +14,7 @@ from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.fleet_truth import fleet_truth
 from gpuyield.simulate.fleet_types import is_typed, model_of
-from gpuyield.simulate.research import S_RUNNING
+from gpuyield.simulate.research_states import S_RUNNING
 from gpuyield.simulate.truth import Truth, compute_truth
 
 
