@@ -48,7 +48,7 @@ from gpuyield.fleet import (
     parse_gpu_models,
     parse_prices,
 )
-from gpuyield.manifest_settings import parse_run_settings, positive_seconds
+from gpuyield.manifest_settings import RunSettings, positive_seconds
 from gpuyield.sqltext import literal
 
 if TYPE_CHECKING:
@@ -151,6 +151,14 @@ class Manifest:
     def from_dict(data: dict[str, Any]) -> Manifest:
         """Inverse of ``to_dict`` (and of older stores' documents, without the newer keys)."""
         fleet = Fleet.from_dict(data)
+        stored = data.get("ladder")
+        ladder = (
+            None
+            if stored is None
+            else LadderPolicy(
+                rungs=tuple(stored["rungs"]), within_days=float(stored["within_days"])
+            )
+        )
         return Manifest(
             match=RunMatch(**data["match"]),
             releases=tuple(
@@ -164,7 +172,7 @@ class Manifest:
             failure_detection_s=data.get("failure_detection_s", {}),
             # Stores written before families existed have neither key.
             families=families_from_json(data.get("families", [])),
-            ladder=_ladder_from_json(data.get("ladder")),
+            ladder=ladder,
             # Stores written before the fleet sections have neither key.
             gpu_models=fleet.gpu_models,
             prices=fleet.prices,
@@ -214,8 +222,8 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
     diverged = tuple(
         _parse_diverged(d, path, i, tz) for i, d in enumerate(_tables(data, "diverged", path))
     )
-    settings = parse_run_settings(
-        _table(data.get("run_settings", {}), path, "run_settings", None), path
+    settings = RunSettings.from_dict(
+        _table(data.get("run_settings", {}), path, "run_settings", None), path=path
     )
     default = runs.get("checkpoint_interval_s")
     _check_released_not_diverged(releases, diverged, path)
@@ -248,12 +256,6 @@ def _parse_ladder_section(data: dict[str, Any], path: Path) -> LadderPolicy | No
     if "ladder" in data:
         return parse_ladder(data["ladder"], path)
     return LadderPolicy() if data.get("families") else None
-
-
-def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
-    if item is None:
-        return None
-    return LadderPolicy(rungs=tuple(item["rungs"]), within_days=float(item["within_days"]))
 
 
 _RUNS_KEYS = frozenset({"match", "checkpoint_interval_s"})

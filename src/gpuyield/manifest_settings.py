@@ -68,30 +68,31 @@ class RunSettings:
     restart_s: dict[str, float]
     failure_detection_s: dict[str, float]
 
+    @staticmethod
+    def from_dict(table: dict[str, Any], *, path: Path) -> RunSettings:
+        """The ``[run_settings]`` table of the manifest at ``path`` (already known to be a table),
+        checked."""
+        out: dict[str, dict[str, float]] = {key: {} for key in _RUN_SETTINGS}
+        for run, settings in table.items():
+            if not isinstance(settings, dict):
+                raise ManifestError(f"{path}: run_settings.{run} must be a table, got {settings!r}")
+            unknown_keys = set(settings) - set(_RUN_SETTINGS)
+            if unknown_keys:
+                raise ManifestError(
+                    f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
+                    hint=f"known: {', '.join(_RUN_SETTINGS)}",
+                )
+            for key, strictly_positive in _RUN_SETTINGS.items():
+                if key not in settings:
+                    continue
+                where = f"run_settings.{run}.{key}"
+                value = settings[key]
+                out[key][run] = (
+                    positive_seconds(value, path, where)
+                    if strictly_positive
+                    else non_negative_seconds(value, path, where)
+                )
+        return RunSettings(**out)
 
-def parse_run_settings(table: dict[str, Any], path: Path) -> RunSettings:
-    """The ``[run_settings]`` table (already known to be a table), checked."""
-    out: dict[str, dict[str, float]] = {key: {} for key in _RUN_SETTINGS}
-    for run, settings in table.items():
-        if not isinstance(settings, dict):
-            raise ManifestError(f"{path}: run_settings.{run} must be a table, got {settings!r}")
-        unknown_keys = set(settings) - set(_RUN_SETTINGS)
-        if unknown_keys:
-            raise ManifestError(
-                f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
-                hint=f"known: {', '.join(_RUN_SETTINGS)}",
-            )
-        for key, strictly_positive in _RUN_SETTINGS.items():
-            if key not in settings:
-                continue
-            where = f"run_settings.{run}.{key}"
-            value = settings[key]
-            out[key][run] = (
-                positive_seconds(value, path, where)
-                if strictly_positive
-                else non_negative_seconds(value, path, where)
-            )
-    return RunSettings(**out)
 
-
-__all__ = ["RunSettings", "non_negative_seconds", "parse_run_settings", "positive_seconds"]
+__all__ = ["RunSettings", "non_negative_seconds", "positive_seconds"]

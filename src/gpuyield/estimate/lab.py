@@ -136,7 +136,8 @@ def list_lab_scenarios() -> list[str]:
 
 def estimate_lab(scenario: str | Path) -> LabEstimate:
     """The yield of a bundled scenario (by id) or of a scenario file (by path)."""
-    path, data = _load(scenario)
+    doc = tomlfile.load(scenario, folder=_FOLDER, kind="lab scenario")
+    path, data = doc.origin, doc.data
     tomlfile.check_keys(data, _TOP_KEYS, origin=path)
     default_price = data.get("price_per_gpu_hour")
     fleet = _section(data, "fleet", path, default_price)
@@ -191,11 +192,6 @@ def _yield(name: str, label: str, ratio: str, released: Step, fleet: Step) -> St
         released=released.value,
         fleet=fleet.value,
     )
-
-
-def _load(scenario: str | Path) -> tuple[str, dict[str, Any]]:
-    doc = tomlfile.load(scenario, folder=_FOLDER, kind="lab scenario")
-    return doc.origin, doc.data
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

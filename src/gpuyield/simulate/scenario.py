@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuyield import parsing, tomlfile
-from gpuyield.errors import FieldError, InputError, ParseError, UnknownIdError
+from gpuyield.errors import FieldError, InputError, ParseError
 from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.fleet_types import check_typed
 from gpuyield.simulate.policies import Policy, SparesFor
@@ -30,7 +30,7 @@ from gpuyield.simulate.scenario_tables import (
     non_negative,
     positive,
 )
-from gpuyield.simulate.scenario_types import check_table
+from gpuyield.simulate.scenario_types import check_array, check_table
 
 # Bundled scenarios: gpuyield/data/scenarios/sim/<name>.toml.
 _FOLDER = "scenarios/sim"
@@ -198,15 +198,15 @@ def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scena
             **_checked(FailureConfig, data.get("failures", {}), "failures", origin)
         )
         lineage = tuple(
-            _lineage(_checked(LineageConfig, d, f"lineage[{i}]", origin))
-            for i, d in enumerate(_array(data.get("lineage", []), "lineage", origin))
+            LineageConfig.from_dict(_checked(LineageConfig, d, f"lineage[{i}]", origin))
+            for i, d in enumerate(check_array(data.get("lineage", []), "lineage", origin))
         )
-        research = _research(
-            _checked(ResearchConfig, data.get("research", {}), "research", origin), origin
+        research = ResearchConfig.from_dict(
+            _checked(ResearchConfig, data.get("research", {}), "research", origin), origin=origin
         )
         maintenance = tuple(
             MaintenanceWindow(**_checked(MaintenanceWindow, m, f"maintenance[{i}]", origin))
-            for i, m in enumerate(_array(data.get("maintenance", []), "maintenance", origin))
+            for i, m in enumerate(check_array(data.get("maintenance", []), "maintenance", origin))
         )
         return Scenario(
             **head,
@@ -241,50 +241,10 @@ def _parse_start(value: Any) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def _lineage(data: dict[str, Any]) -> LineageConfig:
-    data = dict(data)
-    if "spares_for" in data:
-        try:
-            data["spares_for"] = SparesFor(data["spares_for"])
-        except ValueError as error:
-            raise UnknownIdError(
-                "spares_for", str(data["spares_for"]), [s.value for s in SparesFor]
-            ) from error
-    if "policy" in data:
-        try:
-            data["policy"] = Policy(data["policy"])
-        except ValueError as error:
-            raise UnknownIdError(
-                "policy", str(data["policy"]), [p.value for p in Policy]
-            ) from error
-    return LineageConfig(**data)
-
-
-def _research(data: dict[str, Any], origin: str) -> ResearchConfig:
-    data = dict(data)
-    if "classes" in data:
-        data["classes"] = tuple(
-            JobClass(**_checked(JobClass, c, f"research.classes[{i}]", origin))
-            for i, c in enumerate(_array(data["classes"], "research.classes", origin))
-        )
-    return ResearchConfig(**data)
-
-
 def _checked(cls: type, data: Any, where: str, origin: str) -> dict[str, Any]:
     """The TOML table ``data``, once its keys and value types fit ``cls``."""
     check_table(cls, data, where, origin)
     return data
-
-
-def _array(value: Any, where: str, origin: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ParseError(
-            f"{where} must be an array of tables ([[{where}]]), got {type(value).__name__}",
-            path=origin,
-            field=where,
-            hint="see docs/simulate.md for the scenario format",
-        )
-    return value
 
 
 # The tables are re-exported: callers build a Scenario from this module alone.

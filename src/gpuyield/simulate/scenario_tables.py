@@ -8,11 +8,13 @@ in a file says where. Checks across tables belong to the whole ``Scenario``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuyield.errors import InputError, UnknownIdError
 from gpuyield.simulate.calibration import CAUSES_BY_ID, RSC1_END_STATES
 from gpuyield.simulate.fleet_types import check_prices
 from gpuyield.simulate.policies import Policy, SparesFor
+from gpuyield.simulate.scenario_types import check_array, check_table
 
 # The largest fleet simulated: ten million GPUs (the 100k-GPU year is the benchmark).
 MAX_GPUS = 10_000_000
@@ -176,6 +178,26 @@ class LineageConfig:
     #: Write telemetry JSONL for this run (lets the ledger measure overhead).
     telemetry: bool = True
 
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> LineageConfig:
+        """A ``[[lineage]]`` table (keys and value types already checked), its ids as enums."""
+        data = dict(data)
+        if "spares_for" in data:
+            try:
+                data["spares_for"] = SparesFor(data["spares_for"])
+            except ValueError as error:
+                raise UnknownIdError(
+                    "spares_for", str(data["spares_for"]), [s.value for s in SparesFor]
+                ) from error
+        if "policy" in data:
+            try:
+                data["policy"] = Policy(data["policy"])
+            except ValueError as error:
+                raise UnknownIdError(
+                    "policy", str(data["policy"]), [p.value for p in Policy]
+                ) from error
+        return LineageConfig(**data)
+
     def __post_init__(self) -> None:
         where = f"lineage.{self.name}"
         positive(self.num_gpus, f"{where}.num_gpus")
@@ -278,6 +300,19 @@ class ResearchConfig:
     #: their lower rung, and how much likelier such a job ends failed, cancelled or OOM.
     ladder_skip_share: float = 0.0
     ladder_skip_failure_multiplier: float = 1.0
+
+    @staticmethod
+    def from_dict(data: dict[str, Any], *, origin: str) -> ResearchConfig:
+        """The ``[research]`` table (keys and value types already checked) and its
+        ``[[research.classes]]``, checked here."""
+        data = dict(data)
+        if "classes" in data:
+            classes = []
+            for i, c in enumerate(check_array(data["classes"], "research.classes", origin)):
+                check_table(JobClass, c, f"research.classes[{i}]", origin)
+                classes.append(JobClass(**c))
+            data["classes"] = tuple(classes)
+        return ResearchConfig(**data)
 
     def __post_init__(self) -> None:
         non_negative(self.load, "research.load")
