@@ -213,6 +213,16 @@ class _PlanScenario:
             "lineage": [self._run(template, choice, spares)],
         }
 
+    def to_toml(self, choice: _Choice, *, seed: int, days: float) -> str:
+        """``to_dict`` as the scenario file the plan keeps (``PlanResult.scenario_toml``)."""
+        import tomli_w
+
+        header = (
+            "# Scenario written by `gpuyield plan` (format: docs/simulate.md). "
+            "`gpuyield simulate run THIS --seed S` simulates seed S of the plan.\n"
+        )
+        return header + tomli_w.dumps(self.to_dict(choice, seed=seed, days=days))
+
     def _run(self, template: LineageConfig, choice: _Choice, spares: int) -> dict[str, Any]:
         return {
             "name": RUN_NAME,
@@ -260,9 +270,7 @@ def _simulate_variants(
         outcomes = [_try_window(spec, planned, choice, window, progress) for choice in choices]
         if all(o is not None for o in outcomes):
             return [
-                _variant(
-                    choice, outcome, _toml(planned.to_dict(choice, seed=spec.seed, days=window))
-                )
+                _variant(choice, outcome, planned.to_toml(choice, seed=spec.seed, days=window))
                 for choice, outcome in zip(choices, outcomes, strict=True)
                 if outcome is not None
             ]
@@ -295,16 +303,6 @@ def _try_window(
         ettr.append(run.effective_training_time)
         inter.append(sum(run.interruptions.values()))
     return _Outcome(days=days, gpu_hours=held, yields=yields, ettr=ettr, interruptions=inter)
-
-
-def _toml(data: dict[str, Any]) -> str:
-    import tomli_w
-
-    header = (
-        "# Scenario written by `gpuyield plan` (format: docs/simulate.md). "
-        "`gpuyield simulate run THIS --seed S` simulates seed S of the plan.\n"
-    )
-    return header + tomli_w.dumps(data)
 
 
 def _variant(choice: _Choice, outcome: _Outcome, scenario_toml: str) -> Variant:
