@@ -129,12 +129,10 @@ class _RunSim:
             return
         job_id, submit, wait, reason = self._new_id(), self.submit, 0, "None"
         while True:
-            nodes, dropped, added, start = self.pool.fill(
-                self.active, self.active_set, submit + wait, self.need
-            )
-            self.active = nodes
-            self.active_set.difference_update(dropped)
-            self.active_set.update(added)
+            got = self.pool.fill(self.active, self.active_set, submit + wait, self.need)
+            self.active, start = got.nodes, got.start_s
+            self.active_set.difference_update(got.dropped)
+            self.active_set.update(got.added)
             if start >= self.end:
                 self._row(job_id, submit, None, None, PENDING, (), reason)
                 return
@@ -243,11 +241,11 @@ class _RunSim:
         after the failure) when the run lets drop use spares and one is free; else repaired."""
         assert stop.cause is not None and stop.failed_node is not None
         self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
-        out = self.pool.out_at(stop.failed_node, stop.at_s)
-        assert out is not None
+        back_s = self.pool.back_at(stop.failed_node, stop.at_s)
+        assert back_s is not None
         replicas = max(self.need // self.run.replica_nodes, 1)
         stall = stop.end_s - stop.at_s if self.run.drop_stall_s < 0 else self.run.drop_stall_s
-        repaired = min(out[1], self.end)
+        repaired = min(back_s, self.end)
         back: float = repaired  # a measured rejoin may end between whole seconds
         if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, repaired):
             # The replica restarts on a spare (as a restart would) instead of waiting for repair.

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 
 from gpuyield.simulate.failures import Outages
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobNodes:
+    """The nodes a job starts on, and how they differ from the run's last job's."""
+
+    nodes: list[int]
+    #: Nodes of the last job out for repair now.
+    dropped: set[int]
+    #: Spares swapped in for them.
+    added: list[int]
+    #: When the job starts (later than asked when it waited for a repair).
+    start_s: int
 
 
 class NodePool:
@@ -30,11 +44,11 @@ class NodePool:
         self._t = -1
         self.lent: list[int] = []  # heap: until when each spare lent to a dropped replica is busy
 
-    def out_at(self, node: int, t: int) -> tuple[int, int] | None:
-        """The outage covering ``t`` on ``node``, if any."""
+    def back_at(self, node: int, t: int) -> int | None:
+        """When the outage covering ``t`` on ``node`` ends (None: no outage covers it)."""
         for fail, back in self.down.get(node, ()):
             if fail <= t < back:
-                return fail, back
+                return back
         return None
 
     def lend_spare(self, t: int, until: int) -> bool:
@@ -61,13 +75,8 @@ class NodePool:
                 del self.out[node]
         self._t = t
 
-    def fill(
-        self, active: list[int], active_set: set[int], t: int, need: int
-    ) -> tuple[list[int], set[int], list[int], int]:
-        """Nodes for a job starting at or after ``t``: healthy ones, then spares; wait if short.
-
-        Returns the nodes, those dropped (out for repair), the spares added, and the start time.
-        """
+    def fill(self, active: list[int], active_set: set[int], t: int, need: int) -> JobNodes:
+        """Nodes for a job starting at or after ``t``: healthy ones, then spares; wait if short."""
         while True:
             self._advance(t)
             bad = {n for n in self.out if n in active_set}
@@ -79,8 +88,8 @@ class NodePool:
                 self.lent.clear()  # a new job: every dropped replica's stand-in is given back
                 used = spare_ok[:short]
                 self.spares = sorted((set(self.spares) - set(used)) | bad)
-                return healthy + used, bad, used, t
+                return JobNodes(nodes=healthy + used, dropped=bad, added=used, start_s=t)
             t = self._returns[0][0]  # wait for the next repair
 
 
-__all__ = ["NodePool"]
+__all__ = ["JobNodes", "NodePool"]
