@@ -142,13 +142,7 @@ def draw_jobs(
         full = np.clip(np.rint(full), 60, cls.time_limit_s).astype(np.int64)
         outcome = codes[rng.choice(len(codes), size=count, p=probs)]
         if cfg.ladder_skip_share > 0 and cls.num_gpus > min(c.num_gpus for c in cfg.classes):
-            # A stream of its own: every other draw stays as without the knob, so two shares
-            # differ only in the outcomes of the jobs that skip.
-            own = np.random.default_rng((scenario.seed, index, _LADDER_STREAM))
-            skips = own.random(count) < cfg.ladder_skip_share
-            skip_probs = skip_end_states(outcomes, probs, cfg.ladder_skip_failure_multiplier)
-            redrawn = codes[own.choice(len(codes), size=count, p=skip_probs)]
-            outcome = np.where(skips, redrawn, outcome)
+            outcome = _skipped_rungs(scenario, index, outcome, outcomes, probs)
         frac = rng.uniform(0.02, 1.0, size=count)
         partial = np.maximum(np.rint(full * frac).astype(np.int64), 1)
         diverged = rng.random(count) < cfg.diverged_share
@@ -170,6 +164,22 @@ def draw_jobs(
             )
         )
     return _in_submit_order(parts, first_job_id)
+
+
+def _skipped_rungs(
+    scenario: Scenario, index: int, outcome: np.ndarray, outcomes: list[str], probs: np.ndarray
+) -> np.ndarray:
+    """Class ``index``'s outcomes once the jobs that skipped their rung are drawn again with
+    ``skip_end_states``. A stream of its own: every other draw stays as without the knob, so two
+    shares differ only in the outcomes of the jobs that skip."""
+    cfg = scenario.research
+    codes = np.array([_OUTCOME_CODES[o] for o in outcomes])
+    count = outcome.size
+    own = np.random.default_rng((scenario.seed, index, _LADDER_STREAM))
+    skips = own.random(count) < cfg.ladder_skip_share
+    skip_probs = skip_end_states(outcomes, probs, cfg.ladder_skip_failure_multiplier)
+    redrawn = codes[own.choice(len(codes), size=count, p=skip_probs)]
+    return np.where(skips, redrawn, outcome)
 
 
 def _in_submit_order(parts: list[tuple[np.ndarray, ...]], first_job_id: int) -> ResearchJobs:

@@ -9,6 +9,7 @@ tables here), so a typo in a file says where.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -180,15 +181,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 
 def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scenario:
     """Build a ``Scenario`` from parsed TOML (tables ``scenario``, ``fleet``, ``failures``, ...)."""
-    known = {"scenario", "fleet", "failures", "lineage", "research", "maintenance"}
-    for key in data:
-        if key not in known:
-            raise ParseError(
-                f"unknown table [{key}]",
-                path=origin,
-                field=key,
-                hint=f"known tables: {', '.join(sorted(known))}",
-            )
+    _check_known_tables(data, origin)
     try:
         head = dict(_checked(Scenario, data.get("scenario", {}), "scenario", origin))
         if "start" in head:
@@ -226,6 +219,19 @@ def scenario_from_dict(data: dict[str, Any], *, origin: str = "<dict>") -> Scena
     except TypeError as error:
         # dataclass __init__ names the unexpected or missing keyword; pass that on as a parse error.
         raise ParseError(str(error), path=origin, hint="see docs/simulate.md") from error
+
+
+def _check_known_tables(tables: Iterable[str], origin: str) -> None:
+    """A misspelt table would be ignored, and every setting in it silently not applied."""
+    known = {"scenario", "fleet", "failures", "lineage", "research", "maintenance"}
+    for key in tables:
+        if key not in known:
+            raise ParseError(
+                f"unknown table [{key}]",
+                path=origin,
+                field=key,
+                hint=f"known tables: {', '.join(sorted(known))}",
+            )
 
 
 def _parse_start(value: Any) -> datetime:

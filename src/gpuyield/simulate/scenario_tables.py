@@ -206,18 +206,7 @@ class LineageConfig:
         non_negative(self.tokens, f"{where}.tokens")
         non_negative(self.active_params_b, f"{where}.active_params_b")
         non_negative(self.peak_tflops, f"{where}.peak_tflops")
-        if not 0 < self.mfu <= 1:
-            raise InputError(f"{where}.mfu must be in (0, 1], got {self.mfu}", hint="e.g. 0.4")
-        if self.tokens and self.work_days:
-            raise InputError(
-                f"{where}: give work_days or tokens, not both",
-                hint="tokens with active_params_b and mfu set the work",
-            )
-        if self.tokens and not self.active_params_b:
-            raise InputError(
-                f"{where}.active_params_b must be > 0 with tokens",
-                hint="e.g. active_params_b = 405",
-            )
+        self._check_work(where)
         positive(self.checkpoint_interval_s, f"{where}.checkpoint_interval_s")
         non_negative(self.checkpoint_write_s, f"{where}.checkpoint_write_s")
         non_negative(self.startup_s, f"{where}.startup_s")
@@ -245,6 +234,21 @@ class LineageConfig:
             )
         non_negative(self.planned_stops_per_day, f"{where}.planned_stops_per_day")
         non_negative(self.planned_pause_s, f"{where}.planned_pause_s")
+
+    def _check_work(self, where: str) -> None:
+        """The work is given one way: days of compute, or tokens with the model and its MFU."""
+        if not 0 < self.mfu <= 1:
+            raise InputError(f"{where}.mfu must be in (0, 1], got {self.mfu}", hint="e.g. 0.4")
+        if self.tokens and self.work_days:
+            raise InputError(
+                f"{where}: give work_days or tokens, not both",
+                hint="tokens with active_params_b and mfu set the work",
+            )
+        if self.tokens and not self.active_params_b:
+            raise InputError(
+                f"{where}.active_params_b must be > 0 with tokens",
+                hint="e.g. active_params_b = 405",
+            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
