@@ -217,10 +217,12 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         raise ManifestError(f"{path}: runs.match must be a string, got {match_text!r}")
     match = _parse_match(match_text, path)
     releases = tuple(
-        _parse_release(r, path, i) for i, r in enumerate(_tables(data, "releases", path))
+        _parse_release(r, path, i)
+        for i, r in enumerate(_tables(data.get("releases", []), "releases", path))
     )
     diverged = tuple(
-        _parse_diverged(d, path, i, tz) for i, d in enumerate(_tables(data, "diverged", path))
+        _parse_diverged(d, path, i, tz)
+        for i, d in enumerate(_tables(data.get("diverged", []), "diverged", path))
     )
     settings = RunSettings.from_dict(
         _table(data.get("run_settings", {}), path, "run_settings", None), path=path
@@ -263,10 +265,10 @@ _RELEASE_KEYS = frozenset({"model", "runs"})
 _DIVERGED_KEYS = frozenset({"run", "after"})
 
 
-def _tables(data: dict[str, Any], key: str, path: Path) -> list[Any]:
-    """An array of tables (``[[releases]]``): anything else (``releases = 3``, or a string,
-    whose characters would be read one by one) is refused, not iterated."""
-    value = data.get(key, [])
+def _tables(value: object, key: str, path: Path) -> list[Any]:
+    """``value`` of ``key`` when it is an array of tables (``[[releases]]``): anything else
+    (``releases = 3``, or a string, whose characters would be read one by one) is refused, not
+    iterated."""
     if not isinstance(value, list):
         raise ManifestError(
             f"{path}: {key} must be an array of tables ([[{key}]]), got {value!r}"[:300]
