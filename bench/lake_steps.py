@@ -78,9 +78,13 @@ class Steps:
         """Wrap the PySpark backend's queries and the ledger's Spark cache."""
         from ibis.backends.pyspark import Backend
 
+        from gpuyield.lake.spark_results import ExactSparkBackend
         from gpuyield.ledger import plan
 
         Backend.execute = self._timed("query", Backend.execute)  # type: ignore[method-assign]
+        ExactSparkBackend.to_pyarrow = self._timed(  # type: ignore[method-assign]
+            "query", ExactSparkBackend.to_pyarrow
+        )
         plan._cached = self._timed("cache", plan._cached)
 
     def largest(self, count: int = 12) -> list[dict[str, Any]]:
