@@ -285,7 +285,7 @@ def test_down_and_busy_nodes_side_by_side(tmp_path: Path) -> None:
 
 
 def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -> None:
-    # Spark runs the sweep as windows in node buckets, DuckDB as a streaming scan over batches:
+    # Spark runs the sweep as windows per node, DuckDB as a streaming scan over batches:
     # all must give the same rows, wherever the batches split the changes.
     from gpuyield.ledger.down import (
         down_islands,
@@ -327,15 +327,15 @@ def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -
             table = swept.select(*columns).to_pyarrow().to_pylist()
             return sorted(tuple(r[c] for c in columns) for r in table)
 
-        def rows(buckets: int | None) -> list[tuple]:
-            return listed(node_sweep(allocations, islands, capacity, buckets=buckets))
+        def rows(*, per_node: bool) -> list[tuple]:
+            return listed(node_sweep(allocations, islands, capacity, per_node=per_node))
 
         def scanned(batch_rows: int) -> list[tuple]:
             changes = sweep_changes(allocations, islands, capacity)
             return listed(scan_sweep(backend, changes, capacity, batch_rows=batch_rows))
 
-        one_pass = rows(None)
-        assert one_pass == rows(3) == rows(64)
+        one_pass = rows(per_node=False)
+        assert one_pass == rows(per_node=True)
         num_changes = sweep_changes(allocations, islands, capacity).count().to_pyarrow().as_py()
         for batch_rows in (1, 2, 3, 7, num_changes - 1, num_changes, 1 << 20):
             assert scanned(batch_rows) == one_pass, batch_rows
