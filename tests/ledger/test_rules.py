@@ -398,3 +398,46 @@ def test_kept_segments_are_the_segments(tmp_path: Path) -> None:
         assert accounts == {"acct", "research", None}  # None: the down segments
     finally:
         con.close()
+
+
+def test_heads_and_tails_give_the_same_rows_in_one_pass() -> None:
+    # Spark pairs each job with a part number (its segment, a lineage job's lost tail) where
+    # DuckDB unions two filtered copies: the same segments either way.
+    from gpuyield.ledger.jobs import (
+        SEGMENT_JOB_ATTRIBUTES,
+        _heads_and_tails,
+        _heads_and_tails_one_pass,
+    )
+
+    jobs = ibis.memtable(
+        {
+            "job_key": [1, 2, 3, 4],
+            "cluster": ["c"] * 4,
+            **{c: [None, None, None, None] for c in SEGMENT_JOB_ATTRIBUTES},
+            "num_gpus": [8, 4, 2, 1],
+            "loss_measured": [False, True, False, False],
+            "lineage": [False, True, True, True],
+            # Job 2 lost its last 30 s, job 3 nothing, job 4 more than its clipped time.
+            "lost_s": [0.0, 30.0, 0.0, 500.0],
+            "state_category": ["failed", "failed", "experiment", "cancelled"],
+            "state_subcategory": ["software", "hardware", None, "user"],
+            "clip_start_s": [0, 100, 100, 900],
+            "clip_end_s": [50, 200, 300, 1000],
+            "head_end_s": [50.0, 170.0, 300.0, 500.0],
+        },
+        schema={c: "string" for c in SEGMENT_JOB_ATTRIBUTES}
+        | {"job_key": "int64", "cluster": "string", "num_gpus": "int64"}
+        | {"loss_measured": "boolean", "lineage": "boolean", "lost_s": "float64"}
+        | {"state_category": "string", "state_subcategory": "string"}
+        | {"clip_start_s": "int64", "clip_end_s": "int64", "head_end_s": "float64"},
+    )
+    con = ibis.duckdb.connect()
+
+    def rows(table: ibis.Table) -> list[tuple]:
+        listed = con.to_pyarrow(table).to_pylist()
+        return sorted((tuple(r.values()) for r in listed), key=repr)
+
+    union = rows(_heads_and_tails(jobs))
+    assert union == rows(_heads_and_tails_one_pass(jobs))
+    assert len(union) == 6  # every job's segment, and the two lineage jobs' lost tails
+    con.disconnect()
