@@ -92,10 +92,14 @@ class Steps:
         return sorted(self.steps, key=lambda s: -s["wall_s"])[:count]
 
     def summary(self) -> dict[str, Any]:
-        """How many queries and caches, and the largest steps."""
+        """How many queries and caches, their time together, and the largest steps."""
         queries = [s for s in self.steps if s["kind"] == "query"]
         return {
             "queries": len(queries),
             "caches": len(self.steps) - len(queries),
+            # Every step together: the report's time in the ledger's and the report's queries and
+            # caches (the JVMs' CPU time does not grow with other work on a shared machine).
+            "steps_wall_s": round(sum(s["wall_s"] for s in self.steps), 2),
+            "steps_jvm_cpu_s": round(sum(s["jvm_cpu_s"] for s in self.steps), 2),
             "steps": self.largest(),
         }
