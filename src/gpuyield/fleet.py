@@ -67,6 +67,15 @@ class PriceTable:
     source: str
     """Where the prices come from."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """As stored with the manifest."""
+        return {"usd_per_gpu_hour": self.usd_per_gpu_hour, "source": self.source}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> PriceTable:
+        """Inverse of ``to_dict``."""
+        return PriceTable(usd_per_gpu_hour=dict(data["usd_per_gpu_hour"]), source=data["source"])
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prices:
@@ -78,6 +87,23 @@ class Prices:
     """list, reserved or amortized ('' when not stated)."""
     partitions: dict[str, PriceTable] = field(default_factory=dict)
     """Prices for the GPUs of a partition's nodes, ahead of ``default``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored with the manifest."""
+        return {
+            "default": self.default.to_dict(),
+            "basis": self.basis,
+            "partitions": {name: t.to_dict() for name, t in self.partitions.items()},
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Prices:
+        """Inverse of ``to_dict``."""
+        return Prices(
+            default=PriceTable.from_dict(data["default"]),
+            basis=data["basis"],
+            partitions={n: PriceTable.from_dict(t) for n, t in data["partitions"].items()},
+        )
 
 
 def parse_gpu_models(items: Any, path: Path) -> tuple[GpuModelRule, ...]:
@@ -213,7 +239,7 @@ class Fleet:
             "gpu_models": [
                 {"nodes": r.nodes, "model": r.model, "cluster": r.cluster} for r in self.gpu_models
             ],
-            "prices": None if self.prices is None else _prices_json(self.prices),
+            "prices": None if self.prices is None else self.prices.to_dict(),
         }
 
     @staticmethod
@@ -229,26 +255,5 @@ class Fleet:
             for r in data.get("gpu_models", [])
         )
         stored = data.get("prices")
-        if stored is None:
-            return Fleet(gpu_models=rules)
-
-        def table(t: dict[str, Any]) -> PriceTable:
-            return PriceTable(usd_per_gpu_hour=dict(t["usd_per_gpu_hour"]), source=t["source"])
-
-        prices = Prices(
-            default=table(stored["default"]),
-            basis=stored["basis"],
-            partitions={name: table(t) for name, t in stored["partitions"].items()},
-        )
+        prices = None if stored is None else Prices.from_dict(stored)
         return Fleet(gpu_models=rules, prices=prices)
-
-
-def _prices_json(prices: Prices) -> dict[str, Any]:
-    def table(t: PriceTable) -> dict[str, Any]:
-        return {"usd_per_gpu_hour": t.usd_per_gpu_hour, "source": t.source}
-
-    return {
-        "default": table(prices.default),
-        "basis": prices.basis,
-        "partitions": {name: table(t) for name, t in prices.partitions.items()},
-    }

@@ -105,7 +105,7 @@ def _expand_ranges(ranges: str, text: str) -> list[str]:
 
 # The same expansion in SQL, so millions of job node lists expand inside DuckDB.
 # Slurm prints one bracket group per name (n[01-04]-ib); a list with two (rack[1-2]-n[1-4]) is not
-# read, and the sacct check names its record (ingest/sacct.py, "cannot read node list").
+# read, and the sacct check names its record (ingest/sacct/typed.py, "cannot read node list").
 HOSTLIST_MACRO_SQL = r"""
 CREATE OR REPLACE TEMP MACRO hostlist_items(hl) AS
     regexp_extract_all(hl, '[^,\[\]]*(?:\[[^\]]*\])?[^,\[\]]*');

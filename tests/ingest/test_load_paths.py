@@ -87,14 +87,14 @@ def test_a_reader_that_lost_file_order_is_caught(
     # Line numbers come from row ids only while DuckDB keeps file order; a sample of lines is
     # checked. Pretend the sample disagrees (lines 2 and 3 swapped): both fast paths must step
     # aside for the line-by-line reader, and the lines stored must still be the file's.
-    import gpuyield.ingest.sacct as sacct
+    from gpuyield.ingest.sacct import records, staging
 
     text = sacct_file.read_text().split("\n")
-    monkeypatch.setattr(sacct, "sample_lines", lambda info: {2: text[2], 3: text[1]})
+    monkeypatch.setattr(records, "sample_lines", lambda info: {2: text[2], 3: text[1]})
     line_by_line = []
-    split = sacct._split_records
+    split = staging._stage_lines
     monkeypatch.setattr(
-        sacct, "_split_records", lambda *a, **k: line_by_line.append(1) or split(*a, **k)
+        staging, "_stage_lines", lambda *a, **k: line_by_line.append(1) or split(*a, **k)
     )
     db = tmp_path / "db.duckdb"
     ingest_slurm(db, SlurmInputs(sacct=sacct_file))
@@ -174,7 +174,7 @@ def test_only_the_irregular_lines_go_through_python(
 ) -> None:
     # A 4,000-job capture with one record split over two lines by a newline in its JobName:
     # DuckDB splits the whole lines; Python sees only the two lines of the split record.
-    import gpuyield.ingest.sacct as sacct
+    from gpuyield.ingest.sacct import staging
 
     lines = sacct_file.read_text().splitlines()
     fields = lines[100].split("|")
@@ -183,7 +183,7 @@ def test_only_the_irregular_lines_go_through_python(
     path = tmp_path / "multi.psv"
     path.write_text("\n".join(lines) + "\n")
     seen: list[int] = []
-    reassemble = sacct._reassemble
+    reassemble = staging.reassemble
 
     def counting(cursor, n_sep, free):  # type: ignore[no-untyped-def]
         rows = cursor.fetchall()
@@ -199,7 +199,7 @@ def test_only_the_irregular_lines_go_through_python(
 
         return reassemble(Replay(), n_sep, free)
 
-    monkeypatch.setattr(sacct, "_reassemble", counting)
+    monkeypatch.setattr(staging, "reassemble", counting)
     summary = ingest_slurm(tmp_path / "db.duckdb", SlurmInputs(sacct=path), lenient=True)
     assert seen == [101, 102]
     assert summary.files[0].rows_rejected == 0

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuyield.ingest.collect import EVENT_FORMAT, RESERVATION_FORMAT, SACCT_FORMAT
+from gpuyield.ingest.collect_commands import EVENT_FORMAT, RESERVATION_FORMAT, SACCT_FORMAT
 from tests.slurm import lab, oracle
 
 INTERVAL_S = 30

@@ -12,7 +12,7 @@ time lies in it are attributed again, so a region is replaced exactly. The regio
 
 A sample overlapping ``[a, b)`` ends after ``a`` and before ``b`` plus its step, so an allocation
 change over ``[a, b)`` is the region ``[a, b + the node's longest step]``. Jobs are never deleted from the
-store except to be stored again under the same key (sacct_load), so every change to the runs
+store except to be stored again under the same key (ingest/sacct/load.py), so every change to the runs
 arrives as runs stored by an ingest newer than the last ``sync`` (its id is kept in ``meta``).
 """
 

@@ -14,9 +14,6 @@ for that write, not while Slurm's commands run (``store_lock``).
 from __future__ import annotations
 
 import dataclasses
-import os
-import shlex
-import shutil
 import tempfile
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -27,38 +24,29 @@ from typing import Protocol
 import duckdb
 
 from gpuyield import store
-from gpuyield.errors import FieldError, InputError
+from gpuyield.errors import FieldError
 from gpuyield.ingest import collect_raw, collect_window
 from gpuyield.ingest import sacct as sacct_mod
+from gpuyield.ingest.collect_commands import (
+    COMMAND_TIMEOUT_S,
+    CollectError,
+    SlurmCommand,
+    check_run,
+    find_client,
+    slurm_commands,
+)
 from gpuyield.ingest.slurm import IngestSummary, SlurmInputs, ingest_slurm
-from gpuyield.ingest.slurm_client import ClientRun, Outcome, client_environment, run_client
+from gpuyield.ingest.slurm_client import client_environment, run_client
+from gpuyield.ingest.sources import SLURM_FILES, slurm_clients
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.times import iso_utc
 
-# The format docs/ledger.md documents for `ingest slurm` (one record per line: no SubmitLine),
-# less ElapsedRaw: a running job's grows with the clock even for the same -S/-E, and collect gives
-# the capture time itself, so ElapsedRaw would only make identical queries look changed.
-# ReqTRES: what a pending job asks for (its AllocTRES is empty), the GPUs `gpuyield serve` reports
-# as waiting. sacct -S/-E lists pending jobs that are eligible (not held, no unmet dependency).
-SACCT_FORMAT = (
-    "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Start,End,"
-    "AllocTRES,ReqTRES,NodeList,NNodes,Comment,Cluster"
-)
-EVENT_FORMAT = "Cluster,ClusterNodes,NodeName,Event,EventRaw,State,StateRaw,Start,End,Duration,Reason,User,TRES"
-RESERVATION_FORMAT = "Cluster,Name,TimeStart,TimeEnd,Flags,NodeNames"
-COMMAND_TIMEOUT_S = 600
 DEFAULT_OVERLAP_S = 3600
 #: Most bytes one command may print (``--max-output``): far above an hour of a large cluster's
 #: sacct (about 300 bytes a job), low enough to stop a runaway before it fills the disk.
 DEFAULT_MAX_OUTPUT_BYTES = 4 << 30
 #: How far past the local clock ``--until`` may reach: clock skew between hosts, not the future.
 CLOCK_SKEW_S = 300
-_SLURM_TIME = "%Y-%m-%dT%H:%M:%S"
-_NO_CONFIG_HINT = (
-    "the Slurm clients found no configuration: set SLURM_CONF=/path/to/slurm.conf (or configless: "
-    "a _slurmctld._tcp DNS SRV record, or SLURM_CONF_SERVER) where collect runs; cron and systemd "
-    "do not read your shell's profile (docs/collect.md)"
-)
 
 
 class StoreLock(Protocol):
@@ -74,31 +62,6 @@ class _NoLock:
 
     def writing(self) -> AbstractContextManager[None]:
         return nullcontext()
-
-
-class CollectError(InputError):
-    """A Slurm command could not run or failed; names the command."""
-
-    def __init__(self, command: str, message: str, *, hint: str) -> None:
-        self.command = command
-        super().__init__(f"`{command}` {message}", hint=hint)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SlurmCommand:
-    """One command a collection runs, and the file its output went to."""
-
-    kind: str
-    """Input kind: sacct, events, reservations, nodes, jobs-detail (the ``ingest slurm`` flag)."""
-    argv: tuple[str, ...]
-    """The exact command line."""
-    file: str
-    """The output's file name (in ``--keep-raw``, gzip-compressed)."""
-
-    @property
-    def shell(self) -> str:
-        """The command as a shell line (for logs, errors and ``commands.tsv``)."""
-        return shlex.join(self.argv)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -171,7 +134,7 @@ def collect(
     now_s = int(time.time())
     end_s = now_s if until_s is None else until_s
     _check_options(overlap_s=overlap_s, end_s=end_s, now_s=now_s, max_bytes=max_output_bytes)
-    binaries = {name: _find(name, slurm_bin) for name in ("sacct", "sacctmgr", "scontrol")}
+    binaries = {name: find_client(name, slurm_bin) for name in slurm_clients()}
     with tempfile.TemporaryDirectory(prefix="gpuyield-collect-") as tmp:
         run = _Run(tmp=Path(tmp), max_bytes=max_output_bytes, progress=progress)
         name = cluster or _cluster_name(binaries["scontrol"], run)
@@ -184,14 +147,9 @@ def collect(
         commands = slurm_commands(binaries, cluster=name, start_s=start_s, end_s=end_s)
         files = {c.kind: run.output(c) for c in commands}
         kept, folder = _keep(keep_raw, files, commands, name, start_s, end_s)
-        inputs = SlurmInputs(
-            sacct=files["sacct"],
-            events=files["events"],
-            nodes=files["nodes"],
-            reservations=files["reservations"],
-            jobs_detail=files["jobs-detail"],
-            manifest=manifest,
-        )
+        printed = {c.file: files[c.kind] for c in commands}
+        collected = {s.name: printed[s.dir_file] for s in SLURM_FILES if s.dir_file in printed}
+        inputs = SlurmInputs.of({**collected, "manifest": manifest})
         with lock.writing():
             outcome = _ingest(db, inputs, name, start_s, end_s, commands, kept, progress)
         return dataclasses.replace(outcome, raw_dir=None if folder is None else str(folder))
@@ -205,8 +163,7 @@ def _check_options(*, overlap_s: int, end_s: int, now_s: int, max_bytes: int) ->
             hint="give e.g. collect.overlap_s 1h",
         )
     if max_bytes <= 0:
-        raise FieldError("collect.max_output_bytes", f"must be > 0, not {max_bytes}",
-                         example="4G")  # fmt: skip
+        raise FieldError("collect.max_output_bytes", f"must be > 0, not {max_bytes}", example="4G")
     if end_s > now_s + CLOCK_SKEW_S:
         # A window ending in the future would record the future as covered: every later
         # collection would then do nothing until that time comes.
@@ -230,9 +187,13 @@ class _Run:
     def output(self, command: SlurmCommand) -> Path:
         """Run ``command`` into a file; a failure raises ``CollectError``."""
         self.progress.phase(f"running {Path(command.argv[0]).name} ({command.kind})")
-        result = run_client(command.argv, self.tmp / command.file, timeout_s=COMMAND_TIMEOUT_S,
-                            max_bytes=self.max_bytes)  # fmt: skip
-        _check_run(command.shell, result, self.max_bytes)
+        result = run_client(
+            command.argv,
+            self.tmp / command.file,
+            timeout_s=COMMAND_TIMEOUT_S,
+            max_bytes=self.max_bytes,
+        )
+        check_run(command.shell, result, self.max_bytes)
         self.progress.advance(1)
         return result.output
 
@@ -252,8 +213,14 @@ def _keep(
         return {files[c.kind]: f"TZ=UTC {c.shell}" for c in commands}, None
     folder = collect_raw.raw_dir(keep_raw, cluster, end_s)
     kept = {files[c.kind]: str(collect_raw.keep(files[c.kind], folder, c.file)) for c in commands}
-    collect_raw.write_record(folder, commands, cluster=cluster, start_s=start_s, end_s=end_s,
-                             environment=client_environment())  # fmt: skip
+    collect_raw.write_record(
+        folder,
+        commands,
+        cluster=cluster,
+        start_s=start_s,
+        end_s=end_s,
+        environment=client_environment(),
+    )
     return kept, folder
 
 
@@ -265,35 +232,20 @@ def _nothing_new(db: str | Path, cluster: str, end_s: int) -> CollectOutcome:
     finally:
         con.close()
     return CollectOutcome(
-        db=str(db), cluster=cluster, since_s=end_s, until_s=end_s, jobs_new=0, jobs_updated=0,
-        jobs_unchanged=0, node_events=0, covered_since_s=covered.start_s, covered_until_s=covered.end_s,
-        raw_dir=None, commands=(), ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
-    )  # fmt: skip
-
-
-def slurm_commands(
-    binaries: dict[str, str], *, cluster: str, start_s: int, end_s: int
-) -> tuple[SlurmCommand, ...]:
-    """The queries of one collection (formats as docs/ledger.md reads them)."""
-    start, end = _slurm_time(start_s), _slurm_time(end_s)
-    sacct, sacctmgr = binaries["sacct"], binaries["sacctmgr"]
-    return (
-        SlurmCommand(kind="sacct", file="sacct.psv", argv=(
-            sacct, "-a", "-P", "-X", "-D", f"--clusters={cluster}", f"--format={SACCT_FORMAT}",
-            "-S", start, "-E", end)),
-        # All of time: an event is small, and a node down since last month is down today.
-        SlurmCommand(kind="events", file="events.psv", argv=(
-            sacctmgr, "-P", "show", "event", "All_Time", f"clusters={cluster}",
-            f"format={EVENT_FORMAT}")),
-        SlurmCommand(kind="reservations", file="reservations.psv", argv=(
-            sacctmgr, "-P", "show", "reservation", f"clusters={cluster}", f"start={start}",
-            f"format={RESERVATION_FORMAT}")),
-        SlurmCommand(kind="nodes", file="nodes.txt", argv=(
-            binaries["scontrol"], "-o", "show", "nodes")),
-        # Which GPUs each running job holds: Slurm forgets it once the job ends (jobs_detail.py).
-        SlurmCommand(kind="jobs-detail", file="jobs-detail.txt", argv=(
-            binaries["scontrol"], "-d", "-o", "show", "job")),
-    )  # fmt: skip
+        db=str(db),
+        cluster=cluster,
+        since_s=end_s,
+        until_s=end_s,
+        jobs_new=0,
+        jobs_updated=0,
+        jobs_unchanged=0,
+        node_events=0,
+        covered_since_s=covered.start_s,
+        covered_until_s=covered.end_s,
+        raw_dir=None,
+        commands=(),
+        ingest=IngestSummary(db=str(db), files=(), as_of_s=None),
+    )
 
 
 def _ingest(
@@ -314,8 +266,16 @@ def _ingest(
         # command that printed it, inside the ingest's transaction (a kill right after it commits
         # names no lost file).
         sources = {str(temporary): name for temporary, name in kept.items()}
-        summary = ingest_slurm(db, inputs, since_s=start_s, until_s=end_s, cluster=cluster,
-                               progress=progress, con=con, sources=sources)  # fmt: skip
+        summary = ingest_slurm(
+            db,
+            inputs,
+            since_s=start_s,
+            until_s=end_s,
+            cluster=cluster,
+            progress=progress,
+            con=con,
+            sources=sources,
+        )
         counts = _job_changes(con, summary)
         covered = collect_window.covered_span(con, cluster, end_s)
     except BaseException:
@@ -326,14 +286,25 @@ def _ingest(
     con.close()
     events = sum(f.rows_read for f in summary.files if f.source == "slurm.events")
     return CollectOutcome(
-        db=str(db), cluster=cluster, since_s=start_s, until_s=end_s, jobs_new=counts[0],
-        jobs_updated=counts[1], jobs_unchanged=counts[2], node_events=events,
-        covered_since_s=covered.start_s, covered_until_s=covered.end_s, raw_dir=None,
+        db=str(db),
+        cluster=cluster,
+        since_s=start_s,
+        until_s=end_s,
+        jobs_new=counts[0],
+        jobs_updated=counts[1],
+        jobs_unchanged=counts[2],
+        node_events=events,
+        covered_since_s=covered.start_s,
+        covered_until_s=covered.end_s,
+        raw_dir=None,
         commands=commands,
         ingest=dataclasses.replace(
-            summary, files=tuple(dataclasses.replace(f, path=kept.get(Path(f.path), f.path))
-                                 for f in summary.files)),
-    )  # fmt: skip
+            summary,
+            files=tuple(
+                dataclasses.replace(f, path=kept.get(Path(f.path), f.path)) for f in summary.files
+            ),
+        ),
+    )
 
 
 def _snapshot_jobs(con: duckdb.DuckDBPyConnection, cluster: str, start_s: int) -> None:
@@ -363,64 +334,19 @@ def _job_changes(con: duckdb.DuckDBPyConnection, summary: IngestSummary) -> tupl
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def _find(name: str, slurm_bin: Path | None) -> str:
-    if slurm_bin is not None:
-        path = slurm_bin / name
-        if not os.access(path, os.X_OK):
-            raise CollectError(name, f"not found in {slurm_bin}", hint="check collect.slurm_bin")
-        return str(path)
-    found = shutil.which(name)
-    if found is None:
-        raise CollectError(
-            name,
-            "not found on PATH",
-            hint="run on a Slurm login node, or give collect.slurm_bin DIR",
-        )
-    return found
-
-
-def _check_run(command: str, result: ClientRun, max_bytes: int) -> None:
-    """A run that did not exit 0 as a ``CollectError`` naming the command and what it printed."""
-    if result.ok:
-        return
-    if result.outcome is Outcome.NO_CONFIG:
-        raise CollectError(command, f"found no Slurm configuration: {result.no_config_line}",
-                           hint=_NO_CONFIG_HINT)  # fmt: skip
-    if result.outcome is Outcome.TIMED_OUT:
-        raise CollectError(command, f"ran past {COMMAND_TIMEOUT_S} s",
-                           hint="is slurmdbd/slurmctld answering? `gpuyield doctor` checks them")  # fmt: skip
-    if result.outcome is Outcome.TOO_LARGE:
-        raise CollectError(
-            command, f"printed more than {max_bytes} bytes: stopped",
-            hint="collect a shorter period (a later collect.since, or run collect more often), or "
-            "raise collect.max_output_bytes",
-        )  # fmt: skip
-    if result.outcome is Outcome.NOT_RUN:
-        raise CollectError(
-            command, f"could not run: {result.stderr}", hint="check collect.slurm_bin"
-        )
-    raise CollectError(
-        command,
-        f"exited {result.returncode}: {result.stderr[-1500:] or '(no message)'}",
-        hint="are slurmctld and slurmdbd running? `gpuyield doctor` checks them; the store "
-        "is unchanged, run collect again when Slurm answers",
-    )
-
-
 def _cluster_name(scontrol: str, run: _Run) -> str:
     command = SlurmCommand(kind="config", file="config.txt", argv=(scontrol, "show", "config"))
     path = run.output(command)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise CollectError(command.shell, f"printed text that is not UTF-8 ({error.reason} at "
-                           f"byte {error.start})", hint="give collect.cluster NAME") from None  # fmt: skip
+        raise CollectError(
+            command.shell,
+            f"printed text that is not UTF-8 ({error.reason} at byte {error.start})",
+            hint="give collect.cluster NAME",
+        ) from None
     for line in text.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "ClusterName" and value.strip():
             return value.strip()
     raise CollectError(command.shell, "printed no ClusterName", hint="give collect.cluster NAME")
-
-
-def _slurm_time(epoch_s: int) -> str:
-    return time.strftime(_SLURM_TIME, time.gmtime(epoch_s))

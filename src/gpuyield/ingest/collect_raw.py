@@ -76,9 +76,20 @@ def write_record(
     lines = [f"{c.file}.gz\t{env} {c.shell}\n" for c in commands]
     (folder / "commands.tsv").write_text("".join(lines))
     files = {c.kind: str(folder / f"{c.file}.gz") for c in commands}
-    rebuild = ["gpuyield", "ingest", "slurm", "--db", "DB", "--cluster", cluster,
-               "--since", iso_utc(start_s), "--until", iso_utc(end_s),
-               *[a for kind, path in files.items() for a in (f"--{kind}", path)]]  # fmt: skip
+    rebuild = [
+        "gpuyield",
+        "ingest",
+        "slurm",
+        "--db",
+        "DB",
+        "--cluster",
+        cluster,
+        "--since",
+        iso_utc(start_s),
+        "--until",
+        iso_utc(end_s),
+        *[a for kind, path in files.items() for a in (f"--{kind}", path)],
+    ]
     record = {
         "cluster": cluster,
         "since": iso_utc(start_s),

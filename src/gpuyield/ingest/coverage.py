@@ -65,12 +65,24 @@ def record_sacct_coverage(
     if since_s is not None:
         clusters = sorted(firsts) or [cluster or _only_cluster(con)]
         for name in clusters:
-            store.record_coverage(con, cluster=name, start_s=since_s, end_s=as_of_s,
-                                  source="window", ingest_id=sacct.ingest_id)  # fmt: skip
+            store.record_coverage(
+                con,
+                cluster=name,
+                start_s=since_s,
+                end_s=as_of_s,
+                source="window",
+                ingest_id=sacct.ingest_id,
+            )
         return None
     for name, first_s in sorted(firsts.items()):
-        store.record_coverage(con, cluster=name, start_s=first_s, end_s=as_of_s,
-                              source="earliest-job", ingest_id=sacct.ingest_id)  # fmt: skip
+        store.record_coverage(
+            con,
+            cluster=name,
+            start_s=first_s,
+            end_s=as_of_s,
+            source="earliest-job",
+            ingest_id=sacct.ingest_id,
+        )
     if not firsts:
         return "no --since and no job started in the sacct file: no time is recorded as captured"
     starts = ", ".join(f"{n} from {iso_utc(s)}" for n, s in sorted(firsts.items()))

@@ -21,6 +21,7 @@ import duckdb
 from gpuyield import manifest as manifest_mod
 from gpuyield import store
 from gpuyield.ingest.slurm_client import Outcome, run_client
+from gpuyield.ingest.sources import slurm_clients
 from gpuyield.times import iso_utc
 
 _TIMEOUT_S = 60
@@ -116,8 +117,13 @@ class _Runner:
         return shutil.which(name)
 
     def run(self, *argv: str) -> _Answer:
-        result = run_client(argv, self.tmp / "output", timeout_s=_TIMEOUT_S,
-                            max_bytes=_MAX_OUTPUT_BYTES, env=_doctor_env())  # fmt: skip
+        result = run_client(
+            argv,
+            self.tmp / "output",
+            timeout_s=_TIMEOUT_S,
+            max_bytes=_MAX_OUTPUT_BYTES,
+            env=_doctor_env(),
+        )
         if result.outcome is Outcome.NO_CONFIG:
             return _Answer(ok=False, text=result.no_config_line, no_config=True)
         if result.outcome is not Outcome.EXITED:
@@ -127,8 +133,10 @@ class _Runner:
         try:
             return _Answer(ok=True, text=result.output.read_text(encoding="utf-8"))
         except UnicodeDecodeError as error:
-            return _Answer(ok=False, text=f"printed text that is not UTF-8 ({error.reason} at "
-                           f"byte {error.start})")  # fmt: skip
+            return _Answer(
+                ok=False,
+                text=f"printed text that is not UTF-8 ({error.reason} at byte {error.start})",
+            )
 
 
 def _doctor_env() -> dict[str, str]:
@@ -137,13 +145,14 @@ def _doctor_env() -> dict[str, str]:
 
 
 def _slurm_checks(runner: _Runner) -> list[Check]:
-    paths = {n: runner.find(n) for n in ("sacct", "sacctmgr", "scontrol")}
+    # The clients that print what a collection ingests (gpuyield.ingest.sources).
+    paths = {n: runner.find(n) for n in slurm_clients()}
     missing = [n for n, p in paths.items() if p is None]
     if missing:
         return [
             Check(
                 name="Slurm commands",
-                status=Status.SKIPPED if len(missing) == 3 else Status.FAIL,
+                status=Status.SKIPPED if len(missing) == len(paths) else Status.FAIL,
                 detail=f"not found: {', '.join(missing)}",
                 fix="run on a Slurm login node, or give --slurm-bin DIR",
             )

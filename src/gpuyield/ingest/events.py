@@ -36,9 +36,9 @@ from gpuyield.ingest._sql import (
     replace_rows,
     store_rejects,
 )
-from gpuyield.ingest.sacct import csv_source_sql, file_order_kept
-from gpuyield.ingest.sacct_checks import EARLIEST_S, LATEST_S, descending_sql
-from gpuyield.ingest.sacct_sql import NODE_LIST_RE
+from gpuyield.ingest.sacct.checks import EARLIEST_S, LATEST_S, descending_sql
+from gpuyield.ingest.sacct.records import csv_source_sql, file_order_kept
+from gpuyield.ingest.sacct.typed import NODE_LIST_RE
 from gpuyield.sqltext import identifier, literal
 
 SOURCE = "slurm.events"
@@ -134,14 +134,7 @@ def read_events(
     (``read_events_fast``), which takes clean files in bulk; the rest are read here, line by line.
     """
     if info is not None and not lenient:
-        with path.open(encoding="utf-8-sig") as handle:  # without a byte-order mark
-            header = handle.readline().rstrip("\r\n")
-        # A header Python would split or strip differently goes the line-by-line way.
-        fast = (
-            read_events_fast(info, _keys(path, header), tz=tz, default_cluster=default_cluster)
-            if header.isascii() and header.isprintable() and header.strip()
-            else None
-        )
+        fast = _read_clean(path, info, tz=tz, default_cluster=default_cluster)
         if fast is not None:
             return fast
     lines = path.read_text(encoding="utf-8-sig").splitlines()
@@ -155,16 +148,8 @@ def read_events(
     latest: int | None = None
     data_lines = [(n, t) for n, t in enumerate(lines[1:], start=2) if t.strip()]
     for number, text in data_lines:
-        parts = text.split("|")
-        if len(parts) > len(keys):  # a pipe inside the free-text reason
-            extra = len(parts) - len(keys)
-            parts = [
-                *parts[:reason_at],
-                "|".join(parts[reason_at : reason_at + extra + 1]),
-                *parts[reason_at + extra + 1 :],
-            ]
         try:
-            row = _typed_row(parts, keys, number, tz, default_cluster)
+            row = _typed_row(_fields(text, len(keys), reason_at), keys, number, tz, default_cluster)
         except ParseError as error:
             if not lenient:
                 raise ParseError(
@@ -192,6 +177,29 @@ def read_events(
         as_of_s=latest,
         problems=tuple(problems),
     )
+
+
+def _read_clean(path: Path, info: FileInfo, *, tz: str, default_cluster: str) -> EventsStage | None:
+    """``read_events_fast`` when the header reads the same in DuckDB as in Python, else None."""
+    with path.open(encoding="utf-8-sig") as handle:  # without a byte-order mark
+        header = handle.readline().rstrip("\r\n")
+    # A header Python would split or strip differently goes the line-by-line way.
+    if not (header.isascii() and header.isprintable() and header.strip()):
+        return None
+    return read_events_fast(info, _keys(path, header), tz=tz, default_cluster=default_cluster)
+
+
+def _fields(text: str, n_keys: int, reason_at: int) -> list[str]:
+    """A record's fields; the pipes beyond the header's are inside the free-text reason."""
+    parts = text.split("|")
+    if len(parts) <= n_keys:
+        return parts
+    extra = len(parts) - n_keys
+    return [
+        *parts[:reason_at],
+        "|".join(parts[reason_at : reason_at + extra + 1]),
+        *parts[reason_at + extra + 1 :],
+    ]
 
 
 def read_events_fast(

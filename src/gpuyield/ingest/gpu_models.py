@@ -24,7 +24,15 @@ from gpuyield.errors import InputError, ManifestError, ParseError, UnknownIdErro
 from gpuyield.estimate.catalog import get_accelerator
 from gpuyield.hostlist import expand_hostlist
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest.source import IngestOutcome, already_ingested, register
+from gpuyield.ingest.source import (
+    Content,
+    IngestOutcome,
+    Loaded,
+    RowCounts,
+    already_ingested,
+    atomically,
+    register_loaded,
+)
 from gpuyield.manifest import Manifest
 from gpuyield.sqltext import literal
 
@@ -96,23 +104,64 @@ def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
 def ingest_gres_conf(db: str | Path, path: Path, *, cluster: str | None = None) -> IngestOutcome:
     """Load a gres.conf's GPU types into the store, all or nothing; the same file twice is a no-op."""
     info = scan_file(path)
-    names = read_gres_conf(path)
+    # Read before the store is opened: a file that does not read creates no store.
+    names = GRES_CONF.read(None, info)
     con = store.connect(db)
     try:
-        cluster = cluster or _only_cluster(con, path)
-        options = json.dumps({"cluster": cluster})
-        seen = already_ingested(con, SOURCE, info, options)
+        gres = GresRun(con=con, cluster=cluster or _only_cluster(con, path))
+        seen = already_ingested(con, SOURCE, info, gres.options)
         if seen is not None:
             return seen
-        with store.transaction(con):
-            ingest_id = store.next_ingest_id(con)
-            con.execute(
-                "DELETE FROM gpu_names WHERE source = 'gres.conf' AND cluster = ?", [cluster]
-            )
-            _insert(con, cluster, names, "gres.conf", ingest_id)
-            return register(con, SOURCE, info, ingest_id, None, options, read=len(names))
+
+        def work(_: duckdb.DuckDBPyConnection, __: bool) -> IngestOutcome:
+            GRES_CONF.stage(gres, names)
+            return register_loaded(gres, GRES_CONF, info, GRES_CONF.load(gres, info, names), None)
+
+        return atomically(db, con, work)
     finally:
         con.close()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GresRun:
+    """One gres.conf ingest: where it writes, and the cluster the file describes."""
+
+    con: duckdb.DuckDBPyConnection
+    """The store."""
+    cluster: str
+    """The cluster whose nodes the file names."""
+
+    @property
+    def options(self) -> str:
+        """What ``ingests.options`` records: the cluster."""
+        return json.dumps({"cluster": self.cluster})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GresConfSource:
+    """A gres.conf as a ``Source``: the GPU type (``Type=``) of each node's GPUs."""
+
+    kind: str = SOURCE
+    input_field: str = "gres_conf.path"
+    latest_only: bool = True
+
+    def read(self, run: GresRun | None, info: Content) -> list[NodeName]:
+        """The file's GPU types; it needs nothing of the store."""
+        return read_gres_conf(Path(info.path))
+
+    def stage(self, run: GresRun, staged: list[NodeName]) -> None:
+        """A gres.conf says nothing of other inputs."""
+
+    def load(self, run: GresRun, info: Content, staged: list[NodeName]) -> Loaded:
+        ingest_id = store.next_ingest_id(run.con)
+        run.con.execute(
+            "DELETE FROM gpu_names WHERE source = 'gres.conf' AND cluster = ?", [run.cluster]
+        )
+        _insert(run.con, run.cluster, staged, "gres.conf", ingest_id)
+        return Loaded(ingest_id=ingest_id, counts=RowCounts(read=len(staged)))
+
+
+GRES_CONF = GresConfSource()
 
 
 def _only_cluster(con: duckdb.DuckDBPyConnection, path: Path) -> str:

@@ -109,8 +109,11 @@ def _records(path: Path) -> list[list[_Pair]]:
         if not starts and not (records and line[:1].isspace()):
             raise ParseError(
                 f"not a job record of `{COMMAND}` ({line.strip()[:60]!r})",
-                path=path, line=number, field="JobId", hint=_HINT,
-            )  # fmt: skip
+                path=path,
+                line=number,
+                field="JobId",
+                hint=_HINT,
+            )
         if starts:
             records.append([])
         records[-1] += _pairs(line, number)
@@ -134,10 +137,13 @@ def _pairs(line: str, number: int) -> list[_Pair]:
 def _split(text: str, number: int) -> list[_Pair]:
     keys = list(_KEY.finditer(text))
     return [
-        _Pair(key=m.group(1), value=text[m.end() : keys[i + 1].start() if i + 1 < len(keys)
-                                          else None].strip(), line=number)
+        _Pair(
+            key=m.group(1),
+            value=text[m.end() : keys[i + 1].start() if i + 1 < len(keys) else None].strip(),
+            line=number,
+        )
         for i, m in enumerate(keys)
-    ]  # fmt: skip
+    ]
 
 
 def read_jobs_detail(path: Path, *, tz: str, lenient: bool, cluster: str) -> JobsDetailStage:
@@ -158,8 +164,9 @@ def read_jobs_detail(path: Path, *, tz: str, lenient: bool, cluster: str) -> Job
                     error.reason, path=path, line=line, field=error.field, hint=error.hint
                 ) from None
             raw = " ".join(f"{p.key}={p.value}" for p in record)[:2000]
-            problems.append(Problem(line=line, field=error.field or "", message=error.reason,
-                                    raw=raw))  # fmt: skip
+            problems.append(
+                Problem(line=line, field=error.field or "", message=error.reason, raw=raw)
+            )
             continue
         skipped += not held
         rows += held
@@ -182,14 +189,22 @@ def _tag(record: list[_Pair], tz: str, cluster: str) -> list[dict[str, object]]:
     state = first.get("JobState")
     if comment is None or not comment.value or state is None or state.value not in _HOLDING_STATES:
         return []
-    start = time_field(first["StartTime"].value if "StartTime" in first else "", tz,
-                       field="StartTime")  # fmt: skip
+    start = time_field(
+        first["StartTime"].value if "StartTime" in first else "", tz, field="StartTime"
+    )
     if start is None:
         raise ParseError("a running job without a start", field="StartTime", hint=_HINT)
     run_time = first["RunTime"].value if "RunTime" in first else ""
-    return [{"cluster": cluster, "job_id_raw": first["JobId"].value, "start_s": start,
-             "comment": comment.value, "seen_s": start + _run_time_s(run_time),
-             "line": comment.line}]  # fmt: skip
+    return [
+        {
+            "cluster": cluster,
+            "job_id_raw": first["JobId"].value,
+            "start_s": start,
+            "comment": comment.value,
+            "seen_s": start + _run_time_s(run_time),
+            "line": comment.line,
+        }
+    ]
 
 
 def _held(record: list[_Pair], tz: str, cluster: str) -> list[dict[str, object]]:
@@ -205,8 +220,9 @@ def _held(record: list[_Pair], tz: str, cluster: str) -> list[dict[str, object]]
         if first.get("JobState") in _HOLDING_STATES and "gres/gpu=" in first.get("TRES", ""):
             raise ParseError(
                 f"job {job} holds GPUs but the record has no per-node detail (Nodes=...)",
-                field="Nodes", hint=f"run scontrol with -d: `{COMMAND}`",
-            )  # fmt: skip
+                field="Nodes",
+                hint=f"run scontrol with -d: `{COMMAND}`",
+            )
         return []
     if not any(gpus for _, gpus in groups):
         return []
@@ -215,12 +231,19 @@ def _held(record: list[_Pair], tz: str, cluster: str) -> list[dict[str, object]]
         raise ParseError("a job holding GPUs without a start", field="StartTime", hint=_HINT)
     seen = start + _run_time_s(first.get("RunTime", ""))
     return [
-        {"cluster": cluster, "job_id_raw": job, "start_s": start, "node": node, "gpu": gpu,
-         "seen_s": seen, "line": line}
+        {
+            "cluster": cluster,
+            "job_id_raw": job,
+            "start_s": start,
+            "node": node,
+            "gpu": gpu,
+            "seen_s": seen,
+            "line": line,
+        }
         for (nodes, line), gpus in groups
         for node in nodes
         for gpu in gpus
-    ]  # fmt: skip
+    ]
 
 
 def _node_groups(record: list[_Pair]) -> list[tuple[tuple[list[str], int], list[int]]]:
@@ -249,8 +272,9 @@ def _indices(gres: str, key: str) -> list[int]:
         for part in spec.split(","):
             low, _, high = part.partition("-")
             if not (low.isdigit() and (high.isdigit() or not high)):
-                raise ParseError(f"GPU index list {spec!r} is not like 0-1,4", field=key,
-                                 hint=_HINT)  # fmt: skip
+                raise ParseError(
+                    f"GPU index list {spec!r} is not like 0-1,4", field=key, hint=_HINT
+                )
             first, last = int(low), int(high or low)
             if first > last or last > MAX_GPU_INDEX:
                 raise ParseError(f"GPU index range {part!r} is not valid", field=key, hint=_HINT)

@@ -38,8 +38,13 @@ _SACCTMGR = {
     "flags": "Flags",
     "nodes": "NodeName",
 }
-_SCONTROL = {"name": "ReservationName", "start": "StartTime", "end": "EndTime", "flags": "Flags",
-             "nodes": "Nodes"}  # fmt: skip
+_SCONTROL = {
+    "name": "ReservationName",
+    "start": "StartTime",
+    "end": "EndTime",
+    "flags": "Flags",
+    "nodes": "Nodes",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,8 +98,9 @@ def read_reservations(
                 raise ParseError(
                     error.reason, path=path, line=number, field=error.field, hint=error.hint
                 ) from None
-            problems.append(Problem(line=number, field=error.field or "", message=error.reason,
-                                    raw=str(fields)))  # fmt: skip
+            problems.append(
+                Problem(line=number, field=error.field or "", message=error.reason, raw=str(fields))
+            )
     return ReservationsStage(
         rows_read=len(records),
         rows_skipped=skipped,

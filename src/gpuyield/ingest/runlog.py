@@ -20,7 +20,16 @@ from gpuyield import store
 from gpuyield.guard.watch import DivergenceEvent
 from gpuyield.ingest._files import scan_file
 from gpuyield.ingest.ft_rows import ft_table
-from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
+from gpuyield.ingest.source import (
+    Content,
+    IngestOutcome,
+    InputContent,
+    Loaded,
+    RowCounts,
+    already_ingested,
+    atomically,
+    register_loaded,
+)
 from gpuyield.ingest.telemetry import (
     CheckpointLoaded,
     CheckpointSaved,
@@ -114,6 +123,77 @@ def _rows(run: str, log: TelemetryLog) -> pa.Table:
     return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in _COLUMNS.items()})
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TelemetryRun:
+    """One run's telemetry ingest: where it writes and what it reads."""
+
+    con: duckdb.DuckDBPyConnection
+    """The ingest's connection (inside its transaction)."""
+    run: str
+    """The run the files belong to."""
+    fmt: str | None
+    """The format given, or None to detect it."""
+
+    @property
+    def options(self) -> str:
+        """What ``ingests.options`` records: the run (the same log of another run is new)."""
+        return json.dumps({"run": self.run})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StagedTelemetry:
+    """A telemetry log read: the rows to store and what the divergence watch found."""
+
+    table: pa.Table
+    """One row per timed record (``telemetry``)."""
+    torn_lines: int
+    """Unreadable tail lines skipped."""
+    events: tuple[DivergenceEvent, ...]
+    """The divergence watch's findings."""
+    ft_rows: pa.Table | None
+    """Fault-tolerance rows (``ft_events``), None without such events."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TelemetrySource:
+    """Run telemetry as a ``Source``: logs add up (one per run and file), so any earlier ingest
+    of the same content for the same run makes one a no-op."""
+
+    kind: str = SOURCE
+    input_field: str = "telemetry.files"
+    latest_only: bool = False
+
+    def read(self, run: TelemetryRun, info: Content) -> StagedTelemetry:
+        log = read(Path(info.path), run.fmt)
+        return StagedTelemetry(
+            table=_rows(run.run, log),
+            torn_lines=log.torn_lines,
+            events=scan_log(log).events,
+            ft_rows=ft_table(run.run, log),
+        )
+
+    def stage(self, run: TelemetryRun, staged: StagedTelemetry) -> None:
+        """A log says nothing of other inputs."""
+
+    def load(self, run: TelemetryRun, info: Content, staged: StagedTelemetry) -> Loaded:
+        con = run.con
+        ingest_id = store.next_ingest_id(con)
+        _drop_older_copy(con, run.run, Path(info.path))
+        if staged.ft_rows is not None:
+            con.register("new_ft_events", staged.ft_rows)
+            con.execute("INSERT INTO ft_events SELECT *, ? FROM new_ft_events", [ingest_id])
+            con.unregister("new_ft_events")
+        con.register("new_telemetry", staged.table)
+        con.execute("INSERT INTO telemetry SELECT *, ?, NULL FROM new_telemetry", [ingest_id])
+        con.unregister("new_telemetry")
+        _store_events(con, run.run, staged.events, ingest_id)
+        counts = RowCounts(read=staged.table.num_rows, skipped=staged.torn_lines)
+        return Loaded(ingest_id=ingest_id, counts=counts)
+
+
+TELEMETRY = TelemetrySource()
+
+
 def ingest_telemetry(
     con: duckdb.DuckDBPyConnection, run: str, path: Path, *, fmt: str | None = None
 ) -> TelemetryResult:
@@ -121,29 +201,16 @@ def ingest_telemetry(
     digest = scan_file(path).sha256 if path.is_file() else _dir_digest(path)
     # No size: a directory's says nothing, and ``ingests`` has never recorded one for telemetry.
     content = InputContent(path=str(path), sha256=digest)
-    options = json.dumps({"run": run})
-    seen = already_ingested(con, SOURCE, content, options, latest_only=False)
+    telemetry = TelemetryRun(con=con, run=run, fmt=fmt)
+    seen = already_ingested(con, SOURCE, content, telemetry.options, latest_only=False)
     if seen is not None:
         return TelemetryResult(
             run=run, path=seen.path, sha256=seen.sha256, ingest_id=seen.ingest_id, skipped=True
         )
-    log = read(path, fmt)
-    table, torn = _rows(run, log), log.torn_lines
-    events = scan_log(log).events
-    ingest_id = store.next_ingest_id(con)
-    _drop_older_copy(con, run, path)
-    ft_rows = ft_table(run, log)
-    if ft_rows is not None:
-        con.register("new_ft_events", ft_rows)
-        con.execute("INSERT INTO ft_events SELECT *, ? FROM new_ft_events", [ingest_id])
-        con.unregister("new_ft_events")
-    con.register("new_telemetry", table)
-    con.execute("INSERT INTO telemetry SELECT *, ?, NULL FROM new_telemetry", [ingest_id])
-    con.unregister("new_telemetry")
-    _store_events(con, run, events, ingest_id)
-    done = register(
-        con, SOURCE, content, ingest_id, None, options, read=table.num_rows, skipped=torn
-    )
+    staged = TELEMETRY.read(telemetry, content)
+    TELEMETRY.stage(telemetry, staged)
+    loaded = TELEMETRY.load(telemetry, content, staged)
+    done = register_loaded(telemetry, TELEMETRY, content, loaded, None)
     return TelemetryResult(
         run=run,
         path=done.path,
@@ -152,8 +219,8 @@ def ingest_telemetry(
         skipped=False,
         records=done.rows_read,
         torn_lines=done.rows_skipped,
-        divergence_events=len(events),
-        ft_events=0 if ft_rows is None else ft_rows.num_rows,
+        divergence_events=len(staged.events),
+        ft_events=0 if staged.ft_rows is None else staged.ft_rows.num_rows,
     )
 
 
@@ -216,11 +283,8 @@ def ingest_telemetry_files(
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> list[TelemetryResult]:
     """Ingest several telemetry sources of one run, all or nothing."""
-    own = con is None
-    con = con if con is not None else store.connect(db)
-    try:
-        with store.transaction(con):
-            return [ingest_telemetry(con, run, Path(p), fmt=fmt) for p in paths]
-    finally:
-        if own:
-            con.close()
+    return atomically(
+        db,
+        con,
+        lambda connection, _: [ingest_telemetry(connection, run, Path(p), fmt=fmt) for p in paths],
+    )

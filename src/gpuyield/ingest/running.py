@@ -74,9 +74,16 @@ def carry_forward(
     # The same content: each row's line is the same line of the new capture.
     con.execute("UPDATE jobs SET ingest_id = ? WHERE ingest_id = ?", [ingest_id, seen.ingest_id])
     return register(
-        con, sacct_mod.SOURCE, info, ingest_id, as_of_s, options,
-        read=int(read or 0), rejected=int(rejected or 0), skipped=int(skipped or 0),
-    )  # fmt: skip
+        con,
+        sacct_mod.SOURCE,
+        info,
+        ingest_id,
+        as_of_s,
+        options,
+        read=int(read or 0),
+        rejected=int(rejected or 0),
+        skipped=int(skipped or 0),
+    )
 
 
 def apply_live_comments(con: duckdb.DuckDBPyConnection) -> int:

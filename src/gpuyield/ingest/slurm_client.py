@@ -91,8 +91,9 @@ class ClientRun:
 
 def slurm_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The caller's environment with UTC times and Slurm's default time format."""
-    env = {k: v for k, v in (os.environ if base is None else base).items()
-           if k != "SLURM_TIME_FORMAT"}  # fmt: skip
+    env = {
+        k: v for k, v in (os.environ if base is None else base).items() if k != "SLURM_TIME_FORMAT"
+    }
     env["TZ"] = "UTC"
     return env
 
@@ -115,12 +116,21 @@ def run_client(
     with output.open("wb") as out, tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                env=dict(slurm_env() if env is None else env), start_new_session=True,
-            )  # fmt: skip
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=dict(slurm_env() if env is None else env),
+                start_new_session=True,
+            )
         except OSError as error:
-            return ClientRun(outcome=Outcome.NOT_RUN, returncode=None, output=output,
-                             output_bytes=0, stderr=str(error))  # fmt: skip
+            return ClientRun(
+                outcome=Outcome.NOT_RUN,
+                returncode=None,
+                output=output,
+                output_bytes=0,
+                stderr=str(error),
+            )
         try:
             outcome = _watch(proc, output, err, timeout_s=timeout_s, max_bytes=max_bytes)
         finally:
@@ -134,8 +144,11 @@ def run_client(
         return ClientRun(
             outcome=outcome,
             returncode=proc.returncode if outcome is Outcome.EXITED else None,
-            output=output, output_bytes=size, stderr=_tail(err), no_config_line=no_config,
-        )  # fmt: skip
+            output=output,
+            output_bytes=size,
+            stderr=_tail(err),
+            no_config_line=no_config,
+        )
 
 
 def _watch(

@@ -15,17 +15,24 @@ earlier ingest of the same content read with the same options (``latest_only=Fal
 
 An input is a ``FileInfo`` (a scanned file) or an ``InputContent`` (a directory, a server's
 responses: anything known by a hash of its content).
+
+In code: a ``Source`` has the steps ``read`` (and, in it, ``stage``) and ``load``; ``ingest_input``
+runs them for one input and ``register``s it, and ``atomically`` runs a whole ingest in one
+transaction. ``gpuyield.ingest.sources.SOURCES`` lists every source.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar, runtime_checkable
 
 import duckdb
 
+from gpuyield import store
 from gpuyield.errors import InputError
 
 # The manifest is a statement, not a capture: the same manifest under other options is the same.
@@ -179,3 +186,162 @@ def register(
         rows_rejected=rejected,
         rows_skipped=skipped,
     )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RowCounts:
+    """What ``load`` stored of one input, as ``ingests`` records it."""
+
+    read: int
+    """Records read."""
+    rejected: int = 0
+    """Records rejected (lenient mode)."""
+    skipped: int = 0
+    """Records deliberately not loaded (steps, duplicates, torn lines)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Loaded:
+    """An input ``load`` stored: its provenance id and its counts."""
+
+    ingest_id: int
+    """The id its rows carry."""
+    counts: RowCounts
+    """What it stored."""
+
+
+RunT = TypeVar("RunT", contravariant=True)
+StagedT = TypeVar("StagedT")
+
+
+@runtime_checkable
+class Source(Protocol[RunT, StagedT]):
+    """One kind of input: its name in ``ingests`` and the steps every ingest of it takes.
+
+    ``RunT`` is what the ingest knows of the whole call (its connection, options, the capture
+    time once known); ``StagedT`` is what ``read`` holds for ``load`` (an Arrow table, a DuckDB
+    stage, a parsed manifest).
+    """
+
+    @property
+    def kind(self) -> str:
+        """``ingests.source`` and ``IngestOutcome.source`` (slurm.sacct, telemetry, ...)."""
+        ...
+
+    @property
+    def input_field(self) -> str:
+        """The library field naming its input (``ingest.sacct``; the CLI's flag maps from it)."""
+        ...
+
+    @property
+    def latest_only(self) -> bool:
+        """A capture of one state (only the latest ingest of the kind counts, see
+        ``already_ingested``), not inputs that add up."""
+        ...
+
+    def read(self, run: RunT, info: Content) -> StagedT:
+        """Parse (and stage) the input; every bad record named, or counted in lenient mode."""
+        ...
+
+    def stage(self, run: RunT, staged: StagedT) -> None:
+        """Hold what was read until every input is: note what it says of the whole ingest (its
+        capture time, its cluster, warnings)."""
+        ...
+
+    def load(self, run: RunT, info: Content, staged: StagedT) -> Loaded:
+        """Store what was read (rows replace rows of the same natural key), in the caller's
+        transaction, under a fresh ingest id (or the one the read took)."""
+        ...
+
+
+class IngestRun(Protocol):
+    """What ``ingest_input`` needs of an ingest: where to write and how it read."""
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection: ...
+    @property
+    def options(self) -> str: ...
+
+
+RunU = TypeVar("RunU", bound=IngestRun)
+
+
+def ingest_input(
+    run: RunU, source: Source[RunU, StagedT], info: Content, *, as_of_s: int | None = None
+) -> IngestOutcome:
+    """One input through every step: skipped when ingested before, else read, stage, load and
+    register (an ingest that must read every input before it loads any runs the steps itself)."""
+    seen = already_ingested(run.con, source.kind, info, run.options, latest_only=source.latest_only)
+    if seen is not None:
+        return seen
+    staged = source.read(run, info)
+    source.stage(run, staged)
+    return register_loaded(run, source, info, source.load(run, info, staged), as_of_s)
+
+
+def register_loaded(
+    run: RunU,
+    source: Source[RunU, StagedT],
+    info: Content,
+    loaded: Loaded,
+    as_of_s: int | None,
+    *,
+    options: str | None = None,
+) -> IngestOutcome:
+    """``register`` what ``load`` stored (read with ``options``, by default the run's)."""
+    counts = loaded.counts
+    return register(
+        run.con,
+        source.kind,
+        info,
+        loaded.ingest_id,
+        as_of_s,
+        run.options if options is None else options,
+        read=counts.read,
+        rejected=counts.rejected,
+        skipped=counts.skipped,
+    )
+
+
+ResultT = TypeVar("ResultT")
+
+
+class _NoRetry(Exception):
+    """Never raised: ``atomically`` without a slower way to redo the work."""
+
+
+def atomically(
+    db: str | Path | None,
+    con: duckdb.DuckDBPyConnection | None,
+    work: Callable[[duckdb.DuckDBPyConnection, bool], ResultT],
+    *,
+    redo_on: type[Exception] | tuple[type[Exception], ...] = _NoRetry,
+) -> ResultT:
+    """Run ``work(con, fast)`` in one transaction on ``con`` (or a connection to ``db`` opened
+    and closed here): all of an ingest or nothing of it.
+
+    ``work`` first runs with ``fast=True``; when it raises ``redo_on`` (the fast way met
+    something only the slow way names or takes), the transaction is rolled back and ``work``
+    runs again with ``fast=False`` in a new one.
+    """
+    with _connection(db, con) as connection:
+        try:
+            with store.transaction(connection):
+                return work(connection, True)
+        except redo_on:
+            with store.transaction(connection):
+                return work(connection, False)
+
+
+@contextmanager
+def _connection(
+    db: str | Path | None, con: duckdb.DuckDBPyConnection | None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    if con is not None:
+        yield con
+        return
+    own = store.connect(db)
+    try:
+        yield own
+    finally:
+        own.close()

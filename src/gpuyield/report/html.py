@@ -16,16 +16,14 @@ from gpuyield.errors import FieldError
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.charts import RenderedChart, render_charts, require_matplotlib
 from gpuyield.report.figures import ReportFigures, build_figures
+from gpuyield.report.html_cells import hours_text, keyed, share_text
 from gpuyield.report.html_ladder import skipped_rungs_tables
+from gpuyield.report.html_quality import quality_blocks
 from gpuyield.report.html_tables import (
     failures_caption,
     failures_tables,
-    hours_text,
-    keyed,
     lineage_caption,
     lineage_tables,
-    quality_blocks,
-    share_text,
     time_caption,
     time_table,
     where_caption,

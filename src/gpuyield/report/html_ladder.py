@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuyield.report.html_tables import hours_text, keyed, share_text
+from gpuyield.report.html_cells import hours_text, keyed, share_text
 from gpuyield.report.page_model import Cell, Row, Table, TableGroup
 
 KEY = "waste_in_skipped_rungs"

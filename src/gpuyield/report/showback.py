@@ -175,60 +175,36 @@ def _weighted_table(data: dict[str, Any]) -> Table:
 
 def _weights_table(data: dict[str, Any]) -> Table:
     """The weight of each type in each unit, the basis, and what was not weighted."""
-    rows = []
-    for u, w in data["weighted"].items():
-        if w is None:
-            continue
-        rows.append(
-            Row(
-                cells=(
-                    _cell(unit_label(u)),
-                    _cell("basis"),
-                    _cell(w["basis"], f"weighted.{u}.basis", w["basis"]),
-                )
-            )
-        )
-        for t, weight in w["weights"].items():
-            if isinstance(weight, list):
-                for i, price in enumerate(weight):
-                    for f, v in price.items():
-                        key = f"weighted.{u}.weights.{t}.{i}.{f}"
-                        rows.append(
-                            Row(
-                                cells=(
-                                    _cell(unit_label(u)),
-                                    _cell(f"{t} {f}"),
-                                    _cell(_text(v), key, v),
-                                )
-                            )
-                        )
-            else:
-                rows.append(
-                    Row(
-                        cells=(
-                            _cell(unit_label(u)),
-                            _cell(f"{t} weight"),
-                            _cell(_text(weight), f"weighted.{u}.weights.{t}", weight),
-                        )
-                    )
-                )
-        for t, gpu_s in w["not_weighted_gpu_seconds"].items():
-            key = f"weighted.{u}.not_weighted_gpu_seconds.{t}"
-            rows.append(
-                Row(
-                    cells=(
-                        _cell(unit_label(u)),
-                        _cell(f"{t}: not weighted, GPU-s"),
-                        _cell(_text(gpu_s), key, gpu_s),
-                    )
-                )
-            )
+    rows = [row for u, w in data["weighted"].items() if w is not None for row in _weight_rows(u, w)]
     return Table(
         caption="Weights and prices used",
         headers=("unit", "what", "value"),
         rows=tuple(rows),
         folded=len(rows) > 24,
     )
+
+
+def _weight_rows(u: str, w: dict[str, Any]) -> list[Row]:
+    """One unit's rows: its basis, each type's weight (or each price of its table), the rest."""
+    rows = [_unit_row(u, "basis", w["basis"], f"weighted.{u}.basis", w["basis"])]
+    for t, weight in w["weights"].items():
+        if isinstance(weight, list):
+            rows += [
+                _unit_row(u, f"{t} {f}", _text(v), f"weighted.{u}.weights.{t}.{i}.{f}", v)
+                for i, price in enumerate(weight)
+                for f, v in price.items()
+            ]
+        else:
+            key = f"weighted.{u}.weights.{t}"
+            rows.append(_unit_row(u, f"{t} weight", _text(weight), key, weight))
+    for t, gpu_s in w["not_weighted_gpu_seconds"].items():
+        key = f"weighted.{u}.not_weighted_gpu_seconds.{t}"
+        rows.append(_unit_row(u, f"{t}: not weighted, GPU-s", _text(gpu_s), key, gpu_s))
+    return rows
+
+
+def _unit_row(u: str, what: str, text: str, key: str, value: Any) -> Row:
+    return Row(cells=(_cell(unit_label(u)), _cell(what), _cell(text, key, value)))
 
 
 def _showback_tables(cuts: tuple[Breakdown, ...]) -> tuple[Block, ...]:

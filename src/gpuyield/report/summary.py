@@ -33,6 +33,24 @@ ESSAY_BUCKETS: dict[str, tuple[Category, ...]] = {
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class IngestSource:
+    """One ingest the report was computed from: the file read, its SHA-256, and its row counts."""
+
+    ingest_id: int
+    source: str
+    """What was read (``sacct``, ``events``, ``manifest``, ...)."""
+    path: str
+    sha256: str
+    rows_read: int | None
+    rows_rejected: int | None
+    rows_skipped: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape of one ``sources`` entry (docs/contracts.md)."""
+        return {name: getattr(self, name) for name in _SOURCE_COLUMNS}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class EssayShare:
     """One of the essay's buckets: this cluster's share of installed time beside the essay's."""
 
@@ -66,7 +84,7 @@ class YieldReport:
     """How each derived figure was obtained: measured, estimated, not measured."""
     warnings: tuple[str, ...] = field(default=())
     """Caveats about the window or the data."""
-    sources: tuple[dict[str, Any], ...] = field(default=())
+    sources: tuple[IngestSource, ...] = field(default=())
     """Provenance: every ingest (file, hash, rows read, rejected)."""
     divergence_evidence: tuple[dict[str, Any], ...] = field(default=())
     """Divergence watch findings in run telemetry (step, kind, metric, value, threshold)."""
@@ -136,7 +154,7 @@ class YieldReport:
                 for e in self.essay_comparison()
             },
             "warnings": list(self.warnings),
-            "sources": list(self.sources),
+            "sources": [s.to_dict() for s in self.sources],
             "divergence_evidence": list(self.divergence_evidence),
             # Only with a ladder in the manifest: reports without one keep their shape.
             **(
@@ -236,7 +254,7 @@ def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) 
     backend = backend if backend is not None else ledger.jobs._find_backend()
     rejected = int(backend.table("rejects").count().to_pyarrow().as_py())
     ingests = backend.table("ingests").select(*_SOURCE_COLUMNS).order_by("ingest_id")
-    sources = tuple(ingests.to_pyarrow().to_pylist())
+    sources = tuple(IngestSource(**row) for row in ingests.to_pyarrow().to_pylist())
     ladder = analyse_ladder(ledger)
     fleet = fleet_yield(ledger)
     return YieldReport(

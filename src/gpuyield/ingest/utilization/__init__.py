@@ -30,7 +30,16 @@ from gpuyield import store
 from gpuyield.errors import FieldError, InputError
 from gpuyield.ingest import gpu_models
 from gpuyield.ingest._files import scan_file
-from gpuyield.ingest.source import IngestOutcome, InputContent, already_ingested, register
+from gpuyield.ingest.source import (
+    Content,
+    IngestOutcome,
+    InputContent,
+    Loaded,
+    RowCounts,
+    already_ingested,
+    atomically,
+    register_loaded,
+)
 from gpuyield.ingest.utilization import duckjson, load, prometheus, sacct_usage, stage
 from gpuyield.ingest.utilization.prometheus import Limits
 from gpuyield.ingest.utilization.promjson import MetricNames, Role, node_name, parse_response
@@ -247,51 +256,116 @@ def _ingest(con: duckdb.DuckDBPyConnection, plan: _Plan) -> list[UtilizationResu
                 usage=path,
             )
         )
-    try:
-        with store.transaction(con):
-            _load_all(con, plan, fast=True)
-    except duckjson.CHECK_ERRORS:
-        # Rolled back: read the saved responses again in Python, which names the fault (or,
-        # where DuckDB's reader was stricter, accepts them).
-        with store.transaction(con):
-            _load_all(con, plan, fast=False)
+    # The fast way reads saved responses with DuckDB's JSON reader; when it refuses one, the
+    # transaction is rolled back and they are read again in Python, which names the fault (or,
+    # where DuckDB's reader was stricter, accepts them).
+    atomically(
+        None,
+        con,
+        lambda connection, fast: _load_all(UtilizationRun(con=connection, plan=plan, fast=fast)),
+        redo_on=duckjson.CHECK_ERRORS,
+    )
     return [s.result for s in plan.sources if s.result is not None]
 
 
-def _load_all(con: duckdb.DuckDBPyConnection, plan: _Plan, *, fast: bool) -> None:
-    """Stage every input not ingested before, store and attribute them, register each."""
-    stage.create(con)
+def _load_all(run: UtilizationRun) -> None:
+    """Read every input not ingested before, stage them in batches (each stored and attributed
+    before the next), register each."""
+    stage.create(run.con)
     fresh: list[_Source] = []
-    for source in plan.sources:
-        seen = already_ingested(con, SOURCE, source.content, source.options, latest_only=False)
-        source.result = None if seen is None else UtilizationResult.of(seen)
+    for planned in run.plan.sources:
+        seen = already_ingested(
+            run.con, SOURCE, planned.content, planned.options, latest_only=False
+        )
+        planned.result = None if seen is None else UtilizationResult.of(seen)
         if seen is None:
-            source.ingest_id = store.next_ingest_id(con)
-            fresh.append(source)
-    stored: dict[int, int] = {}
-    for batch in _batches(fresh):
-        stage.create(con)
-        saved = [(x, s.ingest_id) for s in batch for x in s.saved]
-        if saved:
-            _stage_saved(con, saved, plan.names, fast=fast)
-        for source in batch:
-            if source.usage is not None:
-                _stage_usage(con, source.usage, source.ingest_id, plan)
-        declared = {s.ingest_id: s.declared_step_s for s in batch}
-        stored |= load.load(con, declared, cluster=plan.cluster)
-        for source in batch:
-            _store_gpu_models(con, source, plan)
+            fresh.append(UTILIZATION.read(run, planned.content))
     for source in fresh:
-        done = register(
-            con,
-            SOURCE,
-            source.content,
-            source.ingest_id,
-            None,
-            source.options,
-            read=stored.get(source.ingest_id, 0),
+        UTILIZATION.stage(run, source)
+    for source in fresh:
+        loaded = UTILIZATION.load(run, source.content, source)
+        done = register_loaded(
+            run, UTILIZATION, source.content, loaded, None, options=source.options
         )
         source.result = UtilizationResult.of(done)
+
+
+@dataclass(kw_only=True, slots=True)
+class UtilizationRun:
+    """One attempt at a utilization ingest (mutable; rolled back with its transaction)."""
+
+    con: duckdb.DuckDBPyConnection
+    """The ingest's connection."""
+    plan: _Plan
+    """Every input of the call."""
+    fast: bool
+    """Saved responses read by DuckDB's JSON reader (else one by one in Python)."""
+    batch: list[_Source] = field(default_factory=list)
+    """Inputs staged and not yet stored."""
+    batch_bytes: int = 0
+    """Their size."""
+    stored: dict[int, int] = field(default_factory=dict)
+    """GPU samples stored, by ingest id."""
+
+    @property
+    def options(self) -> str:
+        """Each input records its own options (``_Source.options``); none for the whole run."""
+        return ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UtilizationSource:
+    """Utilization samples as a ``Source``. The inputs add up (one file per metric), so any
+    earlier ingest of the same content with the same options makes one a no-op."""
+
+    kind: str = SOURCE
+    input_field: str = "utilization.prom_json"
+    latest_only: bool = False
+
+    def read(self, run: UtilizationRun, info: Content) -> _Source:
+        """The input as planned (a file scanned, a server's answers saved before the
+        transaction), with its ingest id; DuckDB reads its answers when its batch is staged."""
+        source = next(s for s in run.plan.sources if s.content is info)
+        source.ingest_id = store.next_ingest_id(run.con)
+        return source
+
+    def stage(self, run: UtilizationRun, staged: _Source) -> None:
+        """Hold inputs in batches of about ``BATCH_BYTES`` (an input whole): each batch is read,
+        stored and attributed before the next, so memory holds one batch, whatever the size of
+        the capture. The later batches find the earlier ones' samples stored, as a later ingest
+        would (the store's rules are the same)."""
+        paths = [x.path for x in staged.saved] + ([staged.usage] if staged.usage else [])
+        size = sum(p.stat().st_size for p in paths)
+        if run.batch and run.batch_bytes + size > BATCH_BYTES:
+            _store_batch(run)
+        run.batch.append(staged)
+        run.batch_bytes += size
+
+    def load(self, run: UtilizationRun, info: Content, staged: _Source) -> Loaded:
+        if any(s is staged for s in run.batch):
+            _store_batch(run)
+        samples = run.stored.get(staged.ingest_id, 0)
+        return Loaded(ingest_id=staged.ingest_id, counts=RowCounts(read=samples))
+
+
+UTILIZATION = UtilizationSource()
+
+
+def _store_batch(run: UtilizationRun) -> None:
+    """Stage the batch's inputs (all saved responses in one read), store and attribute them."""
+    con, plan, batch = run.con, run.plan, run.batch
+    stage.create(con)
+    saved = [(x, s.ingest_id) for s in batch for x in s.saved]
+    if saved:
+        _stage_saved(con, saved, plan.names, fast=run.fast)
+    for source in batch:
+        if source.usage is not None:
+            _stage_usage(con, source.usage, source.ingest_id, plan)
+    declared = {s.ingest_id: s.declared_step_s for s in batch}
+    run.stored |= load.load(con, declared, cluster=plan.cluster)
+    for source in batch:
+        _store_gpu_models(con, source, plan)
+    run.batch, run.batch_bytes = [], 0
 
 
 def _store_gpu_models(con: duckdb.DuckDBPyConnection, source: _Source, plan: _Plan) -> None:
@@ -302,24 +376,6 @@ def _store_gpu_models(con: duckdb.DuckDBPyConnection, source: _Source, plan: _Pl
     paths = [x.path for x in source.saved]
     models = gpu_models.dcgm_names(paths, plan.names.node_labels, node_name)
     gpu_models.store_dcgm_names(con, models, source.ingest_id, plan.cluster)
-
-
-def _batches(sources: list[_Source]) -> list[list[_Source]]:
-    """Sources in batches of about ``BATCH_BYTES`` of input each (a source whole): each batch is
-    read, stored and attributed before the next, so memory holds one batch, whatever the size
-    of the capture. The later batches find the earlier ones' samples stored, as a later ingest
-    would (the store's rules are the same)."""
-    batches: list[list[_Source]] = []
-    size = BATCH_BYTES
-    for source in sources:
-        paths = [x.path for x in source.saved] + ([source.usage] if source.usage else [])
-        bytes_ = sum(p.stat().st_size for p in paths)
-        if size + bytes_ > BATCH_BYTES and (not batches or batches[-1]):
-            batches.append([])
-            size = 0
-        batches[-1].append(source)
-        size += bytes_
-    return batches
 
 
 def _stage_saved(

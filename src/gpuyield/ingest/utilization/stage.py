@@ -63,8 +63,28 @@ def describe(con: duckdb.DuckDBPyConnection) -> None:
     missed) is told in one native comparison with the grid; only the others are walked point by
     point to find their order and smallest gap.
     """
+    con.execute(_SERIES_INFO_SQL, {"default": DEFAULT_STEP_S})
+    _describe_gpus(con)
+
+
+def _describe_gpus(con: duckdb.DuckDBPyConnection) -> None:
+    """``gy_gpu``: per GPU, its span and whether its series load straight in (one role, each in
+    time order, none a job's, none overlapping an earlier one)."""
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE gy_info AS
+        f"""CREATE OR REPLACE TEMP TABLE gy_gpu AS
+            SELECT node, gpu, min(first_t) AS lo, max(last_t) AS hi,
+                   count(DISTINCT role) = 1 AND bool_and(strict)
+                   AND NOT bool_or(role = {literal(Role.JOB.value)})
+                   AND NOT bool_or(coalesce(first_t <= prev_last, false)) AS direct
+            FROM gy_info GROUP BY node, gpu"""
+    )
+
+
+# ``gy_info``, in steps: each series' times and measured values (``raw``), whether its times
+# strictly increase (``ordered``), the times sorted once when not (``sorted``), its ends, its
+# smallest gap and its first sample off the declared step (``spaced``), then the step each sample
+# covers and the latest end of the GPU's earlier series.
+_SERIES_INFO_SQL = """CREATE OR REPLACE TEMP TABLE gy_info AS
             WITH raw AS (
                 SELECT s.rowid AS sid, source, field, role, node, gpu, ingest_id,
                        step_s AS given, d.declared_step_s AS declared, len(ts) AS n, ts,
@@ -103,17 +123,7 @@ def describe(con: duckdb.DuckDBPyConnection) -> None:
                    max(last_t) OVER (PARTITION BY node, gpu ORDER BY first_t, sid
                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                        AS prev_last
-            FROM spaced""",
-        {"default": DEFAULT_STEP_S},
-    )
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE gy_gpu AS
-            SELECT node, gpu, min(first_t) AS lo, max(last_t) AS hi,
-                   count(DISTINCT role) = 1 AND bool_and(strict)
-                   AND NOT bool_or(role = {literal(Role.JOB.value)})
-                   AND NOT bool_or(coalesce(first_t <= prev_last, false)) AS direct
-            FROM gy_info GROUP BY node, gpu"""
-    )
+            FROM spaced"""
 
 
 def check(con: duckdb.DuckDBPyConnection, *, cluster: str | None) -> None:

@@ -2,19 +2,16 @@
 refuses, and why"): strict whole numbers, plausible times, node lists that agree with NNodes and
 the inventory, the documented answer when Start or End is Unknown, and conflicting duplicates.
 
-Each piece is SQL over the typed sacct select (``sacct.typed_select``), so every check runs in the
+Each piece is SQL over the typed sacct select (``typed.typed_select``), so every check runs in the
 same single pass over the file as parsing.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 
 from gpuyield.errors import ParseError
 from gpuyield.hostlist import MAX_HOSTLIST_NAMES
-from gpuyield.ingest._sql import Problem
 from gpuyield.sqltext import literal
 
 # Times before any plausible GPU cluster, or past what the ledger can hold, are typos or a wrong
@@ -233,25 +230,3 @@ def conflicting_lines(con: duckdb.DuckDBPyConnection, rows_sql: str) -> list[int
             ORDER BY line"""
     ).fetchall()
     return [int(r[0]) for r in rows]
-
-
-def duplicate_problems(
-    con: duckdb.DuckDBPyConnection, path: Path, *, lenient: bool
-) -> list[Problem]:
-    """Records of one run that disagree: an error (strict), or all of them rejected (lenient)."""
-    rows = "SELECT * FROM sacct_staged WHERE NOT is_step AND problems = ''"
-    pairs = conflicting_duplicates(con, rows, limit=1)
-    if not pairs:
-        return []
-    if not lenient:
-        raise duplicate_error(path, pairs)
-    lines = conflicting_lines(con, rows)
-    return [
-        Problem(
-            line=line,
-            field="JobIDRaw",
-            message="same JobIDRaw and Submit as another line, with different values",
-            raw=None,
-        )
-        for line in lines
-    ]

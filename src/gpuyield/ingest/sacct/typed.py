@@ -1,28 +1,12 @@
-"""Slurm job accounting, part two: raw sacct fields to typed job rows in SQL, and the checks.
-
-``sacct.py`` reassembles records from the text (multi-line and pipe-bearing fields) and stages them
-as raw string fields ``f0, f1, ...``; this module types them in one SELECT (ids, states, times, GPU
-counts, node lists), names every problem a row has, and finishes the stage (rejects, duplicates,
-the capture time).
+"""Raw sacct fields (``f0, f1, ...``) to typed job rows in one SQL SELECT: ids, states, times,
+GPU counts and node lists, with a code for every problem a row has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-
-import duckdb
-
 from gpuyield.hostlist import MAX_HOSTLIST_NAMES
-from gpuyield.ingest import sacct_checks
-from gpuyield.ingest._files import FileInfo
-from gpuyield.ingest._sql import (
-    Problem,
-    bad_time_sql,
-    epoch_sql,
-    store_rejects,
-)
+from gpuyield.ingest._sql import bad_time_sql, epoch_sql
+from gpuyield.ingest.sacct import checks as sacct_checks
 from gpuyield.sqltext import identifier, literal
 
 # Every state sacct can print (Slurm's job_state_string: the base states, then the flags it
@@ -60,24 +44,6 @@ KNOWN_STATES = (
 )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SacctStage:
-    """What reading one sacct file produced (rows in the temp view ``stage_jobs`` or in ``jobs``)."""
-
-    rows_read: int
-    """Records in the file (a multi-line record counts once; header excluded)."""
-    rows_rejected: int
-    """Records rejected in lenient mode (kept in ``rejects``)."""
-    rows_skipped: int
-    """Step rows and duplicate records: not allocations, so not loaded."""
-    as_of_s: int | None
-    """Latest time the file knows of: the default end for running jobs."""
-    gpu_count_missing: bool
-    """True when the file has no ``AllocTRES``/``AllocGRES`` column at all."""
-    loaded: bool = False
-    """True when the rows are in ``jobs`` already (the direct load), not in ``stage_jobs``."""
-
-
 # The latest time a job row knows of: the default capture time for running jobs (for a run still
 # going, its start plus its elapsed time, which sacct clips at its -E).
 LATEST_TIME_SQL = """greatest(submit_s, start_s, end_s,
@@ -97,8 +63,8 @@ NOT_A_TIME = "not a time: "
 ENDS_BEFORE_START = "job ends before it starts"
 
 
-# What each problem code in ``sacct_stage.problems`` means: (field key, message about the value).
-_PROBLEMS = {
+# What each problem code in a typed row's ``problems`` means: (field key, message about the value).
+ROW_PROBLEMS = {
     "id_missing": ("jobidraw", "missing job id"),
     "id_bad": ("jobidraw", "not a Slurm job id: {value}"),
     "state": ("state", "unknown job state: {value}"),
@@ -133,7 +99,7 @@ def typed_select(
 ) -> str:
     """One SELECT from raw fields (``f0``...) to typed job columns plus ``problems``.
 
-    ``problems`` is a comma-separated list of codes (``_PROBLEMS``), empty for a good row, so
+    ``problems`` is a comma-separated list of codes (``ROW_PROBLEMS``), empty for a good row, so
     parsing and every check take one pass over the file. With ``codes=False`` it only says whether
     a row has a problem ('' or '?'): cheaper, for the direct load, which stops at the first one.
 
@@ -309,132 +275,3 @@ def _raw_typed_sql(
                 strpos({id_sql}, '.') > 0 OR strpos({raw_id_sql}, '.') > 0 AS is_step
             FROM (SELECT *, strpos({tres_sql}, 'gres/gpu=') AS gpu_at,
                     {sacct_checks.gres_gpus_sql(f_sql("allocgres"))} AS gres_gpus FROM {source_sql})"""
-
-
-def row_problems(
-    con: duckdb.DuckDBPyConnection,
-    path: Path,
-    names: Sequence[str],
-    columns: dict[str, int],
-    *,
-    fast: bool,
-    limit: int | None,
-) -> list[Problem]:
-    """The staged rows with problems, as messages naming the field and the raw value."""
-    limit_sql = "" if limit is None else f" LIMIT {literal(limit)}"
-    rows = con.execute(
-        f"SELECT line, problems FROM sacct_staged WHERE problems <> '' ORDER BY line{limit_sql}"
-    ).fetchall()
-    if not rows:
-        return []
-    lines = sorted({int(r[0]) for r in rows})
-    if fast:
-        raw = {n: (text, text.split("|")) for n, text in _read_lines(path, set(lines)).items()}
-    else:
-        fields_sql = ", ".join(identifier(f"f{i}") for i in range(len(names)))
-        raw = {
-            int(r[0]): (r[1], list(r[2:]))
-            for r in con.execute(
-                f"SELECT line, raw, {fields_sql} FROM sacct_records WHERE line IN (SELECT unnest(?))",
-                [lines],
-            ).fetchall()
-        }
-    problems: list[Problem] = []
-    for line, codes in rows:
-        record, values = raw.get(int(line), ("", []))
-        for code in codes.split(","):
-            key, message = _PROBLEMS[code]
-            index = columns.get(key)
-            value = (values[index] or "") if index is not None and index < len(values) else ""
-            field = names[index] if index is not None else _FIELD_LABELS.get(key, key)
-            problems.append(
-                Problem(
-                    line=int(line),
-                    field=field,
-                    message=message.format(value=value),
-                    raw=record,
-                )
-            )
-    return problems
-
-
-# How a problem's field is named when the file lacks the column (the check is about its absence).
-_FIELD_LABELS = {"alloctres": "AllocTRES"}
-
-
-def _read_lines(path: Path, wanted: set[int]) -> dict[int, str]:
-    """The text of some lines of a file (1-based), for error messages."""
-    found: dict[int, str] = {}
-    last = max(wanted)
-    with path.open(encoding="utf-8", newline="") as handle:
-        for number, text in enumerate(handle, start=1):
-            if number in wanted:
-                found[number] = text.rstrip("\r\n")
-            if number >= last:
-                break
-    return found
-
-
-def finish_stage(
-    con: duckdb.DuckDBPyConnection,
-    info: FileInfo,
-    ingest_id: int,
-    problems: list[Problem],
-    shape_problems: list[tuple[int, str, str]],
-    columns: dict[str, int],
-) -> SacctStage:
-    all_problems = problems + [
-        Problem(line=line, field="(record)", message=msg, raw=raw)
-        for line, msg, raw in shape_problems
-    ]
-    store_rejects(con, ingest_id, info.path, all_problems)
-    keep_sql = "NOT is_step AND problems = ''"
-    table_sql = "sacct_stage"
-    conflicting = sorted({p.line for p in problems if p.field == "JobIDRaw" and p.raw is None})
-    if conflicting:  # lenient: runs whose records disagree are rejected, every record of them
-        keep_sql += f" AND line NOT IN ({', '.join(literal(n) for n in conflicting)})"
-        table_sql = "sacct_staged"  # the fast path's table has no line column, its view does
-    summary = con.execute(
-        f"""SELECT count(*), count(*) FILTER (WHERE is_step AND problems = ''),
-                   count(*) FILTER (WHERE {keep_sql}),
-                   count(DISTINCT hash(cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
-                       FILTER (WHERE {keep_sql}),
-                   max({LATEST_TIME_SQL}) FILTER (WHERE {keep_sql})
-            FROM {table_sql}"""
-    ).fetchall()[0]
-    records, steps, valid_runs, distinct_hashes, as_of = summary
-    # Distinct hashes first (an integer aggregate, 4x cheaper than on the key's strings); only
-    # when they say there are duplicates (or two keys share a hash) count them exactly.
-    duplicates = 0
-    if valid_runs != distinct_hashes:
-        duplicates = (
-            valid_runs
-            - con.execute(
-                f"""SELECT count(DISTINCT (cluster, job_id_raw, coalesce(submit_s, start_s, -1)))
-                FROM {table_sql} WHERE {keep_sql}"""
-            ).fetchall()[0][0]
-        )
-    if duplicates:
-        # A run printed twice with the same values (a concatenated capture) is stored once;
-        # records that disagree were refused or rejected above (_duplicate_problems).
-        con.execute(
-            f"""CREATE OR REPLACE TEMP VIEW stage_jobs AS
-                SELECT * EXCLUDE (rn) FROM (
-                    SELECT *, row_number() OVER (
-                        PARTITION BY cluster, job_id_raw, coalesce(submit_s, start_s, -1)
-                        ORDER BY line DESC) AS rn
-                    FROM sacct_staged WHERE {keep_sql})
-                WHERE rn = 1"""
-        )
-    else:
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW stage_jobs AS SELECT * FROM sacct_staged WHERE {keep_sql}"
-        )
-    rejected = len({p.line for p in all_problems})
-    return SacctStage(
-        rows_read=records + len(shape_problems),
-        rows_rejected=rejected,
-        rows_skipped=steps + duplicates,
-        as_of_s=None if as_of is None else int(as_of),
-        gpu_count_missing="alloctres" not in columns and "allocgres" not in columns,
-    )

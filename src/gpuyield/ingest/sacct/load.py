@@ -3,7 +3,7 @@
 Two ways in. The direct load (strict mode, one record per line) inserts straight from DuckDB's CSV
 reader into ``jobs``: one pass, one write, no temporary copy of the file (at 10M jobs it peaks at
 1.3 GB instead of 3.3 GB, in about the same time: the write to the store dominates). Any row it cannot take (a bad value, a misshapen line) sends the ingest back to the staged
-path (``sacct.stage_sacct`` then ``load_staged``), which finds and names every problem.
+path (``staging.stage_sacct`` then ``load_staged``), which finds and names every problem.
 
 ``job_key`` (ingest id and line, one integer) links ``job_nodes`` to ``jobs``: joins on it are
 several times cheaper than on the natural key's strings.
@@ -14,18 +14,13 @@ from __future__ import annotations
 import duckdb
 
 from gpuyield.hostlist import HOSTLIST_MACRO_SQL, MAX_HOSTLIST_NAMES
-from gpuyield.ingest import sacct_checks
 from gpuyield.ingest._files import FileInfo
 from gpuyield.ingest._sql import statement_progress
-from gpuyield.ingest.sacct import (
-    LATEST_TIME_SQL,
-    SacctStage,
-    column_map,
-    csv_source_sql,
-    file_order_kept,
-    read_header,
-    typed_select,
-)
+from gpuyield.ingest.sacct import checks
+from gpuyield.ingest.sacct.header import column_map, read_header
+from gpuyield.ingest.sacct.records import csv_source_sql, file_order_kept
+from gpuyield.ingest.sacct.staging import JOBS_VIEW, REPLACED_TABLE, SacctStage
+from gpuyield.ingest.sacct.typed import LATEST_TIME_SQL, typed_select
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.sqltext import literal
 
@@ -73,7 +68,6 @@ def load_direct(
     """
     if info.mixed_line_ends:
         return None
-    progress = progress or NoProgress()
     header = read_header(info.path, fields)
     columns = column_map(info.path, header.field_names)
     typed_sql = typed_select(
@@ -85,17 +79,7 @@ def load_direct(
         codes=False,
         max_nodes=max_nodes,
     )
-    con.execute(HOSTLIST_MACRO_SQL)
-    try:
-        with statement_progress(
-            con, progress, f"loading {info.path.name}", total_bytes=info.size_bytes
-        ):
-            con.execute(
-                f"""INSERT INTO jobs SELECT {_job_columns_sql(ingest_id, "0")} FROM ({typed_sql})
-                    WHERE problems = '' OR error({literal(_NEEDS_STAGING)})"""
-            )
-    except duckdb.Error as error:
-        raise DirectLoadFailed(str(error)) from error
+    _insert_direct(con, info, typed_sql, ingest_id, progress or NoProgress())
     mine_sql = f"ingest_id = {literal(ingest_id)}"
     records, first_row_id = con.execute(
         f"SELECT count(*), coalesce(min(rowid), 0) FROM jobs WHERE {mine_sql}"
@@ -111,21 +95,46 @@ def load_direct(
         con,
         f"DELETE FROM jobs WHERE {mine_sql} AND (strpos(job_id, '.') > 0 OR strpos(job_id_raw, '.') > 0)",
     )
-    duplicates = _drop_duplicates(con, mine_sql)
+    return SacctStage(
+        rows_read=records,
+        rows_rejected=0,
+        rows_skipped=steps + _drop_duplicates(con, mine_sql),
+        as_of_s=_latest_time(con, mine_sql),
+        gpu_count_missing="alloctres" not in columns and "allocgres" not in columns,
+        loaded=True,
+    )
+
+
+def _insert_direct(
+    con: duckdb.DuckDBPyConnection,
+    info: FileInfo,
+    typed_sql: str,
+    ingest_id: int,
+    progress: Progress,
+) -> None:
+    """The one insert from the CSV reader into ``jobs``; any row with a problem aborts it."""
+    con.execute(HOSTLIST_MACRO_SQL)
+    try:
+        with statement_progress(
+            con, progress, f"loading {info.path.name}", total_bytes=info.size_bytes
+        ):
+            con.execute(
+                f"""INSERT INTO jobs SELECT {_job_columns_sql(ingest_id, "0")} FROM ({typed_sql})
+                    WHERE problems = '' OR error({literal(_NEEDS_STAGING)})"""
+            )
+    except duckdb.Error as error:
+        raise DirectLoadFailed(str(error)) from error
+
+
+def _latest_time(con: duckdb.DuckDBPyConnection, mine_sql: str) -> int | None:
+    """The latest time the loaded rows know of (``LATEST_TIME_SQL``)."""
     # jobs.submit_s is -1 for a run with no submit or start time (the natural key needs one).
     as_of = con.execute(
         f"""SELECT max({LATEST_TIME_SQL}) FROM (
                 SELECT nullif(submit_s, -1) AS submit_s, start_s, end_s, elapsed_s
                 FROM jobs WHERE {mine_sql})"""
     ).fetchall()[0][0]
-    return SacctStage(
-        rows_read=records,
-        rows_rejected=0,
-        rows_skipped=steps + duplicates,
-        as_of_s=None if as_of is None else int(as_of),
-        gpu_count_missing="alloctres" not in columns and "allocgres" not in columns,
-        loaded=True,
-    )
+    return None if as_of is None else int(as_of)
 
 
 def _number_lines(con: duckdb.DuckDBPyConnection, ingest_id: int, row_id_of_line_0: int) -> None:
@@ -151,7 +160,7 @@ def _drop_duplicates(con: duckdb.DuckDBPyConnection, mine_sql: str) -> int:
     ).fetchall()[0]
     if rows == hashes:
         return 0
-    if sacct_checks.conflicting_duplicates(con, f"SELECT * FROM jobs WHERE {mine_sql}", limit=1):
+    if checks.conflicting_duplicates(con, f"SELECT * FROM jobs WHERE {mine_sql}", limit=1):
         raise DirectLoadFailed("records of one run disagree")  # the staged path names them
     return _deleted(
         con,
@@ -171,29 +180,32 @@ def finish_direct(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
         # The replaced_sql runs' keys found once, by a join, for both deletes: in a daily collect
         # into a large store, finding them twice by a tuple IN was most of the collect's time.
         con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE gy_replaced AS SELECT old.job_key FROM jobs old
+            f"""CREATE OR REPLACE TEMP TABLE {REPLACED_TABLE} AS SELECT old.job_key FROM jobs old
                 JOIN (SELECT {_NATURAL_KEY[1:-1]} FROM jobs WHERE {mine_sql}) new
                 USING {_NATURAL_KEY} WHERE NOT old.{mine_sql}"""
         )
-        replaced_sql = "SELECT job_key FROM gy_replaced"
+        replaced_sql = f"SELECT job_key FROM {REPLACED_TABLE}"
         con.execute(f"DELETE FROM job_nodes WHERE job_key IN ({replaced_sql})")
         con.execute(f"DELETE FROM jobs WHERE job_key IN ({replaced_sql})")
-        con.execute("DROP TABLE gy_replaced")
+        con.execute(f"DROP TABLE {REPLACED_TABLE}")
     _insert_job_nodes(con, f"SELECT job_key, node_list, start_s FROM jobs WHERE {mine_sql}")
 
 
 def load_staged(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
-    """Replace the staged job runs (``stage_jobs``) in ``jobs`` by natural key, with their nodes."""
+    """Replace the staged job runs (``JOBS_VIEW``) in ``jobs`` by natural key, with their nodes."""
     con.execute(HOSTLIST_MACRO_SQL)
     if con.execute("SELECT count(*) FROM jobs").fetchall()[0][0]:
-        staged_keys_sql = "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s FROM stage_jobs"
+        staged_keys_sql = (
+            "SELECT cluster, job_id_raw, coalesce(submit_s, start_s, -1) AS submit_s "
+            f"FROM {JOBS_VIEW}"
+        )
         replaced_sql = f"SELECT job_key FROM jobs WHERE {_NATURAL_KEY} IN ({staged_keys_sql})"
         con.execute(f"DELETE FROM job_nodes WHERE job_key IN ({replaced_sql})")
         con.execute(f"DELETE FROM jobs WHERE {_NATURAL_KEY} IN ({staged_keys_sql})")
-    con.execute(f"INSERT INTO jobs SELECT {_job_columns_sql(ingest_id, 'line')} FROM stage_jobs")
+    con.execute(f"INSERT INTO jobs SELECT {_job_columns_sql(ingest_id, 'line')} FROM {JOBS_VIEW}")
     _insert_job_nodes(
         con,
-        f"SELECT {_job_key_sql(ingest_id, 'line')} AS job_key, node_list, start_s FROM stage_jobs",
+        f"SELECT {_job_key_sql(ingest_id, 'line')} AS job_key, node_list, start_s FROM {JOBS_VIEW}",
     )
 
 
