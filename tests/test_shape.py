@@ -23,13 +23,7 @@ FMT_SKIP = "# fmt: " + "skip"
 SERIALIZERS = frozenset({"to_dict", "from_dict", "to_row"})
 
 # Known exceptions, each with why it is not fixed yet. Shrink this list; never grow it silently.
-ALLOWED = {
-    # Not a result but a JSON serializer (the serializers above, under another name): the
-    # `waste_in_skipped_rungs` block that the yield and the ladder reports' to_dict share. It
-    # lives in report, not as SkippedRungWaste.to_dict in ledger, because the --json number
-    # formatting (whole GPU-seconds as integers) is the report's.
-    "report/summary.py:skipped_rungs_dict": "dict[str, Any]",
-}
+ALLOWED: dict[str, str] = {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -31,6 +31,7 @@ from typing import Any
 
 from gpuyield.errors import InputError, ManifestError
 from gpuyield.hostlist import expand_hostlist
+from gpuyield.tomlfile import TomlValue
 
 PRICE_BASES = ("list", "reserved", "amortized")
 _RULE_KEYS = frozenset({"nodes", "model", "cluster"})
@@ -182,7 +183,7 @@ def parse_prices(table: Any, path: Path) -> Prices:
     )
 
 
-def _sub_table(value: Any, path: Path, name: str) -> dict[str, Any]:
+def _sub_table(value: TomlValue, path: Path, name: str) -> dict[str, TomlValue]:
     if not isinstance(value, dict):
         raise ManifestError(f"{path}: prices.partitions.{name} must be a table")
     unknown = sorted(k for k in value if k in ("basis", "partitions"))
@@ -194,7 +195,7 @@ def _sub_table(value: Any, path: Path, name: str) -> dict[str, Any]:
     return value
 
 
-def _price_table(table: dict[str, Any], path: Path, where: str, source: str) -> PriceTable:
+def _price_table(table: dict[str, TomlValue], path: Path, where: str, source: str) -> PriceTable:
     prices: dict[str, float] = {}
     for key, value in table.items():
         if key in _TABLE_KEYS:
@@ -210,7 +211,7 @@ def _price_table(table: dict[str, Any], path: Path, where: str, source: str) -> 
     return PriceTable(usd_per_gpu_hour=prices, source=own.strip())
 
 
-def _price(value: Any, path: Path, where: str) -> float:
+def _price(value: TomlValue, path: Path, where: str) -> float:
     """A finite price in dollars per GPU-hour, 0 (hardware nobody pays for) up to the cap."""
     if (
         isinstance(value, bool)

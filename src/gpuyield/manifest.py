@@ -35,7 +35,6 @@ from gpuyield.errors import FieldError, ManifestError, ParseError, UnknownIdErro
 from gpuyield.families import (
     Family,
     LadderPolicy,
-    families_from_json,
     parse_families,
     parse_ladder,
     re2_hint,
@@ -171,7 +170,7 @@ class Manifest:
             restart_s=data.get("restart_s", {}),
             failure_detection_s=data.get("failure_detection_s", {}),
             # Stores written before families existed have neither key.
-            families=families_from_json(data.get("families", [])),
+            families=tuple(Family.from_dict(f) for f in data.get("families", [])),
             ladder=ladder,
             # Stores written before the fleet sections have neither key.
             gpu_models=fleet.gpu_models,

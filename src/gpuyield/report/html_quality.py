@@ -10,20 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpuyield.categories import Category
+from gpuyield.ledger.coverage import CoverageSpan
+from gpuyield.ledger.sums import json_number
+from gpuyield.ledger.utilization import UtilizationSummary
 from gpuyield.report.chart_style import COLORS
 from gpuyield.report.figures import ReportFigures
 from gpuyield.report.html_cells import group, hours_text, keyed, share_text, table, td, tr
 from gpuyield.report.page_model import Block, Cell, Row, Table, TableGroup
+from gpuyield.report.summary import SAMPLE_FIELDS, IngestSource, YieldReport
 
 
-def quality_blocks(figures: ReportFigures, data: dict[str, Any]) -> list[Block]:
-    counts = _coverage_rows(figures, data)
+def quality_blocks(figures: ReportFigures) -> list[Block]:
+    report = figures.report
+    counts = _coverage_rows(figures)
     how = [
         tr([td(name), td(text, keyed(f"figures.{name}", text))])
-        for name, text in data["figures"].items()
+        for name, text in report.figures.items()
     ]
     fields = ("ingest_id", "source", "path", "sha256", "rows_read", "rows_rejected", "rows_skipped")
-    sources = _source_rows(data, fields)
+    sources = _source_rows(report.sources, fields)
     rejects = [
         tr(
             [
@@ -42,16 +48,16 @@ def quality_blocks(figures: ReportFigures, data: dict[str, Any]) -> list[Block]:
         ),
         table("Sources (every ingest, with the SHA-256 of the file read)", list(fields), sources),
     ]
-    parts.append(_captured_table(data))
-    if "gpu_activity" in data:
-        parts.append(activity_tables(data["gpu_activity"]))
-    evidence = _evidence_table(data.get("divergence_evidence", []))
+    parts.append(_captured_table(report.coverage, report.not_captured))
+    if report.activity is not None:
+        parts.append(activity_tables(report, report.activity))
+    evidence = _evidence_table(report.divergence_evidence)
     if evidence:
         parts.append(evidence)
     if rejects:
         parts.append(
             table(
-                f"First rejected rows (of {data['rejected_rows']})",
+                f"First rejected rows (of {report.rejected_rows})",
                 ["file", "line", "field", "why"],
                 rejects,
             )
@@ -59,34 +65,32 @@ def quality_blocks(figures: ReportFigures, data: dict[str, Any]) -> list[Block]:
     return parts
 
 
-def activity_tables(activity: dict[str, Any]) -> TableGroup:
-    """What the utilization samples measured: per category, and how the samples were attributed."""
+def activity_tables(report: YieldReport, activity: UtilizationSummary) -> TableGroup:
+    """What the utilization samples measured: per category, and how the samples were attributed;
+    each figure as ``--json`` prints it in ``gpu_activity``."""
 
-    def cell(key: str, text: str, value: Any) -> Cell:
+    def cell(key: str, text: str, value: float | None) -> Cell:
         return td(text, keyed(f"gpu_activity.{key}", value), num=True)
 
+    def hours(key: str, gpu_seconds: float) -> Cell:
+        value = json_number(gpu_seconds)
+        return cell(key, hours_text(value), value)
+
+    def share(key: str, value: float | None) -> Cell:
+        return cell(key, share_text(value), value)
+
     rows = []
-    for c, a in activity["categories"].items():
+    for c, a in activity.activity.items():
         k = f"categories.{c}"
         rows.append(
             tr(
                 [
-                    Cell(text=c, swatch=COLORS.get(c)),
-                    cell(
-                        f"{k}.measured_gpu_seconds",
-                        hours_text(a["measured_gpu_seconds"]),
-                        a["measured_gpu_seconds"],
-                    ),
-                    cell(
-                        f"{k}.measured_share", share_text(a["measured_share"]), a["measured_share"]
-                    ),
-                    cell(
-                        f"{k}.idle_gpu_seconds",
-                        hours_text(a["idle_gpu_seconds"]),
-                        a["idle_gpu_seconds"],
-                    ),
-                    cell(f"{k}.active_share", share_text(a["active_share"]), a["active_share"]),
-                    cell(f"{k}.tensor_share", share_text(a["tensor_share"]), a["tensor_share"]),
+                    Cell(text=c, swatch=COLORS.get(Category(c))),
+                    hours(f"{k}.measured_gpu_seconds", a.measured_gpu_seconds),
+                    share(f"{k}.measured_share", report.measured_share(c)),
+                    hours(f"{k}.idle_gpu_seconds", a.idle_gpu_seconds),
+                    share(f"{k}.active_share", a.active_share),
+                    share(f"{k}.tensor_share", a.tensor_share),
                 ]
             )
         )
@@ -108,12 +112,16 @@ def activity_tables(activity: dict[str, Any]) -> TableGroup:
     )
 
 
-def _sample_rows(activity: dict[str, Any], cell: Callable[[str, str, Any], Cell]) -> list[Row]:
+def _sample_rows(
+    activity: UtilizationSummary, cell: Callable[[str, str, float | None], Cell]
+) -> list[Row]:
+    samples = activity.samples
     counts = [
         tr([td(k.replace("_", " ")), cell(f"samples.{k}", f"{v:,}", v)])
-        for k, v in activity["samples"].items()
+        for k in SAMPLE_FIELDS
+        for v in (getattr(samples, k),)
     ]
-    threshold = activity["idle_threshold"]
+    threshold = activity.threshold
     counts.append(
         tr(
             [
@@ -122,7 +130,7 @@ def _sample_rows(activity: dict[str, Any], cell: Callable[[str, str, Any], Cell]
             ]
         )
     )
-    idle = activity["idle_allocated_gpu_seconds"]
+    idle = json_number(activity.idle_allocated_gpu_seconds)
     counts.append(
         tr(
             [
@@ -134,20 +142,27 @@ def _sample_rows(activity: dict[str, Any], cell: Callable[[str, str, Any], Cell]
     return counts
 
 
-def _captured_table(data: dict[str, Any]) -> Table:
+def _captured_table(
+    coverage: tuple[CoverageSpan, ...], not_captured: tuple[CoverageSpan, ...]
+) -> Table:
     """The store's coverage, and the gaps left out of installed (``--allow-gaps``)."""
     rows = []
-    for key, label in (("coverage", "captured"), ("not_captured", "not captured (not idle)")):
-        for i, span in enumerate(data.get(key, [])):
+    spans = (
+        ("coverage", "captured", coverage),
+        ("not_captured", "not captured (not idle)", not_captured),
+    )
+    for key, label, listed in spans:
+        for i, span in enumerate(listed):
+            shown = span.to_dict()
             cells = [td(label)]
             cells += [
-                td(str(span[f]), keyed(f"{key}.{i}.{f}", span[f]))
-                for f in ("cluster", "start", "end")
+                td(shown[f], keyed(f"{key}.{i}.{f}", shown[f])) for f in ("cluster", "start", "end")
             ]
-            duration = span.get("duration_s")
+            # Only a gap's duration is in the JSON.
+            duration = span.duration_s
             cells.append(
                 td("", num=True)
-                if duration is None
+                if key == "coverage"
                 else td(hours_text(duration), keyed(f"{key}.{i}.duration_s", duration), num=True)
             )
             rows.append(tr(cells))
@@ -158,14 +173,15 @@ def _captured_table(data: dict[str, Any]) -> Table:
     )
 
 
-def _coverage_rows(figures: ReportFigures, data: dict[str, Any]) -> list[Row]:
+def _coverage_rows(figures: ReportFigures) -> list[Row]:
+    report = figures.report
     return [
         tr(
             [
                 td("rejected input rows"),
                 td(
-                    str(data["rejected_rows"]),
-                    keyed("rejected_rows", data["rejected_rows"]),
+                    str(report.rejected_rows),
+                    keyed("rejected_rows", report.rejected_rows),
                     num=True,
                 ),
             ]
@@ -174,8 +190,8 @@ def _coverage_rows(figures: ReportFigures, data: dict[str, Any]) -> list[Row]:
             [
                 td("jobs that ran without a GPU count (their time is idle)"),
                 td(
-                    str(data["jobs_without_gpu_count"]),
-                    keyed("jobs_without_gpu_count", data["jobs_without_gpu_count"]),
+                    str(report.jobs_without_gpu_count),
+                    keyed("jobs_without_gpu_count", report.jobs_without_gpu_count),
                     num=True,
                 ),
             ]
@@ -189,24 +205,25 @@ def _coverage_rows(figures: ReportFigures, data: dict[str, Any]) -> list[Row]:
     ]
 
 
-def _source_rows(data: dict[str, Any], fields: tuple[str, ...]) -> list[Row]:
+def _source_rows(sources: tuple[IngestSource, ...], fields: tuple[str, ...]) -> list[Row]:
     return [
         tr(
             [
                 Cell(
-                    text=str(s[f]),
+                    text=str(value),
                     code=f == "sha256",
-                    keyed=keyed(f"sources.{i}.{f}", s[f]),
-                    num=isinstance(s[f], int),
+                    keyed=keyed(f"sources.{i}.{f}", value),
+                    num=isinstance(value, int),
                 )
                 for f in fields
+                for value in (getattr(s, f),)
             ]
         )
-        for i, s in enumerate(data["sources"])
+        for i, s in enumerate(sources)
     ]
 
 
-def _evidence_table(evidence: list[dict[str, Any]]) -> Table | None:
+def _evidence_table(evidence: tuple[dict[str, Any], ...]) -> Table | None:
     """Divergence-watch findings from run telemetry, one row each (columns as the JSON has them)."""
     if not evidence:
         return None

@@ -6,16 +6,15 @@ the data quality, is ``html_quality``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpuyield.categories import ALLOCATED, Category, FailedCause
+from gpuyield.ledger.sums import json_number
 from gpuyield.report.chart_style import COLORS
 from gpuyield.report.failures import Failures
 from gpuyield.report.figures import ReportFigures, Timeline, WhoBreakdown
 from gpuyield.report.html_cells import group, hours_text, keyed, share_text, table, td, tr
 from gpuyield.report.lineage import LineageFigure
 from gpuyield.report.page_model import Cell, Note, Row, Table, TableGroup
-from gpuyield.report.summary import iso
+from gpuyield.report.summary import EssayShare, iso
 
 _ALLOCATED = [c.value for c in ALLOCATED]
 _MAX_LEMON_ROWS = 20
@@ -33,12 +32,16 @@ def where_caption() -> str:
     )
 
 
-def where_tables(figures: ReportFigures, data: dict[str, Any]) -> TableGroup:
-    installed = figures.report.installed_gpu_seconds
+def where_tables(figures: ReportFigures) -> TableGroup:
+    """GPU-time by category and subcategory (GPU-seconds as ``--json`` prints them), and the
+    essay's buckets beside this cluster's."""
+    report = figures.report
+    installed = report.installed_gpu_seconds
+    subcategories = report.subcategories_shown()
     rows = []
-    for category, value in figures.report.categories.items():
+    for category, value in report.categories.items():
         share = value / installed if installed > 0 else None
-        exact = data["categories"][category]
+        exact = json_number(value)
         rows.append(
             tr(
                 [
@@ -49,13 +52,13 @@ def where_tables(figures: ReportFigures, data: dict[str, Any]) -> TableGroup:
                 ]
             )
         )
-        for sub, sub_value in data["subcategories"].items():
+        for sub, sub_value in subcategories.items():
             if sub.startswith(f"{category}."):
                 rows.append(
                     tr(
                         [
                             td(sub.split(".", 1)[1]),
-                            td(hours_text(figures.report.subcategories.get(sub, 0.0)), num=True),
+                            td(hours_text(report.subcategories.get(sub, 0.0)), num=True),
                             td(str(sub_value), keyed(f"subcategories.{sub}", sub_value), num=True),
                             td(
                                 share_text(sub_value / installed if installed > 0 else None),
@@ -70,7 +73,7 @@ def where_tables(figures: ReportFigures, data: dict[str, Any]) -> TableGroup:
             [
                 td("installed"),
                 td(hours_text(installed), num=True),
-                td(str(data["installed_gpu_seconds"]), num=True),
+                td(str(json_number(installed)), num=True),
                 td("100.0%" if installed > 0 else "n/a", num=True),
             ],
             "total",
@@ -79,27 +82,27 @@ def where_tables(figures: ReportFigures, data: dict[str, Any]) -> TableGroup:
     categories = table(
         "GPU-time by category", ["category", "GPU-hours", "GPU-seconds", "share"], rows, fold=False
     )
-    return group(categories, _essay_table(data))
+    return group(categories, _essay_table(report.essay_comparison()))
 
 
-def _essay_table(data: dict[str, Any]) -> Table:
+def _essay_table(shares: list[EssayShare]) -> Table:
     essay = [
         tr(
             [
-                td(bucket),
+                td(e.bucket),
                 td(
-                    share_text(v["share"]),
-                    keyed(f"typical_lab.{bucket}.share", v["share"]),
+                    share_text(e.share),
+                    keyed(f"typical_lab.{e.bucket}.share", e.share),
                     num=True,
                 ),
                 td(
-                    share_text(v["typical"]),
-                    keyed(f"typical_lab.{bucket}.typical", v["typical"]),
+                    share_text(e.typical_share),
+                    keyed(f"typical_lab.{e.bucket}.typical", e.typical_share),
                     num=True,
                 ),
             ]
         )
-        for bucket, v in data["typical_lab"].items()
+        for e in shares
     ]
     comparison = table(
         "Beside the essay's typical lab", ["essay bucket", "this cluster", "typical lab"], essay
@@ -176,16 +179,13 @@ def failures_caption() -> str:
     )
 
 
-def failures_tables(figures: ReportFigures, data: dict[str, Any]) -> TableGroup:
+def failures_tables(figures: ReportFigures) -> TableGroup:
     failures = figures.failures
+    subcategories = figures.report.subcategories_shown()
     causes = []
     for cause in FailedCause:
         key = f"failed.{cause.value}"
-        attrs = (
-            keyed(f"subcategories.{key}", data["subcategories"][key])
-            if key in data["subcategories"]
-            else None
-        )
+        attrs = keyed(f"subcategories.{key}", subcategories[key]) if key in subcategories else None
         hours = hours_text(failures.causes[cause.value])
         causes.append(tr([td(cause.value), td(hours, attrs, num=True)]))
     reasons = [

@@ -13,6 +13,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from gpuyield.estimate.train import TrainEstimate
 from gpuyield.report.page_model import environment
 from gpuyield.simulate.plan_result import PlanResult, Variant
 
@@ -140,91 +141,91 @@ def write_plan_html(result: PlanResult, path: str | Path) -> Path:
 
 
 def _page(result: PlanResult) -> PlanPage:
-    data = result.to_dict()
-    inputs, planned = data["inputs"], data["variants"][0]
+    spec, planned = result.spec, result.planned
     saved = result.changes()
     css = resources.files("gpuyield").joinpath("data", "html", "report.css").read_text("utf-8")
     return PlanPage(
-        title=f"Plan: {inputs['params']} parameters, {inputs['tokens']} tokens",
+        title=f"Plan: {spec.params} parameters, {spec.tokens} tokens",
         css=css,
-        cluster=f"{result.gpus:,} {inputs['accelerator']}",
-        planned_name=planned["name"],
-        headline=_n("variants.0.wall_days.median", planned["wall_days"]["median"], ".1f"),
-        kpis=_kpis(data),
-        estimate_rows=_estimate_rows(data["estimate"]),
-        estimate_note=_estimate_note(data),
+        cluster=f"{result.gpus:,} {spec.accelerator}",
+        planned_name=planned.name,
+        headline=_n("variants.0.wall_days.median", planned.wall_days.median, ".1f"),
+        kpis=_kpis(result),
+        estimate_rows=_estimate_rows(result.estimate),
+        estimate_note=_estimate_note(result),
         chart=_chart(result.variants),
-        seeds=inputs["seeds"],
+        seeds=spec.seeds,
         variants=[_variant_row(i, v, saved) for i, v in enumerate(result.variants)],
-        assumptions=data["assumptions"],
-        rate=_n(
-            "failure_model.rate_per_gpu_hour", data["failure_model"]["rate_per_gpu_hour"], ".2e"
-        ),
-        mtbf=_n("failure_model.mtbf_minutes", data["failure_model"]["mtbf_minutes"], ".0f"),
-        table=data["failure_model"]["table"],
-        table_url=data["failure_model"]["source"],
+        assumptions=list(result.assumptions),
+        rate=_n("failure_model.rate_per_gpu_hour", result.rate_per_gpu_hour, ".2e"),
+        mtbf=_n("failure_model.mtbf_minutes", result.mtbf_minutes, ".0f"),
+        table=result.table.id,
+        table_url=result.table.url,
         version=metadata.version("gpuyield"),
     )
 
 
-def _kpis(data: dict[str, Any]) -> list[Kpi]:
-    planned, est = data["variants"][0], data["estimate"]
+def _kpis(result: PlanResult) -> list[Kpi]:
+    planned = result.planned
     return [
         Kpi(
             label="GPU-hours held",
-            value=_n("variants.0.gpu_hours.median", planned["gpu_hours"]["median"], ",.0f"),
+            value=_n("variants.0.gpu_hours.median", planned.gpu_hours.median, ",.0f"),
         ),
         Kpi(
             label="yield",
-            value=_n("variants.0.yield.median", planned["yield"]["median"], ".1%"),
+            value=_n("variants.0.yield.median", planned.yield_.median, ".1%"),
         ),
         Kpi(
             label="expected GPU-hours (published runs)",
-            value=_n("estimate.gpu_hours_expected", est["gpu_hours_expected"], ",.0f"),
+            value=_n(
+                "estimate.gpu_hours_expected", result.estimate.gpu_hours_calibrated.central, ",.0f"
+            ),
         ),
         Kpi(
             label="MTBF, minutes",
-            value=_n("failure_model.mtbf_minutes", data["failure_model"]["mtbf_minutes"], ".0f"),
+            value=_n("failure_model.mtbf_minutes", result.mtbf_minutes, ".0f"),
         ),
     ]
 
 
-def _estimate_rows(est: dict[str, Any]) -> list[EstimateRow]:
+def _estimate_rows(est: TrainEstimate) -> list[EstimateRow]:
+    hours, days = est.gpu_hours_calibrated, est.wall_days_calibrated
+    assert days is not None  # a plan always has GPUs, so a calibrated wall time
     rows = [
         EstimateRow(
             label="GPU-hours, all-in (calibrated on published runs)",
-            value=_n("estimate.gpu_hours_expected", est["gpu_hours_expected"], ",.0f"),
-            low=_n("estimate.gpu_hours_interval.0", est["gpu_hours_interval"][0], ",.0f"),
-            high=_n("estimate.gpu_hours_interval.1", est["gpu_hours_interval"][1], ",.0f"),
+            value=_n("estimate.gpu_hours_expected", hours.central, ",.0f"),
+            low=_n("estimate.gpu_hours_interval.0", hours.low, ",.0f"),
+            high=_n("estimate.gpu_hours_interval.1", hours.high, ",.0f"),
         ),
         EstimateRow(
             label="wall days, all-in",
-            value=_n("estimate.wall_days_expected", est["wall_days_expected"], ".1f"),
-            low=_n("estimate.wall_days_interval.0", est["wall_days_interval"][0], ".1f"),
-            high=_n("estimate.wall_days_interval.1", est["wall_days_interval"][1], ".1f"),
+            value=_n("estimate.wall_days_expected", days.central, ".1f"),
+            low=_n("estimate.wall_days_interval.0", days.low, ".1f"),
+            high=_n("estimate.wall_days_interval.1", days.high, ".1f"),
         ),
     ]
-    for key, label, fmt in (
-        ("gpu_hours", "GPU-hours at the training-step MFU, no failures", ",.0f"),
-        ("wall_days", "wall days at the training-step MFU, no failures", ".1f"),
+    for key, label, fmt, figure in (
+        ("gpu_hours", "GPU-hours at the training-step MFU, no failures", ",.0f", est.gpu_hours),
+        ("wall_days", "wall days at the training-step MFU, no failures", ".1f", est.wall_days),
     ):
+        assert figure is not None
         # A range input makes the figure a {"low", "central", "high"} object: show its centre.
-        path, value = (
-            (f"estimate.{key}", est[key])
-            if isinstance(est[key], (int, float))
-            else (f"estimate.{key}.central", est[key]["central"])
+        path = f"estimate.{key}" if figure.is_point else f"estimate.{key}.central"
+        rows.append(
+            EstimateRow(label=label, value=_n(path, figure.central, fmt), low=None, high=None)
         )
-        rows.append(EstimateRow(label=label, value=_n(path, value, fmt), low=None, high=None))
     return rows
 
 
-def _estimate_note(data: dict[str, Any]) -> str:
-    est = data["estimate"]
+def _estimate_note(result: PlanResult) -> str:
+    mfu = result.estimate.calibrated_mfu
     return (
-        f"The all-in figures come from {est['interval_support']} leave-one-out residuals of "
-        f"{est['interval_basis']} (stated coverage {est['interval_coverage']:.0%}): what runs like "
+        f"The all-in figures come from {mfu.support} leave-one-out residuals of "
+        f"{mfu.basis} (stated coverage {mfu.coverage:.0%}): what runs like "
         "this one took, everything included. The simulation below adds failures, restarts and "
-        f"planned stops to compute at the training-step MFU {data['inputs']['mfu']:g}, and nothing else."
+        f"planned stops to compute at the training-step MFU {result.spec.mfu:g}, and nothing else."
     )
 
 
