@@ -78,9 +78,13 @@ class Steps:
         """Wrap the PySpark backend's queries and the ledger's Spark cache."""
         from ibis.backends.pyspark import Backend
 
+        from gpuyield.lake.spark_results import ExactSparkBackend
         from gpuyield.ledger import plan
 
         Backend.execute = self._timed("query", Backend.execute)  # type: ignore[method-assign]
+        ExactSparkBackend.to_pyarrow = self._timed(  # type: ignore[method-assign]
+            "query", ExactSparkBackend.to_pyarrow
+        )
         plan._cached = self._timed("cache", plan._cached)
 
     def largest(self, count: int = 12) -> list[dict[str, Any]]:
@@ -88,10 +92,14 @@ class Steps:
         return sorted(self.steps, key=lambda s: -s["wall_s"])[:count]
 
     def summary(self) -> dict[str, Any]:
-        """How many queries and caches, and the largest steps."""
+        """How many queries and caches, their time together, and the largest steps."""
         queries = [s for s in self.steps if s["kind"] == "query"]
         return {
             "queries": len(queries),
             "caches": len(self.steps) - len(queries),
+            # Every step together: the report's time in the ledger's and the report's queries and
+            # caches (the JVMs' CPU time does not grow with other work on a shared machine).
+            "steps_wall_s": round(sum(s["wall_s"] for s in self.steps), 2),
+            "steps_jvm_cpu_s": round(sum(s["jvm_cpu_s"] for s in self.steps), 2),
             "steps": self.largest(),
         }

@@ -239,11 +239,12 @@ def _by_family(found: list[Any]) -> dict[str, float]:
 
 def _projection_errors(data: dict[str, Any], fit: Any, seeds: int) -> dict[str, Any]:
     """Each remedy's projected yield (fitted scenario) against the true scenario with it."""
+    from gpuyield.simulate import scenario_from_dict
     from gpuyield.whatif import ReplayCheck, parse_remedy, project, scenario_file
     from gpuyield.whatif.project import simulated_categories
     from gpuyield.whatif.remedies import apply_remedy
 
-    base = scenario_file(fit).to_dict()
+    base = scenario_file(fit).scenario()
     remedies = [parse_remedy(name, fit, base) for name in REMEDIES]
     none = ReplayCheck(seeds=0, tolerance=0.02, categories=(), refusals=())
     projected = project(fit, remedies, none, horizon_days=fit.days, seeds=seeds)
@@ -253,9 +254,10 @@ def _projection_errors(data: dict[str, Any], fit: Any, seeds: int) -> dict[str, 
         for seed in range(seeds):
             changed = copy.deepcopy(data)
             changed["scenario"]["seed"] = 1000 + seed
+            scenario = scenario_from_dict(changed, origin="<true scenario>")
             if remedy is not None:
-                apply_remedy(remedy, changed, fit)
-            sim = simulated_categories(changed)
+                scenario = apply_remedy(remedy, scenario, fit)
+            sim = simulated_categories(scenario)
             yields.append(sim.categories["released"] / sim.installed_gpu_seconds)
         return statistics.fmean(yields)
 

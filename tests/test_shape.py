@@ -1,6 +1,9 @@
 """The code's shape, enforced over src/gpuyield (docs/architecture.md, "Shapes every part follows"):
-modules under 600 lines, function bodies under 60, and no result handed to a caller as
-``dict[str, Any]`` or as a bare tuple (JSON serializers such as ``to_dict`` aside)."""
+modules of at most 500 lines, function bodies of at most 50, no ``# fmt: skip`` (it packed code
+under the old caps), and no result handed to a caller as ``dict[str, Any]`` or as a bare tuple
+(JSON serializers such as ``to_dict`` aside). The caps are ceilings nobody approaches (issue 27):
+code split by concept sits well under them, and a module that nears one is split by what it owns,
+never into a "part two"."""
 
 from __future__ import annotations
 
@@ -12,19 +15,15 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gpuyield"
-MAX_MODULE_LINES = 600
-MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 50
+# ruff format's escape hatch, which once held 66 lines of packed code; formatted code has no need.
+FMT_SKIP = "# fmt: " + "skip"
 # Serializers and deserializers speak JSON/TOML by design.
 SERIALIZERS = frozenset({"to_dict", "from_dict", "to_row"})
 
 # Known exceptions, each with why it is not fixed yet. Shrink this list; never grow it silently.
-ALLOWED = {
-    # Not a result but a JSON serializer (the serializers above, under another name): the
-    # `waste_in_skipped_rungs` block that the yield and the ladder reports' to_dict share. It
-    # lives in report, not as SkippedRungWaste.to_dict in ledger, because the --json number
-    # formatting (whole GPU-seconds as integers) is the report's.
-    "report/summary.py:skipped_rungs_dict": "dict[str, Any]",
-}
+ALLOWED: dict[str, str] = {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,6 +85,9 @@ def _findings() -> Iterator[Finding]:
         name = _name(path)
         if text.count("\n") > MAX_MODULE_LINES:
             yield Finding(where=name, what="module lines", detail=str(text.count("\n")))
+        for number, line in enumerate(text.splitlines(), 1):
+            if FMT_SKIP in line:
+                yield Finding(where=f"{name}:{number}", what="fmt skip", detail=line.strip())
         tree = ast.parse(text)
         for node in _long_functions(tree):
             yield Finding(
@@ -147,11 +149,11 @@ def test_the_checks_see_what_they_should(tmp_path: Path, source: str, expected: 
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("def f():\n" + "    x = 1\n" * 61, ["f"]),
-        ("def _helper():\n" + "    x = 1\n" * 61, ["_helper"]),
-        ("def f():\n    def _inner():\n" + "        x = 1\n" * 61, ["f", "_inner"]),
-        ("class _C:\n    def _m(self):\n" + "        x = 1\n" * 61, ["_m"]),
-        ("def _helper():\n" + "    x = 1\n" * 60, []),
+        ("def f():\n" + "    x = 1\n" * 51, ["f"]),
+        ("def _helper():\n" + "    x = 1\n" * 51, ["_helper"]),
+        ("def f():\n    def _inner():\n" + "        x = 1\n" * 51, ["f", "_inner"]),
+        ("class _C:\n    def _m(self):\n" + "        x = 1\n" * 51, ["_m"]),
+        ("def _helper():\n" + "    x = 1\n" * 50, []),
     ],
 )
 def test_the_length_check_sees_every_function(source: str, expected: list[str]) -> None:

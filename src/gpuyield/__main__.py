@@ -10,7 +10,7 @@ full CLI, which reads it with the same grammar and prints it as every command do
 from __future__ import annotations
 
 import sys
-from typing import Any
+from dataclasses import dataclass
 
 # preflight's options and how each is read; tests/cli/test_preflight_path.py holds this table to
 # the CLI's own (names, types, defaults).
@@ -43,7 +43,18 @@ def _options(argv: list[str]) -> dict[str, str] | None:
     return given
 
 
-def _checked(given: dict[str, str]) -> dict[str, Any] | None:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Check:
+    """What preflight asks ``check_launch`` (the time zone only read ``--at``)."""
+
+    gpus: int
+    family: str | None
+    run: str | None
+    db: str
+    at_s: int | None
+
+
+def _checked(given: dict[str, str]) -> _Check | None:
     """The check's arguments, or None when the full CLI must say what is wrong."""
     from gpuyield import parsing
     from gpuyield.errors import FieldError
@@ -52,16 +63,18 @@ def _checked(given: dict[str, str]) -> dict[str, Any] | None:
         return None
     tz = given.get("--tz", PREFLIGHT_DEFAULTS["--tz"])
     try:
-        return {
-            "gpus": parsing.parse_count(given["--gpus"], field="--gpus", at_least=1),
-            "family": given.get("--family"),
-            "run": given.get("--run"),
-            "db": given.get("--db", PREFLIGHT_DEFAULTS["--db"]),
-            "at_s": parsing.parse_instant(given["--at"], tz=tz, field="--at")
-            if "--at" in given
-            else None,
-            "tz": parsing.check_zone(tz, field="--tz"),
-        }
+        gpus = parsing.parse_count(given["--gpus"], field="--gpus", at_least=1)
+        at_s = (
+            parsing.parse_instant(given["--at"], tz=tz, field="--at") if "--at" in given else None
+        )
+        parsing.check_zone(tz, field="--tz")
+        return _Check(
+            gpus=gpus,
+            family=given.get("--family"),
+            run=given.get("--run"),
+            db=given.get("--db", PREFLIGHT_DEFAULTS["--db"]),
+            at_s=at_s,
+        )
     except FieldError:
         return None
 
@@ -75,9 +88,14 @@ def preflight(argv: list[str]) -> int | None:
     from gpuyield.errors import GpuyieldError
     from gpuyield.rungs import check_launch
 
-    arguments.pop("tz")
     try:
-        answer = check_launch(**arguments)
+        answer = check_launch(
+            arguments.db,
+            gpus=arguments.gpus,
+            family=arguments.family,
+            run=arguments.run,
+            at_s=arguments.at_s,
+        )
     except GpuyieldError:
         return None  # the full CLI runs it again and prints the error with its hint
     printed = answer.printed(as_json="--json" in given)

@@ -14,7 +14,7 @@ package here, under its own parent)::
     │   ├── UnknownIdError        an id not in a catalog or scenario list; carries close matches
     │   ├── EmptyDataError        a command needs data that is not in the database yet
     │   ├── CoverageGapError      a window reaches outside the captured time (ledger.coverage)
-    │   └── CollectError          a Slurm command failed; carries ``command`` (ingest.collect)
+    │   └── CollectError          a Slurm command failed; carries ``command`` (ingest.collect_commands)
     ├── ConservationError         the ledger's categories do not add up to installed GPU-seconds
     ├── DataConsistencyError      inputs contradict each other (a job on a node with no capacity)
     ├── DivergenceError           the watch, told to raise, saw training diverge (guard.watch_types)

@@ -63,6 +63,13 @@ class Family:
         """True when the run belongs to the family by its name (RE2: linear time)."""
         return first_match(self.patterns, run) is not None
 
+    @classmethod
+    def from_dict(cls, item: dict[str, Any]) -> Family:
+        """A family from the manifest's stored JSON (``dataclasses.asdict`` of it)."""
+        return cls(
+            name=item["name"], patterns=tuple(item["patterns"]), written=tuple(item["written"])
+        )
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LadderPolicy:
@@ -372,11 +379,3 @@ def parse_ladder(item: Any, path: Path) -> LadderPolicy:
 def any_pattern(families: Sequence[Family]) -> str:
     """One regex matching a run name any family's pattern matches."""
     return "|".join(f"(?:{p})" for f in families for p in f.patterns)
-
-
-def families_from_json(items: list[dict[str, Any]]) -> tuple[Family, ...]:
-    """Families from the manifest's stored JSON (``dataclasses.asdict`` of each)."""
-    return tuple(
-        Family(name=i["name"], patterns=tuple(i["patterns"]), written=tuple(i["written"]))
-        for i in items
-    )

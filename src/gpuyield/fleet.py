@@ -31,6 +31,7 @@ from typing import Any
 
 from gpuyield.errors import InputError, ManifestError
 from gpuyield.hostlist import expand_hostlist
+from gpuyield.tomlfile import TomlValue
 
 PRICE_BASES = ("list", "reserved", "amortized")
 _RULE_KEYS = frozenset({"nodes", "model", "cluster"})
@@ -67,6 +68,15 @@ class PriceTable:
     source: str
     """Where the prices come from."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """As stored with the manifest."""
+        return {"usd_per_gpu_hour": self.usd_per_gpu_hour, "source": self.source}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> PriceTable:
+        """Inverse of ``to_dict``."""
+        return PriceTable(usd_per_gpu_hour=dict(data["usd_per_gpu_hour"]), source=data["source"])
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prices:
@@ -78,6 +88,23 @@ class Prices:
     """list, reserved or amortized ('' when not stated)."""
     partitions: dict[str, PriceTable] = field(default_factory=dict)
     """Prices for the GPUs of a partition's nodes, ahead of ``default``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored with the manifest."""
+        return {
+            "default": self.default.to_dict(),
+            "basis": self.basis,
+            "partitions": {name: t.to_dict() for name, t in self.partitions.items()},
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Prices:
+        """Inverse of ``to_dict``."""
+        return Prices(
+            default=PriceTable.from_dict(data["default"]),
+            basis=data["basis"],
+            partitions={n: PriceTable.from_dict(t) for n, t in data["partitions"].items()},
+        )
 
 
 def parse_gpu_models(items: Any, path: Path) -> tuple[GpuModelRule, ...]:
@@ -156,7 +183,7 @@ def parse_prices(table: Any, path: Path) -> Prices:
     )
 
 
-def _sub_table(value: Any, path: Path, name: str) -> dict[str, Any]:
+def _sub_table(value: TomlValue, path: Path, name: str) -> dict[str, TomlValue]:
     if not isinstance(value, dict):
         raise ManifestError(f"{path}: prices.partitions.{name} must be a table")
     unknown = sorted(k for k in value if k in ("basis", "partitions"))
@@ -168,7 +195,7 @@ def _sub_table(value: Any, path: Path, name: str) -> dict[str, Any]:
     return value
 
 
-def _price_table(table: dict[str, Any], path: Path, where: str, source: str) -> PriceTable:
+def _price_table(table: dict[str, TomlValue], path: Path, where: str, source: str) -> PriceTable:
     prices: dict[str, float] = {}
     for key, value in table.items():
         if key in _TABLE_KEYS:
@@ -184,7 +211,7 @@ def _price_table(table: dict[str, Any], path: Path, where: str, source: str) -> 
     return PriceTable(usd_per_gpu_hour=prices, source=own.strip())
 
 
-def _price(value: Any, path: Path, where: str) -> float:
+def _price(value: TomlValue, path: Path, where: str) -> float:
     """A finite price in dollars per GPU-hour, 0 (hardware nobody pays for) up to the cap."""
     if (
         isinstance(value, bool)
@@ -213,7 +240,7 @@ class Fleet:
             "gpu_models": [
                 {"nodes": r.nodes, "model": r.model, "cluster": r.cluster} for r in self.gpu_models
             ],
-            "prices": None if self.prices is None else _prices_json(self.prices),
+            "prices": None if self.prices is None else self.prices.to_dict(),
         }
 
     @staticmethod
@@ -229,26 +256,5 @@ class Fleet:
             for r in data.get("gpu_models", [])
         )
         stored = data.get("prices")
-        if stored is None:
-            return Fleet(gpu_models=rules)
-
-        def table(t: dict[str, Any]) -> PriceTable:
-            return PriceTable(usd_per_gpu_hour=dict(t["usd_per_gpu_hour"]), source=t["source"])
-
-        prices = Prices(
-            default=table(stored["default"]),
-            basis=stored["basis"],
-            partitions={name: table(t) for name, t in stored["partitions"].items()},
-        )
+        prices = None if stored is None else Prices.from_dict(stored)
         return Fleet(gpu_models=rules, prices=prices)
-
-
-def _prices_json(prices: Prices) -> dict[str, Any]:
-    def table(t: PriceTable) -> dict[str, Any]:
-        return {"usd_per_gpu_hour": t.usd_per_gpu_hour, "source": t.source}
-
-    return {
-        "default": table(prices.default),
-        "basis": prices.basis,
-        "partitions": {name: table(t) for name, t in prices.partitions.items()},
-    }

@@ -24,7 +24,6 @@ Format (TOML; documented in ``docs/manifest.md``)::
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -36,7 +35,6 @@ from gpuyield.errors import FieldError, ManifestError, ParseError, UnknownIdErro
 from gpuyield.families import (
     Family,
     LadderPolicy,
-    families_from_json,
     parse_families,
     parse_ladder,
     re2_hint,
@@ -49,6 +47,7 @@ from gpuyield.fleet import (
     parse_gpu_models,
     parse_prices,
 )
+from gpuyield.manifest_settings import RunSettings, positive_seconds
 from gpuyield.sqltext import literal
 
 if TYPE_CHECKING:
@@ -151,6 +150,14 @@ class Manifest:
     def from_dict(data: dict[str, Any]) -> Manifest:
         """Inverse of ``to_dict`` (and of older stores' documents, without the newer keys)."""
         fleet = Fleet.from_dict(data)
+        stored = data.get("ladder")
+        ladder = (
+            None
+            if stored is None
+            else LadderPolicy(
+                rungs=tuple(stored["rungs"]), within_days=float(stored["within_days"])
+            )
+        )
         return Manifest(
             match=RunMatch(**data["match"]),
             releases=tuple(
@@ -163,8 +170,8 @@ class Manifest:
             restart_s=data.get("restart_s", {}),
             failure_detection_s=data.get("failure_detection_s", {}),
             # Stores written before families existed have neither key.
-            families=families_from_json(data.get("families", [])),
-            ladder=_ladder_from_json(data.get("ladder")),
+            families=tuple(Family.from_dict(f) for f in data.get("families", [])),
+            ladder=ladder,
             # Stores written before the fleet sections have neither key.
             gpu_models=fleet.gpu_models,
             prices=fleet.prices,
@@ -209,13 +216,15 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         raise ManifestError(f"{path}: runs.match must be a string, got {match_text!r}")
     match = _parse_match(match_text, path)
     releases = tuple(
-        _parse_release(r, path, i) for i, r in enumerate(_tables(data, "releases", path))
+        _parse_release(r, path, i)
+        for i, r in enumerate(_tables(data.get("releases", []), "releases", path))
     )
     diverged = tuple(
-        _parse_diverged(d, path, i, tz) for i, d in enumerate(_tables(data, "diverged", path))
+        _parse_diverged(d, path, i, tz)
+        for i, d in enumerate(_tables(data.get("diverged", []), "diverged", path))
     )
-    settings_by_key = _parse_run_settings(
-        _table(data.get("run_settings", {}), path, "run_settings", None), path
+    settings = RunSettings.from_dict(
+        _table(data.get("run_settings", {}), path, "run_settings", None), path=path
     )
     default = runs.get("checkpoint_interval_s")
     _check_released_not_diverged(releases, diverged, path)
@@ -223,52 +232,20 @@ def parse_manifest(data: dict[str, Any], path: Path, *, tz: str = "UTC") -> Mani
         match=match,
         releases=releases,
         diverged=diverged,
-        checkpoint_interval_s=settings_by_key["checkpoint_interval_s"],
+        checkpoint_interval_s=settings.checkpoint_interval_s,
         default_checkpoint_interval_s=(
-            None if default is None else _positive(default, path, "runs.checkpoint_interval_s")
+            None
+            if default is None
+            else positive_seconds(default, path, "runs.checkpoint_interval_s")
         ),
-        checkpoint_save_s=settings_by_key["checkpoint_save_s"],
-        restart_s=settings_by_key["restart_s"],
-        failure_detection_s=settings_by_key["failure_detection_s"],
+        checkpoint_save_s=settings.checkpoint_save_s,
+        restart_s=settings.restart_s,
+        failure_detection_s=settings.failure_detection_s,
         families=parse_families(data.get("families", []), path),
         ladder=_parse_ladder_section(data, path),
         gpu_models=parse_gpu_models(data.get("gpu_models", []), path),
         prices=parse_prices(data["prices"], path) if "prices" in data else None,
     )
-
-
-#: run_settings keys; every one is a duration in seconds. The interval must be > 0, the others
-#: >= 0 (an instant start-up or an asynchronous save stalls for 0 s).
-_RUN_SETTINGS = {
-    "checkpoint_interval_s": True,
-    "checkpoint_save_s": False,
-    "restart_s": False,
-    "failure_detection_s": False,
-}
-
-
-def _parse_run_settings(table: Any, path: Path) -> dict[str, dict[str, float]]:
-    """``run_settings.<run>.<key>`` as one dict per key."""
-    out: dict[str, dict[str, float]] = {key: {} for key in _RUN_SETTINGS}
-    for run, settings in table.items():
-        settings = _table(settings, path, f"run_settings.{run}", None)
-        unknown_keys = set(settings) - set(_RUN_SETTINGS)
-        if unknown_keys:
-            raise ManifestError(
-                f"{path}: run_settings.{run}: unknown key {sorted(unknown_keys)[0]!r}",
-                hint=f"known: {', '.join(_RUN_SETTINGS)}",
-            )
-        for key, strictly_positive in _RUN_SETTINGS.items():
-            if key not in settings:
-                continue
-            where = f"run_settings.{run}.{key}"
-            value = settings[key]
-            out[key][run] = (
-                _positive(value, path, where)
-                if strictly_positive
-                else _non_negative(value, path, where)
-            )
-    return out
 
 
 _LADDER_SECTIONS = ("families", "ladder")
@@ -282,21 +259,15 @@ def _parse_ladder_section(data: dict[str, Any], path: Path) -> LadderPolicy | No
     return LadderPolicy() if data.get("families") else None
 
 
-def _ladder_from_json(item: dict[str, Any] | None) -> LadderPolicy | None:
-    if item is None:
-        return None
-    return LadderPolicy(rungs=tuple(item["rungs"]), within_days=float(item["within_days"]))
-
-
 _RUNS_KEYS = frozenset({"match", "checkpoint_interval_s"})
 _RELEASE_KEYS = frozenset({"model", "runs"})
 _DIVERGED_KEYS = frozenset({"run", "after"})
 
 
-def _tables(data: dict[str, Any], key: str, path: Path) -> list[Any]:
-    """An array of tables (``[[releases]]``): anything else (``releases = 3``, or a string,
-    whose characters would be read one by one) is refused, not iterated."""
-    value = data.get(key, [])
+def _tables(value: object, key: str, path: Path) -> list[Any]:
+    """``value`` of ``key`` when it is an array of tables (``[[releases]]``): anything else
+    (``releases = 3``, or a string, whose characters would be read one by one) is refused, not
+    iterated."""
     if not isinstance(value, list):
         raise ManifestError(
             f"{path}: {key} must be an array of tables ([[{key}]]), got {value!r}"[:300]
@@ -396,41 +367,6 @@ def _parse_diverged(item: Any, path: Path, index: int, tz: str) -> DivergedRun:
         return DivergedRun(run=item["run"], after_s=parsing.epoch_s(value, tz=tz, field=field_name))
     except FieldError as error:
         raise ManifestError(f"{path}: {error.field} {error.problem}") from None
-
-
-# Every run setting is a duration no longer than this: a checkpoint interval or a restart of a
-# year and more is a typo (and an infinite one moved GPU-seconds between categories).
-_MAX_SETTING_S = 366 * 86_400
-
-
-def _seconds(value: Any) -> bool:
-    # Not NaN or infinity either: NaN compares false with everything and would pass "<= 0".
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and value <= _MAX_SETTING_S
-    )
-
-
-def _positive(value: Any, path: Path, name: str) -> float:
-    if not _seconds(value) or value <= 0:
-        raise ManifestError(
-            f"{path}: {name} must be a positive number of seconds up to {_MAX_SETTING_S:,} "
-            f"(366 days), got {value!r}",
-            hint="write e.g. checkpoint_interval_s = 3600",
-        )
-    return float(value)
-
-
-def _non_negative(value: Any, path: Path, name: str) -> float:
-    if not _seconds(value) or value < 0:
-        raise ManifestError(
-            f"{path}: {name} must be a number of seconds from 0 to {_MAX_SETTING_S:,} "
-            f"(366 days), got {value!r}",
-            hint="write e.g. checkpoint_save_s = 30",
-        )
-    return float(value)
 
 
 def runs_in_jobs(

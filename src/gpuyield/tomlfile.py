@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ _LINE = re.compile(r"\(at line (\d+), column \d+\)")
 # No number gpuyield reads from TOML is near this (training compute is ~1e26 FLOPs): a value past
 # it is a typo, and 1e300 days or GPUs overflowed every sum it reached.
 MAX_MAGNITUDE = 1e30
+
+#: A TOML value as ``tomllib`` returns it: what a loader validates, key by key, into its records.
+TomlValue = (
+    bool | int | float | str | datetime | date | time | list["TomlValue"] | dict[str, "TomlValue"]
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from gpuyield.cli import app
 from gpuyield.errors import InputError
-from gpuyield.estimate import catalog, train
+from gpuyield.estimate import catalog, train_inputs
 from gpuyield.estimate.catalog import list_models
 from gpuyield.estimate.effective import step_to_effective_ratio
 from gpuyield.estimate.numbers import Range
@@ -77,6 +77,6 @@ def test_a_catalog_entry_that_implies_more_than_the_peak_is_an_error_naming_it(
 ) -> None:
     real = catalog.get_model("llama-3.1-405b")
     broken = dataclasses.replace(real, reported_gpu_hours=Range.point(3e6))
-    monkeypatch.setattr(train, "get_model", lambda _id: broken)
+    monkeypatch.setattr(train_inputs, "get_model", lambda _id: broken)
     with pytest.raises(InputError, match=r"catalog's reported_gpu_hours of llama-3\.1-405b"):
         estimate_train(model="llama-3.1-405b")

@@ -65,7 +65,7 @@ def test_collect_runs_the_documented_commands_and_records_coverage(
     report = build_report(db)
     assert (report.window_start_s, report.window_end_s) == (SINCE_S, UNTIL_S)
     # The output was temporary: every source names the command that printed it.
-    paths = [str(source["path"]) for source in report.sources]
+    paths = [source.path for source in report.sources]
     assert any(p.startswith("TZ=UTC ") and " -X -D " in p for p in paths), paths
     assert [c.to_dict() for c in report.coverage] == [
         {"cluster": "lab", "start": "2026-11-30T10:00:00Z", "end": "2026-11-30T11:00:00Z"}

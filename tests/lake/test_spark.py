@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpuyield.lake import LakeSource
+from gpuyield.report.breakdown import DIMENSIONS
 from gpuyield.report.html import write_html_report
 from tests.lake import data
 from tests.lake.data import Ingested, report_text
@@ -99,3 +100,39 @@ def test_two_clusters_per_cluster_and_in_total_through_the_cli(
     on_store = data.cli("report", "--db", two_clusters["db"], "--by", "cluster", "--json")
     assert on_spark == on_store
     assert '"key": "check"' in on_store and '"key": "east"' in on_store
+
+
+def test_two_stores_writing_one_lake_break_down_alike_on_every_engine(
+    two_clusters: dict[str, Path], spark_session: Any
+) -> None:
+    """Each cluster collected into a store of its own, both writing one lake (each store numbers
+    its own ingests and jobs; the lake moves the second's apart): every breakdown, the job rows
+    included, the same from one store holding both, from DuckDB and from Spark on the lake, but
+    for the ingest ids."""
+    for by in DIMENSIONS:
+        store = data.without_ingest_ids(report_text(two_clusters["db"], by))
+        lake = two_clusters["shared"]
+        assert (
+            data.without_ingest_ids(report_text(LakeSource(path=lake, engine="duckdb"), by))
+            == store
+        ), by
+        assert (
+            data.without_ingest_ids(report_text(LakeSource(path=lake, engine="spark"), by)) == store
+        ), by
+
+
+def test_spark_results_keep_whole_numbers_past_2_53_beside_nulls(spark_session: Any) -> None:
+    """The lake's Spark backend brings results back as Arrow: a job key moved to a second
+    store's range (past 2**53) stays exact in a column that also holds a null (through pandas,
+    as Ibis' own backend does, it became a float, another job's key)."""
+    from gpuyield.lake.spark_results import ExactSparkBackend
+
+    key = 2**60 + 2**40 + 7
+    spark_session.sql(
+        f"SELECT CAST({key} AS BIGINT) AS k UNION ALL SELECT CAST(NULL AS BIGINT) AS k"
+    ).createOrReplaceTempView("gy_test_keys")
+    try:
+        keys = ExactSparkBackend.on(spark_session).table("gy_test_keys")
+        assert sorted(keys.to_pyarrow()["k"].to_pylist(), key=str) == [key, None]
+    finally:
+        spark_session.catalog.dropTempView("gy_test_keys")

@@ -285,7 +285,7 @@ def test_down_and_busy_nodes_side_by_side(tmp_path: Path) -> None:
 
 
 def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -> None:
-    # Spark runs the sweep as windows in node buckets, DuckDB as a streaming scan over batches:
+    # Spark runs the sweep as windows per node, DuckDB as a streaming scan over batches:
     # all must give the same rows, wherever the batches split the changes.
     from gpuyield.ledger.down import (
         down_islands,
@@ -327,15 +327,15 @@ def test_sweep_gives_the_same_rows_in_partitions_and_as_a_scan(tmp_path: Path) -
             table = swept.select(*columns).to_pyarrow().to_pylist()
             return sorted(tuple(r[c] for c in columns) for r in table)
 
-        def rows(buckets: int | None) -> list[tuple]:
-            return listed(node_sweep(allocations, islands, capacity, buckets=buckets))
+        def rows(*, per_node: bool) -> list[tuple]:
+            return listed(node_sweep(allocations, islands, capacity, per_node=per_node))
 
         def scanned(batch_rows: int) -> list[tuple]:
             changes = sweep_changes(allocations, islands, capacity)
             return listed(scan_sweep(backend, changes, capacity, batch_rows=batch_rows))
 
-        one_pass = rows(None)
-        assert one_pass == rows(3) == rows(64)
+        one_pass = rows(per_node=False)
+        assert one_pass == rows(per_node=True)
         num_changes = sweep_changes(allocations, islands, capacity).count().to_pyarrow().as_py()
         for batch_rows in (1, 2, 3, 7, num_changes - 1, num_changes, 1 << 20):
             assert scanned(batch_rows) == one_pass, batch_rows
@@ -398,3 +398,46 @@ def test_kept_segments_are_the_segments(tmp_path: Path) -> None:
         assert accounts == {"acct", "research", None}  # None: the down segments
     finally:
         con.close()
+
+
+def test_heads_and_tails_give_the_same_rows_in_one_pass() -> None:
+    # Spark pairs each job with a part number (its segment, a lineage job's lost tail) where
+    # DuckDB unions two filtered copies: the same segments either way.
+    from gpuyield.ledger.jobs import (
+        SEGMENT_JOB_ATTRIBUTES,
+        _heads_and_tails,
+        _heads_and_tails_one_pass,
+    )
+
+    jobs = ibis.memtable(
+        {
+            "job_key": [1, 2, 3, 4],
+            "cluster": ["c"] * 4,
+            **{c: [None, None, None, None] for c in SEGMENT_JOB_ATTRIBUTES},
+            "num_gpus": [8, 4, 2, 1],
+            "loss_measured": [False, True, False, False],
+            "lineage": [False, True, True, True],
+            # Job 2 lost its last 30 s, job 3 nothing, job 4 more than its clipped time.
+            "lost_s": [0.0, 30.0, 0.0, 500.0],
+            "state_category": ["failed", "failed", "experiment", "cancelled"],
+            "state_subcategory": ["software", "hardware", None, "user"],
+            "clip_start_s": [0, 100, 100, 900],
+            "clip_end_s": [50, 200, 300, 1000],
+            "head_end_s": [50.0, 170.0, 300.0, 500.0],
+        },
+        schema={c: "string" for c in SEGMENT_JOB_ATTRIBUTES}
+        | {"job_key": "int64", "cluster": "string", "num_gpus": "int64"}
+        | {"loss_measured": "boolean", "lineage": "boolean", "lost_s": "float64"}
+        | {"state_category": "string", "state_subcategory": "string"}
+        | {"clip_start_s": "int64", "clip_end_s": "int64", "head_end_s": "float64"},
+    )
+    con = ibis.duckdb.connect()
+
+    def rows(table: ibis.Table) -> list[tuple]:
+        listed = con.to_pyarrow(table).to_pylist()
+        return sorted((tuple(r.values()) for r in listed), key=repr)
+
+    union = rows(_heads_and_tails(jobs))
+    assert union == rows(_heads_and_tails_one_pass(jobs))
+    assert len(union) == 6  # every job's segment, and the two lineage jobs' lost tails
+    con.disconnect()

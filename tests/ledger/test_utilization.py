@@ -190,15 +190,15 @@ def test_a_conservation_error_names_the_category_and_by_how_much() -> None:
     """Were a category ever below zero (issue 24's 15 s captures made cancelled -13,320), the
     error says which and by how much, not only that the sum is off."""
     from gpuyield.errors import ConservationError
-    from gpuyield.ledger.ledger import _check_conservation
+    from gpuyield.ledger.checks import check_conservation
 
     categories = {"down": 0.0, "idle": 101_520.0, "cancelled": -13_320.0, "released": 27_000.0}
     with pytest.raises(ConservationError) as caught:
-        _check_conservation(115_200.0, categories, {})
+        check_conservation(115_200.0, categories, {})
     assert "category cancelled is -13320.000 GPU-seconds, 13320.000 below zero" in str(caught.value)
     with pytest.raises(ConservationError) as caught:
-        _check_conservation(115_200.0, {"idle": 115_200.0}, {"failed.oom": -5.0})
+        check_conservation(115_200.0, {"idle": 115_200.0}, {"failed.oom": -5.0})
     assert "subcategory failed.oom is -5.000 GPU-seconds" in str(caught.value)
     with pytest.raises(ConservationError) as caught:
-        _check_conservation(115_200.0, {"idle": 115_000.0, "released": 100.0}, {})
+        check_conservation(115_200.0, {"idle": 115_000.0, "released": 100.0}, {})
     assert "-100.000 off" in str(caught.value)

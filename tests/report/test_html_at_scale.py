@@ -79,7 +79,7 @@ def test_a_small_lineage_is_still_drawn_job_by_job(tmp_path: Path) -> None:
         since_s=_epoch(REGISTERED),
         until_s=_epoch(UNTIL),
     )
-    from gpuyield.report.charts import _MAX_LINEAGE_BARS, draw_lineage
+    from gpuyield.report.chart_lineage import _MAX_LINEAGE_BARS, draw_lineage
     from gpuyield.report.figures import build_figures
 
     figures = build_figures(db)

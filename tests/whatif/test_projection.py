@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from gpuyield.simulate import scenario_from_dict
 from gpuyield.whatif import ReplayCheck, fit_cluster, parse_remedy, project, scenario_file
 from gpuyield.whatif.project import simulated_categories
 from gpuyield.whatif.remedies import apply_remedy
@@ -30,16 +31,17 @@ def _true_yield(data: dict, remedy: object, fit: object) -> float:
     for seed in range(SEEDS):
         changed = copy.deepcopy(data)
         changed["scenario"]["seed"] = 500 + seed
+        scenario = scenario_from_dict(changed, origin="<true scenario>")
         if remedy is not None:
-            apply_remedy(remedy, changed, fit)  # type: ignore[arg-type]
-        simulated = simulated_categories(changed)
+            scenario = apply_remedy(remedy, scenario, fit)  # type: ignore[arg-type]
+        simulated = simulated_categories(scenario)
         yields.append(simulated.categories["released"] / simulated.installed_gpu_seconds)
     return statistics.fmean(yields)
 
 
 def test_each_remedy_projects_within_two_points_of_the_truth(base_cluster: Simulated) -> None:
     fit = fit_cluster(base_cluster.db)
-    base = scenario_file(fit).to_dict()
+    base = scenario_file(fit).scenario()
     remedies = [parse_remedy(name, fit, base) for name in REMEDIES]
     projection = project(fit, remedies, NO_CHECK, horizon_days=fit.days, seeds=SEEDS)
     true_base = _true_yield(base_cluster.data, None, fit)
@@ -54,7 +56,7 @@ def test_each_remedy_projects_within_two_points_of_the_truth(base_cluster: Simul
 def test_remedies_move_time_between_categories_and_conserve_it(base_cluster: Simulated) -> None:
     fit = fit_cluster(base_cluster.db)
     remedies = [
-        parse_remedy(n, fit, scenario_file(fit).to_dict()) for n in ("fill-idle", "checkpoint=5m")
+        parse_remedy(n, fit, scenario_file(fit).scenario()) for n in ("fill-idle", "checkpoint=5m")
     ]
     projection = project(fit, remedies, NO_CHECK, horizon_days=fit.days, seeds=2)
     for r in projection.remedies:
@@ -77,7 +79,9 @@ def test_the_html_section_shows_the_json_figures(base_cluster: Simulated) -> Non
     from gpuyield.whatif.html import SECTION_TITLE, render_whatif
 
     fit = fit_cluster(base_cluster.db)
-    remedies = [parse_remedy(n, fit, scenario_file(fit).to_dict()) for n in ("repair=2h", "ladder")]
+    remedies = [
+        parse_remedy(n, fit, scenario_file(fit).scenario()) for n in ("repair=2h", "ladder")
+    ]
     projection = project(fit, remedies, NO_CHECK, horizon_days=3, seeds=2, price_per_gpu_hour=3.0)
     page = render_whatif(projection)
     data = projection.to_dict()

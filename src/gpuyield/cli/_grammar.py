@@ -7,6 +7,7 @@ exit 1. Every such value goes through ``gpuyield.parsing``, as serve's query par
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -77,11 +78,19 @@ def duration_option(
     at_least_s: float = 0.0,
     at_most_s: float = parsing.MAX_DURATION_S,
     example: str = "30m",
+    whole_seconds: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """An option whose value is a DURATION (30s, 5m, 1h, 2d); the command receives seconds."""
+    """An option whose value is a DURATION (30s, 5m, 1h, 2d); the command receives seconds, a
+    float, or with ``whole_seconds`` an int (``1.5m`` is 90; ``0.5s`` is refused)."""
 
     def parse(text: str) -> float:
+        if whole_seconds:
+            # A whole number of seconds is at least a bound exactly when it is at least its ceiling.
+            least, most = math.ceil(at_least_s), math.floor(at_most_s)
+            return parsing.parse_seconds(
+                text, field="value", at_least_s=least, at_most_s=most, example=example
+            )
         return parsing.parse_duration(
             text, field="value", at_least_s=at_least_s, at_most_s=at_most_s, example=example
         )
@@ -89,22 +98,9 @@ def duration_option(
     return typer.Option(*names, parser=_parser(parse), metavar="DURATION", help=help, **kwargs)
 
 
-def seconds_option(
-    *names: str,
-    help: str,
-    at_least_s: int = 0,
-    at_most_s: int = parsing.MAX_DURATION_S,
-    example: str = "30m",
-    **kwargs: Any,
-) -> Any:
+def seconds_option(*names: str, help: str, **kwargs: Any) -> Any:
     """A DURATION in whole seconds (``1.5m`` is 90; ``0.5s`` is refused); the command gets an int."""
-
-    def parse(text: str) -> int:
-        return parsing.parse_seconds(
-            text, field="value", at_least_s=at_least_s, at_most_s=at_most_s, example=example
-        )
-
-    return typer.Option(*names, parser=_parser(parse), metavar="DURATION", help=help, **kwargs)
+    return duration_option(*names, help=help, whole_seconds=True, **kwargs)
 
 
 WAIT_HELP = (

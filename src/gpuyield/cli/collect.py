@@ -101,7 +101,7 @@ def collect_command(
             )
     synced = sync_after(db, lake)
     if as_json:
-        print_json_with_sync(outcome.to_dict(), synced)
+        print_json_with_sync(outcome, synced)
         return
     if quiet:
         return

@@ -8,7 +8,7 @@ type them (405B, 15T, 16M, 2^24, $30M, 40%) and any may be a range low:high or l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
@@ -94,7 +94,7 @@ def train(
         reported_gpu_hours=reported_gpu_hours,
         peak_tflops=peak_tflops,
     )
-    _emit(result.worksheet, result.to_dict(), json_out, markdown)
+    _emit(result, json_out, markdown)
     if not (json_out or markdown):
         _print_two_mfus(result, mfu)
 
@@ -198,7 +198,7 @@ def params_from_speed(
         kv_bytes_per_token=kv_bytes_per_token,
         bandwidth_tbps=bandwidth_tbps,
     )
-    _emit(result.worksheet, result.to_dict(), json_out, markdown)
+    _emit(result, json_out, markdown)
 
 
 @app.command("params-from-budget")
@@ -228,7 +228,7 @@ def params_from_budget(
         mfu=mfu,
         precision=precision,
     )
-    _emit(result.worksheet, result.to_dict(), json_out, markdown)
+    _emit(result, json_out, markdown)
 
 
 @app.command()
@@ -244,7 +244,7 @@ def lab(
     from gpuyield.estimate import estimate_lab
 
     result = call(estimate_lab, scenario)
-    _emit(result.worksheet, result.to_dict(), json_out, markdown)
+    _emit(result, json_out, markdown)
 
 
 @app.command()
@@ -326,11 +326,21 @@ def models(json_out: JsonOpt = False) -> None:
     console.print(_table("Models (published training compute)", columns, rows))
 
 
-def _emit(sheet: Worksheet, data: dict[str, Any], json_out: bool, markdown: bool) -> None:
+class _Estimate(Protocol):
+    """What every estimate returns: its shown work, and its JSON."""
+
+    @property
+    def worksheet(self) -> Worksheet: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def _emit(result: _Estimate, json_out: bool, markdown: bool) -> None:
     from gpuyield.estimate import to_markdown
 
+    sheet = result.worksheet
     if json_out:
-        print_json(data)
+        print_json(result.to_dict())
     elif markdown:
         typer.echo(to_markdown(sheet), nl=False)
     else:

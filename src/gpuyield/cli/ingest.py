@@ -160,7 +160,7 @@ def slurm_command(
             )
     synced = sync_after(db, lake)
     if as_json:
-        print_json_with_sync(summary.to_dict(), synced)
+        print_json_with_sync(summary, synced)
         return
     if not quiet:
         _print_summary(summary)

@@ -63,7 +63,6 @@ def _print_ladder(report: Any) -> None:
     from rich.table import Table
 
     from gpuyield.cli._common import cell, console, shown
-    from gpuyield.report.ladder import skip_text
     from gpuyield.times import iso_utc as iso
 
     policy = report.analysis.policy
@@ -83,7 +82,7 @@ def _print_ladder(report: Any) -> None:
                 cell(run.run),
                 str(run.gpus),
                 iso(run.launch_s),
-                f"[red]skipped {skip_text(run)}[/]" if run.skipped else "ok",
+                f"[red]skipped {run.skip_text}[/]" if run.skipped else "ok",
                 cell(run.outcome),
                 f"{run.gpu_seconds / 3600:,.2f}",
                 f"{run.wasted_gpu_seconds / 3600:,.2f}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,10 @@ from gpuyield.cli._grammar import (
     number_option,
     seconds_option,
 )
+
+if TYPE_CHECKING:
+    from gpuyield.lake import LakeSync
+    from gpuyield.lake.synced import Serializable
 
 app = typer.Typer(
     help="The store's tables as Parquet partitioned by cluster and day, for `report --lake` on "
@@ -40,7 +44,7 @@ SyncOption = Annotated[
 ]
 
 
-def sync_after(db: Path, lake: Path | None) -> Any:
+def sync_after(db: Path, lake: Path | None) -> LakeSync | None:
     """With ``--lake``: sync the store just written into the lake (None without it)."""
     if lake is None:
         return None
@@ -50,9 +54,11 @@ def sync_after(db: Path, lake: Path | None) -> Any:
         return sync_store(db, lake)
 
 
-def print_json_with_sync(record: dict[str, Any], synced: Any) -> None:
+def print_json_with_sync(result: Serializable, synced: LakeSync | None) -> None:
     """Print a command's ``--json`` record, with what ``--lake`` wrote under ``lake``."""
-    print_json(record if synced is None else {**record, "lake": synced.to_dict()})
+    from gpuyield.lake.synced import Synced
+
+    print_json(Synced(result=result, lake=synced).to_dict())
 
 
 @app.command("export")
@@ -198,6 +204,8 @@ def size_command(
 
 
 def _print_sizing(sizing: Any, *, markdown: bool) -> None:
+    """What each fleet size needs to be reported within the minutes asked."""
+
     def cores(value: int | None) -> str:
         return "over the fixed part" if value is None else f"{value:,}"
 
@@ -224,6 +232,11 @@ def _print_sizing(sizing: Any, *, markdown: bool) -> None:
         for f in sizing.fleets
     ]
     _table(f"reported within {sizing.minutes:g} min", head, rows, markdown=markdown)
+    _print_costs(sizing, markdown=markdown)
+
+
+def _print_costs(sizing: Any, *, markdown: bool) -> None:
+    """The measured cost lines the sizing rests on, and how to read them."""
     costs = sizing.costs
     lines = [
         (

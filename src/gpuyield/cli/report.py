@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -38,6 +38,9 @@ from gpuyield.cli._weights import (
     require_weight,
 )
 from gpuyield.errors import GpuyieldError
+
+if TYPE_CHECKING:
+    from gpuyield.report.source import ReportSource
 
 _BY_HELP = (
     "Break down by account, user, partition, run, job (with the input line of each), day, hour "
@@ -115,21 +118,8 @@ def report_command(
         since_s = epoch_s(since, tz, "--since")
         until_s = epoch_s(until, tz, "--until")
         if html is not None:
-            from gpuyield.cli._progress import RichProgress
-            from gpuyield.report.html import write_html_report
-
-            # One bar per phase on stderr (nothing when it is not a terminal).
-            with waiting_for_store(wait), RichProgress(counts=True) as progress:
-                written = write_html_report(
-                    source,
-                    html,
-                    since_s=since_s,
-                    until_s=until_s,
-                    png_dir=png,
-                    allow_gaps=allow_gaps,
-                    progress=progress,
-                )
-            console.print(f"HTML report written to {shown(written)}", highlight=False)
+            window = (since_s, until_s)
+            _write_html(source, html, png, window=window, allow_gaps=allow_gaps, wait=wait)
             return
         # A spinner on stderr (none when it is not a terminal): 10M jobs take seconds.
         with (
@@ -159,6 +149,33 @@ def report_command(
         _print_report(result.report, unit)
     if result.breakdown is not None:
         _print_breakdown(result.breakdown)
+
+
+def _write_html(
+    source: ReportSource,
+    html: Path,
+    png: Path | None,
+    *,
+    window: tuple[int | None, int | None],
+    allow_gaps: bool,
+    wait: int,
+) -> None:
+    """``--html``: the page (and ``--png``'s slides), one progress bar per phase on stderr."""
+    from gpuyield.cli._progress import RichProgress
+    from gpuyield.report.html import write_html_report
+
+    # One bar per phase on stderr (nothing when it is not a terminal).
+    with waiting_for_store(wait), RichProgress(counts=True) as progress:
+        written = write_html_report(
+            source,
+            html,
+            since_s=window[0],
+            until_s=window[1],
+            png_dir=png,
+            allow_gaps=allow_gaps,
+            progress=progress,
+        )
+    console.print(f"HTML report written to {shown(written)}", highlight=False)
 
 
 def _weight_unit(weight: str, *, html: Path | None, as_json: bool, by: str | None) -> str:

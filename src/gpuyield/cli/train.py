@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from gpuyield.cli._grammar import (
     usage_error,
 )
 from gpuyield.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from gpuyield.train.config import RunSummary
 
 
 def train_ft_command(
@@ -111,6 +114,11 @@ def train_ft_command(
     if as_json:
         print_json(summary.to_dict())
         return
+    _print_summary(summary, out)
+
+
+def _print_summary(summary: RunSummary, out: Path) -> None:
+    """The run's speed and loss, then what its failures cost, in two lines."""
     console.print(
         f"{shown(summary.run)}: {summary.steps_done} steps in {summary.wall_s:.1f} s "
         f"({summary.steps_per_s:.2f} steps/s), held-out loss {summary.final_loss:.4f}"

@@ -75,7 +75,8 @@ Price = Annotated[
     float | None,
     typer.Option(
         "--price-per-gpu-hour",
-        help="Dollars per GPU-hour, to price the GPU-hours each remedy gains (stated).",
+        help="Dollars per GPU-hour, to price the GPU-hours each remedy gains (stated). "
+        "Default: the manifest's [prices] in the store, if any.",
     ),
 ]
 Fixed = Annotated[
@@ -274,6 +275,8 @@ def _print_projection(result: Any) -> None:
         console.print(f"not applicable: {escape(visible(line))}", soft_wrap=True)
     if result.price_per_gpu_hour is not None:
         console.print(f"price: ${result.price_per_gpu_hour:g} per GPU-hour ({result.price_source})")
+    elif result.price_source:  # the manifest has [prices], but they give no price: say why
+        console.print(f"price: {escape(visible(result.price_source))}", soft_wrap=True)
 
 
 def _remedy_table(result: Any) -> Any:

@@ -7,11 +7,11 @@ that lists the closest ids.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuyield import tomlfile
 from gpuyield.errors import FieldError, InputError, ParseError, UnknownIdError
@@ -79,6 +79,14 @@ class Accelerator:
     def to_dict(self) -> dict[str, Any]:
         """The entry as ``gpuyield estimate accelerators --json`` prints it: every field."""
         return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Accelerator:
+        """An ``[[accelerator]]`` table of the catalog file (keys already checked)."""
+        values = {**data, "status": SourceStatus(data["status"])}
+        values["aliases"] = tuple(data.get("aliases", ()))
+        values.setdefault("peak_tflops_fp8", None)
+        return Accelerator(**values)
 
     def __post_init__(self) -> None:
         for name in ("peak_tflops_bf16", "hbm_gb", "hbm_bandwidth_tbps"):
@@ -171,6 +179,28 @@ class Model:
             data[item.name] = value
         return data
 
+    @staticmethod
+    def from_dict(data: dict[str, Any], *, where: str) -> Model:
+        """A ``[[model]]`` table of the catalog file (keys already checked; ranges as text such
+        as ``"405B"``, named ``<where>.<field>`` when they do not parse)."""
+        values = dict(data)
+        for name in _MODEL_RANGES:
+            if name in values:
+                values[name] = parse_range(str(values[name]), field=f"{where}.{name}")
+        values.setdefault("tokens", None)
+        values.setdefault("reported_gpu_hours", None)
+        values.setdefault("reported_days", None)
+        values.setdefault("reported_mfu", None)
+        values["precision"] = Precision(values["precision"])
+        values["status"] = SourceStatus(values["status"])
+        values["field_sources"] = {
+            name: FieldSource(source=raw["source"], status=SourceStatus(raw["status"]))
+            for name, raw in values.get("field_sources", {}).items()
+        }
+        model = Model(**values)
+        get_accelerator(model.accelerator)  # an unknown accelerator id is a catalog bug
+        return model
+
     @property
     def is_moe(self) -> bool:
         """A mixture of experts: fewer parameters active per token than in total."""
@@ -190,6 +220,8 @@ class Model:
         )
 
 
+#: An accelerator or a model, as the catalog registers it under its id (and aliases).
+_Record = TypeVar("_Record", Accelerator, Model)
 _ACCELERATOR_KEYS = frozenset(Accelerator.__dataclass_fields__)
 _MODEL_FIELDS = frozenset(Model.__dataclass_fields__)
 _MODEL_RANGES = (
@@ -232,7 +264,7 @@ def list_models() -> list[Model]:
     return list(_models().values())
 
 
-def _lookup(kind: str, wanted: str, table: Mapping[str, Any]) -> Any:
+def _lookup(kind: str, wanted: str, table: Mapping[str, _Record]) -> _Record:
     key = wanted.strip().lower()
     if key in table:
         return table[key]
@@ -240,22 +272,19 @@ def _lookup(kind: str, wanted: str, table: Mapping[str, Any]) -> Any:
     raise UnknownIdError(kind, wanted, canonical)
 
 
-def _read_catalog(name: str) -> tuple[str, dict[str, Any]]:
-    doc = tomlfile.read_bundled("catalog", name.removesuffix(".toml"))
-    return doc.origin, doc.data
+def _read_catalog(name: str) -> tomlfile.TomlDocument:
+    return tomlfile.read_bundled("catalog", name.removesuffix(".toml"))
 
 
 @cache
 def _accelerators() -> dict[str, Accelerator]:
-    path, data = _read_catalog("accelerators.toml")
+    doc = _read_catalog("accelerators.toml")
+    path = doc.origin
     table: dict[str, Accelerator] = {}
-    for index, raw in enumerate(data.get("accelerator", [])):
-        entry = _check_keys(raw, _ACCELERATOR_KEYS, path, f"accelerator[{index}]")
+    for index, raw in enumerate(doc.data.get("accelerator", [])):
+        _check_keys(raw, _ACCELERATOR_KEYS, path, f"accelerator[{index}]")
         try:
-            values = {**entry, "status": SourceStatus(entry["status"])}
-            values["aliases"] = tuple(entry.get("aliases", ()))
-            values.setdefault("peak_tflops_fp8", None)
-            record = Accelerator(**values)
+            record = Accelerator.from_dict(raw)
         except (KeyError, TypeError, ValueError) as error:
             raise ParseError(str(error), path=path, field=f"accelerator[{index}]") from error
         _register(table, record, (record.id, *record.aliases), path)
@@ -264,49 +293,28 @@ def _accelerators() -> dict[str, Accelerator]:
 
 @cache
 def _models() -> dict[str, Model]:
-    path, data = _read_catalog("models.toml")
+    doc = _read_catalog("models.toml")
+    path = doc.origin
     table: dict[str, Model] = {}
-    for index, raw in enumerate(data.get("model", [])):
+    for index, raw in enumerate(doc.data.get("model", [])):
         where = f"model[{index}]"
-        entry = _check_keys(raw, _MODEL_FIELDS, path, where)
+        _check_keys(raw, _MODEL_FIELDS, path, where)
         try:
-            record = _build_model(entry, where)
+            record = Model.from_dict(raw, where=where)
         except (KeyError, TypeError, ValueError) as error:
             raise ParseError(str(error), path=path, field=where) from error
         _register(table, record, (record.id,), path)
     return table
 
 
-def _build_model(entry: dict[str, Any], where: str) -> Model:
-    values = dict(entry)
-    for name in _MODEL_RANGES:
-        if name in values:
-            values[name] = parse_range(str(values[name]), field=f"{where}.{name}")
-    values.setdefault("tokens", None)
-    values.setdefault("reported_gpu_hours", None)
-    values.setdefault("reported_days", None)
-    values.setdefault("reported_mfu", None)
-    values["precision"] = Precision(values["precision"])
-    values["status"] = SourceStatus(values["status"])
-    values["field_sources"] = {
-        name: FieldSource(source=raw["source"], status=SourceStatus(raw["status"]))
-        for name, raw in values.get("field_sources", {}).items()
-    }
-    model = Model(**values)
-    get_accelerator(model.accelerator)  # an unknown accelerator id is a catalog bug
-    return model
-
-
-def _check_keys(
-    raw: dict[str, Any], allowed: frozenset[str], path: str, where: str
-) -> dict[str, Any]:
-    unknown = sorted(set(raw) - allowed)
+def _check_keys(keys: Iterable[str], allowed: frozenset[str], path: str, where: str) -> None:
+    """A catalog table's keys (a misspelt one would be ignored and its number lost)."""
+    unknown = sorted(set(keys) - allowed)
     if unknown:
         raise ParseError(f"unknown keys {unknown}", path=path, field=where)
-    return raw
 
 
-def _register(table: dict[str, Any], record: Any, keys: tuple[str, ...], path: str) -> None:
+def _register(table: dict[str, _Record], record: _Record, keys: tuple[str, ...], path: str) -> None:
     for key in keys:
         if key.lower() in table:
             raise ParseError(f"duplicate id or alias {key!r}", path=path, field="id")

@@ -22,8 +22,11 @@ from gpuyield.errors import InputError, ParseError
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.catalog import get_accelerator, get_model, parse_precision
 from gpuyield.estimate.lab_units import (
+    GPUS,
+    H100_EQUIVALENTS,
+    Worked,
+    busy_hours,
     dollar_steps,
-    from_h100_equivalents,
     h100_weight,
     weighted_total,
 )
@@ -133,51 +136,38 @@ def list_lab_scenarios() -> list[str]:
 
 def estimate_lab(scenario: str | Path) -> LabEstimate:
     """The yield of a bundled scenario (by id) or of a scenario file (by path)."""
-    path, data = _load(scenario)
+    doc = tomlfile.load(scenario, folder=_FOLDER, kind="lab scenario")
+    path, data = doc.origin, doc.data
     tomlfile.check_keys(data, _TOP_KEYS, origin=path)
     default_price = data.get("price_per_gpu_hour")
-    fleet_steps, fleet, fleet_h100 = _section(data, "fleet", path, default_price)
-    released_steps, released, released_h100 = _section(data, "released", path, default_price)
-    yield_step = compute(
-        "yield",
-        "yield",
-        "Y = released / fleet",
-        "{released} / {fleet}",
-        lambda released, fleet: released / fleet,
-        {"released": UP, "fleet": DOWN},
-        "%",
-        released=released.value,
-        fleet=fleet.value,
-    )
-    steps = [*fleet_steps, fleet, *released_steps, released, yield_step]
-    equivalents = _equivalents(data, path, released.value)
+    fleet = _section(data, "fleet", path, default_price)
+    released = _section(data, "released", path, default_price)
+    yield_step = _yield("yield", "yield", "released / fleet", released.total, fleet.total)
+    steps = [*fleet.steps, fleet.total, *released.steps, released.total, yield_step]
+    equivalents = _equivalents(data, path, released.total.value)
     if equivalents is not None:
         steps.append(equivalents)
-    yield_h100 = compute(
+    yield_h100 = _yield(
         "yield_h100_equiv",
         "yield in H100-equivalents",
-        "Y = released H100-h / fleet H100-h",
-        "{released} / {fleet}",
-        lambda released, fleet: released / fleet,
-        {"released": UP, "fleet": DOWN},
-        "%",
-        released=released_h100.value,
-        fleet=fleet_h100.value,
+        "released H100-h / fleet H100-h",
+        released.h100_total,
+        fleet.h100_total,
     )
-    dollars = dollar_steps(data, path, fleet_h100.value, released_h100.value)
-    steps += [fleet_h100, released_h100, yield_h100, *dollars]
+    dollars = dollar_steps(data, path, fleet.h100_total.value, released.h100_total.value)
+    steps += [fleet.h100_total, released.h100_total, yield_h100, *dollars]
     essay = _optional_range(data, "essay_yield", path)
     priced = {s.name: s.value for s in dollars}
     return LabEstimate(
-        fleet_h100_equiv_hours=fleet_h100.value,
-        released_h100_equiv_hours=released_h100.value,
+        fleet_h100_equiv_hours=fleet.h100_total.value,
+        released_h100_equiv_hours=released.h100_total.value,
         yield_h100_equiv=yield_h100.value,
         fleet_dollars=priced.get("fleet_dollars"),
         released_dollars=priced.get("released_dollars"),
         wasted_dollars=priced.get("wasted_dollars"),
         scenario=str(data.get("id", Path(path).stem)),
-        fleet_gpu_hours=fleet.value,
-        released_gpu_hours=released.value,
+        fleet_gpu_hours=fleet.total.value,
+        released_gpu_hours=released.total.value,
         yield_fraction=yield_step.value,
         released_gpu_equivalents=equivalents.value if equivalents else None,
         essay_yield=essay,
@@ -189,14 +179,33 @@ def estimate_lab(scenario: str | Path) -> LabEstimate:
     )
 
 
-def _load(scenario: str | Path) -> tuple[str, dict[str, Any]]:
-    doc = tomlfile.load(scenario, folder=_FOLDER, kind="lab scenario")
-    return doc.origin, doc.data
+def _yield(name: str, label: str, ratio: str, released: Step, fleet: Step) -> Step:
+    """Yield ``released / fleet``, in the units of the two totals (``ratio`` says which)."""
+    return compute(
+        name,
+        label,
+        f"Y = {ratio}",
+        "{released} / {fleet}",
+        lambda released, fleet: released / fleet,
+        {"released": UP, "fleet": DOWN},
+        "%",
+        released=released.value,
+        fleet=fleet.value,
+    )
 
 
-def _section(
-    data: Mapping[str, Any], name: str, path: str, default_price: Any
-) -> tuple[list[Step], Step, Step]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Section:
+    """A ``[[fleet]]`` or ``[[released]]`` section worked out: its entries, then its totals."""
+
+    steps: list[Step]
+    #: GPU-hours of all entries.
+    total: Step
+    #: The same in H100-equivalent hours.
+    h100_total: Step
+
+
+def _section(data: Mapping[str, Any], name: str, path: str, default_price: Any) -> _Section:
     entries = data.get(name)
     if not isinstance(entries, list) or not entries:
         raise ParseError(f"needs at least one [[{name}]] entry", path=path, field=name)
@@ -205,10 +214,10 @@ def _section(
     weights: dict[str, Range] = {}
     for index, entry in enumerate(entries):
         where = f"{name}[{index}]"
-        entry_steps, hours = _entry(entry, where, path, default_price)
-        weight_steps, weights[f"e{index}"] = _weight(entry, where, path)
-        steps += entry_steps + weight_steps
-        totals[f"e{index}"] = hours
+        hours = _entry(entry, where, path, default_price)
+        weight = _weight(entry, where, path)
+        steps += [*hours.steps, *weight.steps]
+        totals[f"e{index}"], weights[f"e{index}"] = hours.value, weight.value
     total = compute(
         f"{name}_gpu_hours",
         f"{name} GPU-hours, total",
@@ -219,20 +228,17 @@ def _section(
         "GPU-h",
         **totals,
     )
-    return steps, total, weighted_total(name, totals, weights)
+    return _Section(steps=steps, total=total, h100_total=weighted_total(name, totals, weights))
 
 
-def _weight(entry: Mapping[str, Any], where: str, path: str) -> tuple[list[Step], Range]:
+def _weight(entry: Mapping[str, Any], where: str, path: str) -> Worked:
     try:
-        worked = h100_weight(entry, where)
+        return h100_weight(entry, where)
     except InputError as error:
         raise ParseError(error.message, path=path, field=where, hint=error.hint) from error
-    return list(worked.steps), worked.value
 
 
-def _entry(
-    entry: Mapping[str, Any], where: str, path: str, default_price: Any
-) -> tuple[list[Step], Range]:
+def _entry(entry: Mapping[str, Any], where: str, path: str, default_price: Any) -> Worked:
     unknown = sorted(set(entry) - _ENTRY_KEYS)
     if unknown:
         raise ParseError(f"unknown keys {unknown}", path=path, field=where)
@@ -246,16 +252,13 @@ def _entry(
         if "model" in entry:
             return _from_model(entry, label, where)
         if "gpu_hours" in entry:
-            return [given(f"{where}.gpu_hours", label, num("gpu_hours"), "GPU-h", source)], num(
-                "gpu_hours"
+            hours = num("gpu_hours")
+            return Worked(
+                steps=(given(f"{where}.gpu_hours", label, hours, "GPU-h", source),), value=hours
             )
-        if "h100_equivalents" in entry:
-            worked = from_h100_equivalents(
-                label, source, where, num("h100_equivalents"), num("days")
-            )
-            return list(worked.steps), worked.value
-        if "num_gpus" in entry:
-            return _from_gpu_days(label, source, where, num("num_gpus"), num("days"))
+        for chips in (H100_EQUIVALENTS, GPUS):
+            if chips.key in entry:
+                return busy_hours(chips, label, source, where, num(chips.key), num("days"))
         if "dollars" in entry:
             price = entry.get("price_per_gpu_hour", default_price)
             if price is None:
@@ -278,7 +281,7 @@ def _entry(
     )
 
 
-def _from_model(entry: Mapping[str, Any], label: str, where: str) -> tuple[list[Step], Range]:
+def _from_model(entry: Mapping[str, Any], label: str, where: str) -> Worked:
     model = get_model(str(entry["model"]))
     if model.reported_gpu_hours is None:
         raise InputError(
@@ -293,33 +296,10 @@ def _from_model(entry: Mapping[str, Any], label: str, where: str) -> tuple[list[
         "GPU-h",
         source,
     )
-    return [step], model.reported_gpu_hours
+    return Worked(steps=(step,), value=model.reported_gpu_hours)
 
 
-def _from_gpu_days(
-    label: str, source: str, where: str, gpus: Range, days: Range
-) -> tuple[list[Step], Range]:
-    step = compute(
-        f"{where}.gpu_hours",
-        f"{label}",
-        "H = GPUs * days * 24",
-        "{gpus} * {days} * 24",
-        lambda gpus, days: gpus * days * f.HOURS_PER_DAY,
-        {"gpus": UP, "days": UP},
-        "GPU-h",
-        gpus=gpus,
-        days=days,
-    )
-    inputs = [
-        given(f"{where}.num_gpus", f"{label}: GPUs", gpus, source=source),
-        given(f"{where}.days", f"{label}: days", days, "days", source),
-    ]
-    return [*inputs, step], step.value
-
-
-def _from_dollars(
-    label: str, source: str, where: str, usd: Range, rate: Range
-) -> tuple[list[Step], Range]:
+def _from_dollars(label: str, source: str, where: str, usd: Range, rate: Range) -> Worked:
     step = compute(
         f"{where}.gpu_hours",
         f"{label}",
@@ -335,12 +315,12 @@ def _from_dollars(
         given(f"{where}.dollars", f"{label}: cost", usd, "USD", source),
         given(f"{where}.price_per_gpu_hour", "price per GPU-hour", rate, "USD"),
     ]
-    return [*inputs, step], step.value
+    return Worked(steps=(*inputs, step), value=step.value)
 
 
 def _from_training(
     entry: Mapping[str, Any], label: str, source: str, where: str, num: Any
-) -> tuple[list[Step], Range]:
+) -> Worked:
     chip = get_accelerator(str(entry.get("accelerator", "h100-sxm")))
     precision = parse_precision(str(entry.get("precision", "bf16")))
     peak = Range.point(chip.peak_tflops(precision))
@@ -373,7 +353,7 @@ def _from_training(
         ),
         given(f"{where}.mfu", f"{label}: MFU", mfu, "%", source),
     ]
-    return [*inputs, step], step.value
+    return Worked(steps=(*inputs, step), value=step.value)
 
 
 def _equivalents(data: Mapping[str, Any], path: str, released: Range) -> Step | None:

@@ -59,21 +59,49 @@ def h100_weight(entry: Mapping[str, Any], where: str) -> Worked:
     return Worked(steps=(step,), value=weight)
 
 
-def from_h100_equivalents(label: str, source: str, where: str, h100e: Range, days: Range) -> Worked:
-    """A fleet given in H100 equivalents: that many H100s busy for ``days``."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChipCount:
+    """How an entry counts the chips it kept busy for some days: GPUs, or H100 equivalents."""
+
+    #: The entry's key, and its name in the worksheet (``{where}.<key>``).
+    key: str
+    #: The count in words (``{label}: <noun>``, and in the formula).
+    noun: str
+    #: The count's name in the formula's template.
+    symbol: str
+    #: The hours' unit.
+    unit: str
+    #: Appended to the entry's label on the hours' step.
+    suffix: str = ""
+
+
+GPUS = ChipCount(key="num_gpus", noun="GPUs", symbol="gpus", unit="GPU-h")
+H100_EQUIVALENTS = ChipCount(
+    key="h100_equivalents",
+    noun="H100 equivalents",
+    symbol="h100e",
+    unit="H100-h",
+    suffix=" (as H100s)",
+)
+
+
+def busy_hours(
+    chips: ChipCount, label: str, source: str, where: str, count: Range, days: Range
+) -> Worked:
+    """``count`` chips busy for ``days``: their hours, with the steps stating both inputs."""
+    symbol = chips.symbol
     step = compute(
         f"{where}.gpu_hours",
-        f"{label} (as H100s)",
-        "H = H100 equivalents * days * 24",
-        "{h100e} * {days} * 24",
-        lambda h100e, days: h100e * days * f.HOURS_PER_DAY,
-        {"h100e": UP, "days": UP},
-        "H100-h",
-        h100e=h100e,
-        days=days,
+        f"{label}{chips.suffix}",
+        f"H = {chips.noun} * days * 24",
+        f"{{{symbol}}} * {{days}} * 24",
+        lambda **v: v[symbol] * v["days"] * f.HOURS_PER_DAY,
+        {symbol: UP, "days": UP},
+        chips.unit,
+        **{symbol: count, "days": days},
     )
     inputs = [
-        given(f"{where}.h100_equivalents", f"{label}: H100 equivalents", h100e, source=source),
+        given(f"{where}.{chips.key}", f"{label}: {chips.noun}", count, source=source),
         given(f"{where}.days", f"{label}: days", days, "days", source),
     ]
     return Worked(steps=(*inputs, step), value=step.value)
@@ -101,13 +129,7 @@ def dollar_steps(
     """The fleet, the released models and the waste in dollars at ``price_per_h100_hour``."""
     if "price_per_h100_hour" not in data:
         return []
-    try:
-        price = require_positive(
-            parse_range(str(data["price_per_h100_hour"]), field="price_per_h100_hour"),
-            field="price_per_h100_hour",
-        )
-    except InputError as error:
-        raise InputError(f"{path}: {error.message}", hint=error.hint) from None
+    price = _price(data, path)
     steps = [
         given(
             "price_per_h100_hour",
@@ -145,3 +167,14 @@ def dollar_steps(
         )
     )
     return steps
+
+
+def _price(data: Mapping[str, Any], path: str) -> Range:
+    """``price_per_h100_hour``, checked; an error names the scenario file."""
+    try:
+        return require_positive(
+            parse_range(str(data["price_per_h100_hour"]), field="price_per_h100_hour"),
+            field="price_per_h100_hour",
+        )
+    except InputError as error:
+        raise InputError(f"{path}: {error.message}", hint=error.hint) from None

@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuyield.errors import FieldError
 from gpuyield.estimate import formulas as f
 from gpuyield.estimate.calibrated import CalibratedMfu
 from gpuyield.estimate.catalog import (
     Accelerator,
-    Model,
     get_accelerator,
-    get_model,
-    parse_precision,
 )
 from gpuyield.estimate.effective import EffectiveMfu, effective_mfu_for
 from gpuyield.estimate.implied import implied_mfu_step, step_mfu_step
@@ -30,6 +26,7 @@ from gpuyield.estimate.train_effective import (
     calibrated_steps,
     effective_steps,
 )
+from gpuyield.estimate.train_inputs import GivenShape, TrainInputs, merge_inputs, source_of
 from gpuyield.estimate.worksheet import DOWN, UP, Step, Worksheet, compute, given
 
 #: The essay's standard estimate: "we take 40% of the bf16 Flops".
@@ -126,26 +123,6 @@ def _json(value: Range | None) -> Any:
     return None if value is None else value.to_dict()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Inputs:
-    """Inputs after merging the catalog model with explicit arguments."""
-
-    active_params: Range
-    tokens: Range
-    accelerator_id: str
-    precision: str
-    num_gpus: Range | None
-    model: Model | None
-    #: Peak the user gave (--peak-tflops) for hardware not in the catalog.
-    peak_tflops: Range | None = None
-    #: Reported GPU-hours that belong to exactly this configuration (given, or the catalog's).
-    reported: Range | None = None
-    #: Where ``reported`` comes from.
-    reported_source: str = ""
-    #: Why the catalog's reported hours were not used, if they were not.
-    reported_dropped: str = ""
-
-
 def estimate_train(
     *,
     params: NumberLike | None = None,
@@ -171,8 +148,8 @@ def estimate_train(
     Besides GPU-hours at the training-step ``mfu``, the result carries a range at the effective
     (all-in) MFU of published runs on the same accelerator generation.
     """
-    inputs = _merge_inputs(
-        _Given(params=params, tokens=tokens, gpus=gpus, accelerator=accelerator),
+    inputs = merge_inputs(
+        GivenShape(params=params, tokens=tokens, gpus=gpus, accelerator=accelerator),
         precision,
         model,
         reported_gpu_hours,
@@ -219,7 +196,7 @@ def _bf16(chip: Accelerator | None) -> Range:
 
 
 def _result(
-    inputs: _Inputs,
+    inputs: TrainInputs,
     steps: list[Step],
     effective: EffectiveMfu,
     calibrated: CalibratedMfu,
@@ -250,7 +227,9 @@ def _result(
     )
 
 
-def _input_steps(inputs: _Inputs, chip: Accelerator | None, peak: Range, mfu: Range) -> list[Step]:
+def _input_steps(
+    inputs: TrainInputs, chip: Accelerator | None, peak: Range, mfu: Range
+) -> list[Step]:
     model = inputs.model
     if chip is None:
         peak_step = given("peak_tflops", "dense peak (--peak-tflops)", peak, "TFLOP/s", "given")
@@ -267,9 +246,9 @@ def _input_steps(inputs: _Inputs, chip: Accelerator | None, peak: Range, mfu: Ra
             "active_params",
             "active parameters N",
             inputs.active_params,
-            source=_src(model, "active_params"),
+            source=source_of(model, "active_params"),
         ),
-        given("tokens", "training tokens D", inputs.tokens, source=_src(model, "tokens")),
+        given("tokens", "training tokens D", inputs.tokens, source=source_of(model, "tokens")),
         peak_step,
         given("mfu", "training-step MFU (the essay's 40%)", mfu, "%"),
     ]
@@ -290,7 +269,7 @@ def flops_step(active_params: Range, tokens: Range) -> Step:
     )
 
 
-def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step]:
+def _compute_steps(inputs: TrainInputs, peak: Range, mfu: Range) -> tuple[Step, Step]:
     flops = flops_step(inputs.active_params, inputs.tokens)
     hours = compute(
         "gpu_hours",
@@ -307,117 +286,12 @@ def _compute_steps(inputs: _Inputs, peak: Range, mfu: Range) -> tuple[Step, Step
     return flops, hours
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Given:
-    """The run's shape as the caller gave it (None: take the catalog model's)."""
-
-    params: NumberLike | None
-    tokens: NumberLike | None
-    gpus: NumberLike | None
-    accelerator: str | None
-
-
-def _merge_inputs(
-    given_: _Given,
-    precision: str | None,
-    model_id: str | None,
-    reported_gpu_hours: NumberLike | None,
-    peak_tflops: NumberLike | None,
-) -> _Inputs:
-    model = get_model(model_id) if model_id else None
-    n = _pick(given_.params, "estimate.params", model.active_params if model else None)
-    d = _pick(given_.tokens, "estimate.tokens", model.tokens if model else None)
-    g = _pick(given_.gpus, "estimate.gpus", model.num_gpus if model else None)
-    chip = given_.accelerator or (model.accelerator if model else None)
-    peak = _peak(peak_tflops)
-    missing = [
-        name for name, value in (("estimate.params", n), ("estimate.tokens", d)) if not value
-    ]
-    if not chip and peak is None:
-        missing.append("estimate.accelerator (or estimate.peak_tflops)")
-    if missing:
-        raise FieldError(
-            missing[0],
-            f"is missing{'' if len(missing) == 1 else ', and so is ' + ', '.join(missing[1:])}",
-            hint="give them, or a catalog estimate.model to fill them in "
-            "(see gpuyield estimate models)",
-        )
-    assert n and d  # narrowed by the check above
-    reported, source, dropped = _reported(model, given_, peak, reported_gpu_hours)
-    return _Inputs(
-        active_params=require_positive(n, field="estimate.params"),
-        tokens=require_positive(d, field="estimate.tokens"),
-        accelerator_id=chip or "custom",
-        precision=parse_precision(precision or (model.precision if model else "bf16")),
-        num_gpus=require_positive(g, field="estimate.gpus") if g else None,
-        model=model,
-        peak_tflops=peak,
-        reported=reported,
-        reported_source=source,
-        reported_dropped=dropped,
-    )
-
-
-def _pick(value: NumberLike | None, field: str, fallback: Range | None) -> Range | None:
-    return as_range(value, field=field) if value is not None else fallback
-
-
-def _peak(peak_tflops: NumberLike | None) -> Range | None:
-    if peak_tflops is None:
-        return None
-    field = "estimate.peak_tflops"
-    return require_positive(as_range(peak_tflops, field=field), field=field)
-
-
-def _reported(
-    model: Model | None,
-    given_: _Given,
-    peak: Range | None,
-    reported_gpu_hours: NumberLike | None,
-) -> tuple[Range | None, str, str]:
-    """Reported hours that belong to this configuration, their source, and why any were dropped.
-
-    The catalog's hours describe the run as trained; applied to other parameters, tokens or
-    hardware they would imply a meaningless MFU (bloom-176b on an H100 is not BLOOM's run).
-    """
-    if reported_gpu_hours is not None:
-        field = "estimate.reported_gpu_hours"
-        return require_positive(as_range(reported_gpu_hours, field=field), field=field), "given", ""
-    if model is None or model.reported_hours() is None:
-        return None, "", ""
-    changed = [
-        flag
-        for flag, differs in (
-            ("--params", _differs(given_.params, "estimate.params", model.active_params)),
-            ("--tokens", _differs(given_.tokens, "estimate.tokens", model.tokens)),
-            ("--accelerator", _other_chip(given_.accelerator, model.accelerator)),
-            ("--peak-tflops", peak is not None),
-        )
-        if differs
-    ]
-    if changed:
-        why = (
-            f"{model.id}'s reported GPU-hours are for its own run; not used here because "
-            f"{', '.join(changed)} changed the run (give --reported-gpu-hours for this one)"
-        )
-        return None, "", why
-    return model.reported_hours(), _src(model, "reported_gpu_hours"), ""
-
-
-def _differs(value: NumberLike | None, field: str, catalog: Range | None) -> bool:
-    return value is not None and as_range(value, field=field) != catalog
-
-
-def _other_chip(accelerator: str | None, catalog_id: str) -> bool:
-    return accelerator is not None and get_accelerator(accelerator).id != catalog_id
-
-
-def _gpu_steps(inputs: _Inputs, gpu_hours: Range) -> list[Step]:
+def _gpu_steps(inputs: TrainInputs, gpu_hours: Range) -> list[Step]:
     g = inputs.num_gpus
     if g is None:
         return []
     return [
-        given("num_gpus", "GPUs G", g, source=_src(inputs.model, "num_gpus")),
+        given("num_gpus", "GPUs G", g, source=source_of(inputs.model, "num_gpus")),
         compute(
             "wall_days",
             "wall-clock days",
@@ -451,7 +325,7 @@ def _cost_steps(gpu_hours: Range, price: NumberLike) -> list[Step]:
     ]
 
 
-def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Step]:
+def _batch_steps(inputs: TrainInputs, b: Range, peak: Range, mfu: Range) -> list[Step]:
     steps = [
         given("batch_tokens", "tokens per batch B", b),
         compute(
@@ -493,7 +367,7 @@ def _batch_steps(inputs: _Inputs, b: Range, peak: Range, mfu: Range) -> list[Ste
 
 
 def _reported_steps(
-    inputs: _Inputs, reported: Range, flops: Range, peak: Range
+    inputs: TrainInputs, reported: Range, flops: Range, peak: Range
 ) -> tuple[list[Step], str]:
     where = (
         "estimate.reported_gpu_hours"
@@ -530,21 +404,12 @@ def _reported_steps(
     return steps, step_mfu.warning
 
 
-def _src(model: Model | None, field_name: str) -> str:
-    if model is None:
-        return "given"
-    override = model.field_sources.get(field_name)
-    if override is not None:
-        return f"{override.source} ({override.status})"
-    return f"{model.source} ({model.status})"
-
-
-def _title(inputs: _Inputs) -> str:
+def _title(inputs: TrainInputs) -> str:
     subject = inputs.model.name if inputs.model else "training run"
     return f"Training estimate: {subject} on {inputs.accelerator_id} ({inputs.precision})"
 
 
-def _notes(inputs: _Inputs) -> tuple[str, ...]:
+def _notes(inputs: TrainInputs) -> tuple[str, ...]:
     notes = [
         "6 * N * D ignores attention FLOPs; it uses active parameters, so MoE models count "
         "only the experts each token visits."

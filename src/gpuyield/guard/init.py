@@ -122,16 +122,26 @@ def _check_tensor(name: str, values: torch.Tensor, sigma: float, given: float | 
     flat = values.detach().reshape(-1).double()
     if std == 0:
         return TensorInit(
-            name=name, numel=flat.numel(), center=center, std=0.0, std_source=source,
-            beyond=0, max_abs_z=0.0,
-        )  # fmt: skip
+            name=name,
+            numel=flat.numel(),
+            center=center,
+            std=0.0,
+            std_source=source,
+            beyond=0,
+            max_abs_z=0.0,
+        )
     low, high = _bounds(center, std, sigma)
     beyond = int(((flat < low) | (flat > high)).sum())
     max_abs_z = float((flat - center).abs().max()) / std
     return TensorInit(
-        name=name, numel=flat.numel(), center=center, std=std, std_source=source,
-        beyond=beyond, max_abs_z=max_abs_z,
-    )  # fmt: skip
+        name=name,
+        numel=flat.numel(),
+        center=center,
+        std=std,
+        std_source=source,
+        beyond=beyond,
+        max_abs_z=max_abs_z,
+    )
 
 
 def _check_sigma(sigma: float) -> None:

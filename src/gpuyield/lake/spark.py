@@ -97,6 +97,8 @@ def _configure(session: SparkSession) -> None:
 
 def spark_backend(session: SparkSession, contents: LakeContents) -> ibis.BaseBackend:
     """An Ibis backend whose store tables are views over the lake's files."""
+    from gpuyield.lake.spark_results import ExactSparkBackend
+
     schema = store.connect(None)  # the store's schema: types of empty tables, column order
     try:
         for table in layout.store_tables():
@@ -107,7 +109,7 @@ def spark_backend(session: SparkSession, contents: LakeContents) -> ibis.BaseBac
                 frame.createOrReplaceTempView(table)
     finally:
         schema.close()
-    return ibis.pyspark.connect(session)
+    return ExactSparkBackend.on(session)
 
 
 def _manifest_views(session: SparkSession, frame: DataFrame, *, several_writers: bool) -> None:

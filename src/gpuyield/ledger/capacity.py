@@ -84,53 +84,19 @@ def capacity_intervals(
     by_cluster: dict[str, list[Registration]] = defaultdict(list)
     for reg in registrations:
         by_cluster[reg.cluster].append(reg)
-    clusters = sorted({c for c, _ in inventory} | set(by_cluster))
     intervals: list[NodeInterval] = []
     warnings: list[str] = []
-    for cluster in clusters:
-        regs = sorted(by_cluster.get(cluster, []), key=lambda r: r.start_s)
-        first_job = first_job_s.get(cluster)
-        # Only a registration inside the window changes anything: capacity is clipped to it.
-        if (
-            regs
-            and first_job is not None
-            and first_job < regs[0].start_s
-            and regs[0].start_s > start_s
-        ):
-            warnings.append(
-                f"jobs of cluster {cluster} ran from {_iso(first_job)}, before its first "
-                f"registration in the node events ({_iso(regs[0].start_s)}): its capacity is "
-                "counted from that first job"
-            )
-            regs[0] = dataclasses.replace(regs[0], start_s=first_job)
-        listed = _distinct_by_start([r for r in regs if r.node_list])
-        own_inventory = {n: g for (c, n), g in inventory.items() if c == cluster}
-        if listed:
-            found, said = _from_registrations(listed, own_inventory, start_s, end_s)
-            intervals += found
-            warnings += said
-            # Every interval found is of a listed node: the listed names are the nodes seen.
-            missing = sorted(set(own_inventory) - _listed_nodes(listed))
-        else:
-            missing = sorted(own_inventory)
-        # Inventory nodes no registration lists: from the cluster's first registration on, as a
-        # GPU cannot have been installed in a cluster that was not registered yet.
-        first = max(start_s, regs[0].start_s) if regs else start_s
-        if listed and missing:
-            warnings.append(
-                f"{len(missing)} inventory node(s) of cluster {cluster} are in no cluster "
-                f"registration ({', '.join(missing[:3])}...): counted for the whole window"
-            )
-        intervals += [
-            NodeInterval(
-                cluster=cluster,
-                node=n,
-                num_gpus=own_inventory[n],
-                start_s=min(first, end_s),
-                end_s=end_s,
-            )
-            for n in missing
-        ]
+    for cluster in sorted({c for c, _ in inventory} | set(by_cluster)):
+        found = _cluster_intervals(
+            cluster,
+            sorted(by_cluster.get(cluster, []), key=lambda r: r.start_s),
+            {n: g for (c, n), g in inventory.items() if c == cluster},
+            start_s=start_s,
+            end_s=end_s,
+            first_job_s=first_job_s.get(cluster),
+        )
+        intervals += found.intervals
+        warnings += found.warnings
     # Nothing at all says what is installed (an empty window is fine: it has no intervals).
     if not inventory and not any(r.node_list and r.num_gpus is not None for r in registrations):
         raise EmptyDataError(
@@ -139,6 +105,62 @@ def capacity_intervals(
             "with TRES",
         )
     return CapacityIntervals(intervals=_merged(intervals), warnings=warnings)
+
+
+def _cluster_intervals(
+    cluster: str,
+    regs: list[Registration],
+    inventory: dict[str, int],
+    *,
+    start_s: int,
+    end_s: int,
+    first_job_s: int | None,
+) -> CapacityIntervals:
+    """``capacity_intervals`` of one cluster: its registrations in time order, its inventory
+    (node to GPUs), when its first job started (None: no job)."""
+    warnings: list[str] = []
+    # Only a registration inside the window changes anything: capacity is clipped to it.
+    if (
+        regs
+        and first_job_s is not None
+        and first_job_s < regs[0].start_s
+        and regs[0].start_s > start_s
+    ):
+        warnings.append(
+            f"jobs of cluster {cluster} ran from {_iso(first_job_s)}, before its first "
+            f"registration in the node events ({_iso(regs[0].start_s)}): its capacity is "
+            "counted from that first job"
+        )
+        regs = [dataclasses.replace(regs[0], start_s=first_job_s), *regs[1:]]
+    listed = _distinct_by_start([r for r in regs if r.node_list])
+    intervals: list[NodeInterval] = []
+    if listed:
+        found, said = _from_registrations(listed, inventory, start_s, end_s)
+        intervals += found
+        warnings += said
+        # Every interval found is of a listed node: the listed names are the nodes seen.
+        missing = sorted(set(inventory) - _listed_nodes(listed))
+    else:
+        missing = sorted(inventory)
+    # Inventory nodes no registration lists: from the cluster's first registration on, as a
+    # GPU cannot have been installed in a cluster that was not registered yet.
+    first = max(start_s, regs[0].start_s) if regs else start_s
+    if listed and missing:
+        warnings.append(
+            f"{len(missing)} inventory node(s) of cluster {cluster} are in no cluster "
+            f"registration ({', '.join(missing[:3])}...): counted for the whole window"
+        )
+    intervals += [
+        NodeInterval(
+            cluster=cluster,
+            node=n,
+            num_gpus=inventory[n],
+            start_s=min(first, end_s),
+            end_s=end_s,
+        )
+        for n in missing
+    ]
+    return CapacityIntervals(intervals=intervals, warnings=warnings)
 
 
 def _distinct_by_start(regs: list[Registration]) -> list[Registration]:

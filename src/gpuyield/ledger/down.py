@@ -168,7 +168,7 @@ def sweep_changes(allocations: ir.Table, islands: ir.Table, capacity: ir.Table) 
 
 
 def node_sweep(
-    allocations: ir.Table, islands: ir.Table, capacity: ir.Table, *, buckets: int | None = None
+    allocations: ir.Table, islands: ir.Table, capacity: ir.Table, *, per_node: bool = False
 ) -> ir.Table:
     """The intervals between changes on each node that matter: down, or above capacity.
 
@@ -180,12 +180,13 @@ def node_sweep(
     The changes are sorted on one integer, node then time (``_sweep_key``), and summed in that
     order. Every node's changes add up to zero (each start has its end), so a running sum over
     many nodes in a row restarts at zero on each node: the sum need not be partitioned by node.
-    ``buckets`` partitions it by ``node_id mod buckets`` anyway, for engines that need partitions
-    to spread the work (Spark). On DuckDB the ledger runs the same sums as a streaming scan
-    (``scan.scan_sweep``): window functions there cost 5 s per running sum at 22M changes.
+    ``per_node`` partitions it by node anyway (same rows), for engines that spread window
+    partitions over their executors (Spark): each node's changes are sorted and summed on their
+    own. On DuckDB the ledger runs the same sums as a streaming scan (``scan.scan_sweep``):
+    window functions there cost 5 s per running sum at 22M changes.
     """
     changes = sweep_changes(allocations, islands, capacity)
-    group_by = None if buckets is None else (changes.key // NODE_SHIFT) % buckets
+    group_by = changes.key // NODE_SHIFT if per_node else None
     order = ibis.window(group_by=group_by, order_by="key", rows=(None, 0))
     swept = changes.select(
         "key",
@@ -215,7 +216,7 @@ def node_sweep(
 def named_sweep(swept: ir.Table, capacity: ir.Table) -> ir.Table:
     """The sweep's intervals that matter (down or above capacity), with their nodes' names."""
     swept = swept.join(node_ids(capacity), "node_id").select(swept, "cluster", "node")
-    return swept.filter((swept.end_s > swept.start_s) & (swept.down | _above_capacity(swept)))
+    return swept.filter((swept.end_s > swept.start_s) & (swept.down | above_capacity(swept)))
 
 
 # Sweep keys: node_id * 2**33 + 2 * t (+1 for a job's start). One integer orders changes by node,
@@ -228,7 +229,8 @@ def _sweep_key(node_id: ir.IntegerValue, t: ir.Value, start: int) -> ir.IntegerV
     return node_id.cast("int64") * NODE_SHIFT + t.cast("int64") * 2 + start
 
 
-def _above_capacity(swept: ir.Table) -> ir.BooleanValue:
+def above_capacity(swept: ir.Table) -> ir.BooleanValue:
+    """The sweep's intervals where jobs held more GPUs than the node had."""
     return swept.in_use > swept.node_gpus + GPU_EPSILON
 
 
@@ -253,7 +255,7 @@ def down_segments(swept: ir.Table) -> ir.Table:
 
 def over_capacity(swept: ir.Table) -> ir.Table:
     """Nodes whose jobs held more GPUs than they have, with the highest count held."""
-    over = swept.filter(_above_capacity(swept))
+    over = swept.filter(above_capacity(swept))
     return over.group_by(["cluster", "node"]).aggregate(
         peak=over.in_use.max(), num_gpus=over.node_gpus.max()
     )

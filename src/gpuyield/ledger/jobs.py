@@ -11,6 +11,7 @@ import re
 
 import ibis
 import ibis.expr.types as ir
+import pyarrow as pa
 
 from gpuyield.categories import CancelCause, Category, FailedCause
 from gpuyield.ledger.estimated import progress_elapsed
@@ -135,7 +136,19 @@ def job_segments(
         state_subcategory=subcategory,
         head_end_s=jobs.full_end_s - jobs.lost_s,
     )
-    # A lineage job keeps its time as released, up to the progress it lost at its end.
+    segments = (_heads_and_tails_one_pass if is_spark(backend) else _heads_and_tails)(jobs)
+    if overhead is not None:
+        segments = segments.union(_overhead_segments(jobs, overhead))
+    segments = segments.filter(segments.end_s > segments.start_s)
+    return _split_diverged(segments, manifest, window, spark=is_spark(backend))
+
+
+def _heads_and_tails(jobs: ir.Table) -> ir.Table:
+    """Each job's segment, and a lineage job's lost tail as a second one.
+
+    A lineage job keeps its time as released, up to the progress it lost at its end; the lost
+    tail takes the job's end state's category.
+    """
     head = _segment(
         jobs,
         ibis.cases((jobs.lineage, Category.RELEASED.value), else_=jobs.state_category),
@@ -151,11 +164,34 @@ def job_segments(
         ibis.greatest(lost.clip_start_s, lost.head_end_s),
         lost.clip_end_s,
     )
-    segments = head.union(tail)
-    if overhead is not None:
-        segments = segments.union(_overhead_segments(jobs, overhead))
-    segments = segments.filter(segments.end_s > segments.start_s)
-    return _split_diverged(segments, manifest, window, spark=is_spark(backend))
+    return head.union(tail)
+
+
+def _heads_and_tails_one_pass(jobs: ir.Table) -> ir.Table:
+    """``_heads_and_tails`` as Spark runs it best: the jobs read once, each paired with a part
+    number (0: the job's segment, 1: a lineage job's lost tail), where a union of two filtered
+    copies has Spark compute the jobs' whole plan (the run's pattern, the blamed jobs' join, the
+    lost progress) once per copy. Same rows."""
+    parts = ibis.memtable(pa.table({"seg_part": pa.array([0, 1], pa.int64())}))
+    both = jobs.cross_join(parts)
+    tail = both.seg_part == 1
+    both = both.filter(~tail | (both.lineage & (both.lost_s > 0)))
+    tail = both.seg_part == 1
+    return _segment(
+        both,
+        ibis.cases(
+            (tail, both.state_category),
+            (both.lineage, Category.RELEASED.value),
+            else_=both.state_category,
+        ),
+        ibis.cases(
+            (tail, both.state_subcategory),
+            (both.lineage, ibis.null(str)),
+            else_=both.state_subcategory,
+        ),
+        ibis.ifelse(tail, ibis.greatest(both.clip_start_s, both.head_end_s), both.clip_start_s),
+        ibis.ifelse(tail, both.clip_end_s, ibis.least(both.clip_end_s, both.head_end_s)),
+    )
 
 
 def _overhead_segments(jobs: ir.Table, overhead: ir.Table) -> ir.Table:

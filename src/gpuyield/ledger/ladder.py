@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import ibis
@@ -21,10 +22,11 @@ import ibis.expr.types as ir
 from gpuyield.categories import Category
 from gpuyield.families import LadderPolicy
 from gpuyield.ledger.ledger import Ledger
-from gpuyield.ledger.sums import exact_sum, gpu_seconds
+from gpuyield.ledger.sums import exact_sum, gpu_seconds, json_number
 from gpuyield.rungs import family_jobs_sql
 from gpuyield.sqltext import identifier
 from gpuyield.store import connection_of, duckdb_connect
+from gpuyield.times import iso_utc as iso
 
 # What a run's failure to be tested small costs: time that ended in nothing.
 WASTE_CATEGORIES = (Category.FAILED.value, Category.CANCELLED.value, Category.DIVERGED.value)
@@ -70,6 +72,29 @@ class LadderRun:
         """Failed, cancelled and diverged GPU-seconds of the run in the window."""
         return sum(self.categories.get(c, 0.0) for c in WASTE_CATEGORIES)
 
+    @property
+    def skip_text(self) -> str:
+        """``8 -> 512``: the highest recent completed GPUs, then the run's rung."""
+        reached = "none" if self.reached_gpus is None else str(self.reached_gpus)
+        return f"{reached} -> {self.gpus}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape of one of a family's ``runs`` (docs/ladder.md)."""
+        return {
+            "run": self.run,
+            "gpus": self.gpus,
+            "launched": iso(self.launch_s),
+            "skipped": self.skipped,
+            "skip": self.skip_text if self.skipped else None,
+            "required_gpus": self.required_gpus,
+            "reached_gpus": self.reached_gpus,
+            "missing_rungs": list(self.missing_rungs),
+            "outcome": self.outcome,
+            "gpu_seconds": self.gpu_seconds,
+            "wasted_gpu_seconds": self.wasted_gpu_seconds,
+            "categories": dict(sorted(self.categories.items())),
+        }
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RungClimbed:
@@ -101,6 +126,18 @@ class FamilyLadder:
         """Runs launched without their lower rung."""
         return tuple(r for r in self.runs if r.skipped)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape of one of ``families`` (docs/ladder.md)."""
+        return {
+            "name": self.name,
+            "climbed": [
+                {"rung": c.rung, "run": c.run, "gpus": c.gpus, "completed": iso(c.end_s)}
+                for c in self.climbed
+            ],
+            "runs": [r.to_dict() for r in self.runs],
+            "skipped_runs": len(self.skipped),
+        }
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class WasteSide:
@@ -123,6 +160,16 @@ class WasteSide:
         """Wasted / spent (None when they spent nothing)."""
         return self.wasted_gpu_seconds / self.gpu_seconds if self.gpu_seconds > 0 else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape of one side, GPU-seconds as ``json_number`` prints them."""
+        return {
+            "runs": self.runs,
+            "gpu_seconds": json_number(self.gpu_seconds),
+            "wasted_gpu_seconds": json_number(self.wasted_gpu_seconds),
+            "wasted": {k: json_number(v) for k, v in self.wasted.items()},
+            "waste_share": self.waste_share,
+        }
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SkippedRungWaste:
@@ -134,6 +181,16 @@ class SkippedRungWaste:
     """Runs launched without their lower rung."""
     climbed: WasteSide
     """Runs of families that climbed (first-rung runs included)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape of ``waste_in_skipped_rungs``, shared by the yield and the ladder
+        reports (docs/contracts.md)."""
+        return {
+            "rungs": list(self.policy.rungs),
+            "within_days": self.policy.within_days,
+            "skipped": self.skipped.to_dict(),
+            "climbed": self.climbed.to_dict(),
+        }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

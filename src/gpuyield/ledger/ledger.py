@@ -17,8 +17,8 @@ import duckdb
 import ibis
 import ibis.expr.types as ir
 
-from gpuyield.categories import ALLOCATED, IDLE_ALLOCATED, Category
-from gpuyield.errors import ConservationError, DataConsistencyError
+from gpuyield.categories import ALLOCATED, Category
+from gpuyield.ledger.checks import checked_figures
 from gpuyield.ledger.coverage import CoverageGapError, captured_parts
 from gpuyield.ledger.down import (
     down_islands,
@@ -26,20 +26,19 @@ from gpuyield.ledger.down import (
     job_node_allocations,
     node_ids,
     node_sweep,
-    over_capacity,
     sweep_changes,
 )
 from gpuyield.ledger.estimated import estimated_overhead_intervals, estimated_runs
 from gpuyield.ledger.jobs import SEGMENT_JOB_ATTRIBUTES, clipped_jobs, job_segments
 from gpuyield.ledger.plan import materialize, reused_on_spark
 from gpuyield.ledger.scan import scan_sweep
-from gpuyield.ledger.sums import exact_sum, gpu_seconds
 from gpuyield.ledger.telemetry import (
     has_telemetry,
     measured_lost_progress,
     overhead_intervals,
     with_detected_divergence,
 )
+from gpuyield.ledger.totals import ledger_totals
 from gpuyield.ledger.utilization import (
     IDLE_THRESHOLD,
     Utilization,
@@ -54,11 +53,6 @@ from gpuyield.ledger.utilization import (
 from gpuyield.ledger.window import Window, node_capacity, resolve_window
 from gpuyield.manifest import Manifest, check_engine_regex, empty_manifest, stored_manifest
 from gpuyield.store import connection_of
-
-# Partitions of the per-node sweep on engines other than DuckDB (whole nodes per partition).
-_SWEEP_BUCKETS = 64
-# GPU-seconds are sums of float products; differences below this are rounding, not accounting.
-_TOLERANCE_GPU_S = 1e-3
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -170,75 +164,6 @@ def stored_manifest_of(backend: ibis.BaseBackend) -> Manifest:
     return manifest
 
 
-def _compute_window(
-    backend: ibis.BaseBackend,
-    window: Window,
-    manifest: Manifest,
-    *,
-    keep_segments: bool,
-    idle_threshold: float,
-) -> Ledger:
-    evidence: list[dict[str, object]] = []
-    telemetry = has_telemetry(backend)
-    if telemetry:
-        detected = with_detected_divergence(backend, manifest)
-        manifest, evidence = detected.manifest, detected.evidence
-    node_gpus = node_capacity(backend, window)
-    capacity_table, capacity_warnings = node_gpus.table, node_gpus.warnings
-    window = dataclasses.replace(window, warnings=window.warnings + capacity_warnings)
-    capacity = materialize(backend, "gy_capacity", capacity_table)
-    jobs = clipped_jobs(backend, window, manifest)
-    if keep_segments or telemetry:
-        jobs = materialize(backend, "gy_jobs", jobs)
-    allocations = materialize(
-        backend, "gy_allocations", job_node_allocations(backend, jobs, capacity)
-    )
-    _check_nodes_known(allocations)
-    progress = _progress(backend, jobs, manifest, telemetry=telemetry)
-    segments_jobs = job_segments(
-        backend, jobs, allocations, manifest, window, progress.lost, progress.overhead,
-        node_ids=node_ids(capacity),
-    )  # fmt: skip
-    util = None
-    if has_samples(backend):  # the job segments are read twice then: once for the samples' cut
-        segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
-        util = _utilization(backend, jobs, segments_jobs, window, idle_threshold)
-    islands = down_islands(backend, capacity, window)
-    swept = _swept(backend, allocations, islands, capacity)
-    _check_node_peaks(swept)
-    down = down_segments(swept)
-    base = segments_jobs.union(down.select(*_down_columns()))
-    segments = base if util is None else base.union(util.segments)
-    if keep_segments:
-        segments = _kept_segments(backend, segments, jobs)
-    installed = _sum_gpu_s(capacity, capacity.num_gpus.cast("float64"))
-    # Totals before the idle moves: allocated by job must still equal allocated by node.
-    totals, lost_jobs = _totals(segments if util is None else base, sorted(manifest.lineage_runs))
-    allocated_by_job = _allocated_both_ways(totals, allocations)
-    idle_allocated = 0.0 if util is None else _move_idle(totals, util.summary)
-    categories = _categories(totals, installed, allocated_by_job, idle_allocated)
-    missing = _jobs_without_gpu_count(jobs)
-    return Ledger(
-        window=window,
-        manifest=manifest,
-        installed_gpu_seconds=installed,
-        categories=categories,
-        subcategories={k: v for k, v in totals.items() if "." in k},
-        jobs_without_gpu_count=missing[0],
-        node_seconds_without_gpu_count=missing[1],
-        measured_lost_jobs=lost_jobs.get(True, 0),
-        estimated_lost_jobs=lost_jobs.get(False, 0),
-        overhead_measured=telemetry,
-        overhead_estimated_runs=tuple(estimated_runs(manifest)) if progress.estimated else (),
-        divergence_evidence=tuple(evidence),
-        segments=segments,
-        capacity=capacity,
-        jobs=jobs,
-        down=down,
-        utilization=None if util is None else util.summary,
-    )
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Progress:
     lost: ir.Table | None
@@ -247,6 +172,120 @@ class _Progress:
     """Overhead intervals, measured and estimated, or None."""
     estimated: bool
     """True when some lineage job's overhead was estimated (no telemetry for it)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Inputs:
+    """What one window's segments are computed from."""
+
+    window: Window
+    """The window, with what the capacity's reading warned of."""
+    manifest: Manifest
+    """The manifest, with the runs telemetry found diverged."""
+    evidence: tuple[dict[str, object], ...]
+    """What the divergence watch found."""
+    telemetry: bool
+    """True when the store holds run telemetry."""
+    capacity: ir.Table
+    """Installed GPUs per node over time."""
+    jobs: ir.Table
+    """Jobs clipped to the window."""
+    allocations: ir.Table
+    """Each job on each of its nodes."""
+    progress: _Progress
+    """Lost progress and overhead of lineage jobs."""
+
+    def job_segments(self, backend: ibis.BaseBackend) -> ir.Table:
+        """The jobs' categorised segments (``jobs.job_segments``)."""
+        return job_segments(
+            backend,
+            self.jobs,
+            self.allocations,
+            self.manifest,
+            self.window,
+            self.progress.lost,
+            self.progress.overhead,
+            node_ids=node_ids(self.capacity),
+        )
+
+
+def _inputs(
+    backend: ibis.BaseBackend, window: Window, manifest: Manifest, *, keep_segments: bool
+) -> _Inputs:
+    """The window's capacity, jobs and allocations, and what telemetry says diverged."""
+    evidence: list[dict[str, object]] = []
+    telemetry = has_telemetry(backend)
+    if telemetry:
+        detected = with_detected_divergence(backend, manifest)
+        manifest, evidence = detected.manifest, detected.evidence
+    node_gpus = node_capacity(backend, window)
+    window = dataclasses.replace(window, warnings=window.warnings + node_gpus.warnings)
+    capacity = materialize(backend, "gy_capacity", node_gpus.table)
+    jobs = clipped_jobs(backend, window, manifest)
+    if keep_segments or telemetry:
+        jobs = materialize(backend, "gy_jobs", jobs)
+    allocations = job_node_allocations(backend, jobs, capacity)
+    return _Inputs(
+        window=window,
+        manifest=manifest,
+        evidence=tuple(evidence),
+        telemetry=telemetry,
+        capacity=capacity,
+        jobs=jobs,
+        allocations=materialize(backend, "gy_allocations", allocations),
+        progress=_progress(backend, jobs, manifest, telemetry=telemetry),
+    )
+
+
+def _compute_window(
+    backend: ibis.BaseBackend,
+    window: Window,
+    manifest: Manifest,
+    *,
+    keep_segments: bool,
+    idle_threshold: float,
+) -> Ledger:
+    inputs = _inputs(backend, window, manifest, keep_segments=keep_segments)
+    window, manifest, jobs, capacity = inputs.window, inputs.manifest, inputs.jobs, inputs.capacity
+    segments_jobs = inputs.job_segments(backend)
+    util = None
+    if has_samples(backend):  # the job segments are read twice then: once for the samples' cut
+        segments_jobs = materialize(backend, "gy_job_segments", segments_jobs)
+        util = _utilization(backend, jobs, segments_jobs, window, idle_threshold)
+    swept = _swept(backend, inputs.allocations, down_islands(backend, capacity, window), capacity)
+    figures = checked_figures(capacity, inputs.allocations, swept, jobs)
+    down = down_segments(swept)
+    base = segments_jobs.union(down.select(*_down_columns()))
+    segments = base if util is None else base.union(util.segments)
+    if keep_segments:
+        segments = _kept_segments(backend, segments, jobs)
+    totals = ledger_totals(
+        segments if util is None else base,  # the idle moves come from the summary
+        sorted(manifest.lineage_runs),
+        figures,
+        None if util is None else util.summary,
+    )
+    return Ledger(
+        window=window,
+        manifest=manifest,
+        installed_gpu_seconds=figures.installed_gpu_seconds,
+        categories=totals.categories,
+        subcategories=totals.subcategories,
+        jobs_without_gpu_count=figures.jobs_without_gpu_count,
+        node_seconds_without_gpu_count=figures.node_seconds_without_gpu_count,
+        measured_lost_jobs=totals.measured_lost_jobs,
+        estimated_lost_jobs=totals.estimated_lost_jobs,
+        overhead_measured=inputs.telemetry,
+        overhead_estimated_runs=tuple(estimated_runs(manifest))
+        if inputs.progress.estimated
+        else (),
+        divergence_evidence=inputs.evidence,
+        segments=segments,
+        capacity=capacity,
+        jobs=jobs,
+        down=down,
+        utilization=None if util is None else util.summary,
+    )
 
 
 def _progress(
@@ -265,18 +304,6 @@ def _progress(
     if estimated is not None:
         overhead = estimated if overhead is None else overhead.union(estimated)
     return _Progress(lost=lost, overhead=overhead, estimated=estimated is not None)
-
-
-def _categories(
-    totals: dict[str, float], installed: float, allocated_by_job: float, idle_allocated: float
-) -> dict[Category, float]:
-    """Every category's GPU-seconds; idle is what no job held plus what jobs held idle."""
-    categories = {c: totals.get(c.value, 0.0) for c in Category}
-    unallocated = installed - categories[Category.DOWN] - allocated_by_job
-    categories[Category.IDLE] = unallocated + idle_allocated
-    subcategories = {k: v for k, v in totals.items() if "." in k}
-    _check_conservation(installed, categories, subcategories)
-    return categories
 
 
 def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
@@ -313,27 +340,6 @@ def combine_parts(window: Window, parts: list[Ledger]) -> Ledger:
         down=united(lambda p: p.down),
         utilization=combined_summaries([p.utilization for p in parts]),
     )
-
-
-def _allocated_both_ways(totals: dict[str, float], allocations: ir.Table) -> float:
-    """Allocated GPU-seconds summed by job; they must equal the same summed by node."""
-    allocated_by_job = sum(v for k, v in totals.items() if "." not in k and k != Category.DOWN)
-    allocated_by_node = _sum_gpu_s(allocations, None)
-    if not _close(allocated_by_job, allocated_by_node):
-        raise ConservationError(
-            f"allocated GPU-seconds differ by job ({allocated_by_job:.3f}) and by node "
-            f"({allocated_by_node:.3f})",
-            hint="a bug in the ledger: please report it with the input files",
-        )
-    return allocated_by_job
-
-
-def _move_idle(totals: dict[str, float], summary: UtilizationSummary) -> float:
-    """Take measured-idle job time out of its categories into ``idle.allocated``; its total."""
-    for key, value in summary.moved.items():
-        totals[key] = totals.get(key, 0.0) - value
-    totals[IDLE_ALLOCATED] = summary.idle_allocated_gpu_seconds
-    return summary.idle_allocated_gpu_seconds
 
 
 def _utilization(
@@ -385,7 +391,7 @@ def _swept(
         return scan_sweep(backend, sweep_changes(allocations, islands, capacity), capacity)
     # Read twice by the sweep (islands open and close): once, not once per read.
     islands = reused_on_spark(backend, "gy_islands", islands)
-    sweep = node_sweep(allocations, islands, capacity, buckets=_SWEEP_BUCKETS)
+    sweep = node_sweep(allocations, islands, capacity, per_node=True)
     return materialize(backend, "gy_sweep", sweep)
 
 
@@ -410,111 +416,3 @@ def _down_columns() -> list[ir.Value | str]:
         "gpus",
         ibis.literal(False).name("measured"),
     ]
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= _TOLERANCE_GPU_S + 1e-9 * max(abs(a), abs(b))
-
-
-def _sum_gpu_s(table: ir.Table, gpus: ir.NumericValue | None) -> float:
-    gpus = table.gpus if gpus is None else gpus
-    units = exact_sum((table.end_s - table.start_s).cast("float64") * gpus)
-    return gpu_seconds(units.to_pyarrow().as_py())
-
-
-def _totals(
-    segments: ir.Table, lineage_runs: list[str]
-) -> tuple[dict[str, float], dict[bool, int]]:
-    """GPU-seconds per category and subcategory, and lineage jobs that lost progress (by measured).
-
-    One aggregation over the segments, which are then never stored for the plain report.
-    """
-    gpu_s = (segments.end_s - segments.start_s) * segments.gpus
-    lineage_lost = segments.category.isin([Category.FAILED.value, Category.CANCELLED.value]) & (
-        segments.run.isin(lineage_runs or [""]).fill_null(False)
-    )
-    by_cat = segments.group_by(["category", "subcategory", "measured"]).aggregate(
-        gpu_s=exact_sum(gpu_s), lost_jobs=lineage_lost.cast("int64").sum()
-    )
-    totals: dict[str, float] = {}
-    lost_jobs: dict[bool, int] = {}
-    rows = by_cat.to_pyarrow().to_pylist()
-    # Summed in one order on every engine (the groups come back in any order).
-    for row in sorted(
-        rows, key=lambda r: (r["category"], r["subcategory"] or "", bool(r["measured"]))
-    ):
-        category, sub, value = row["category"], row["subcategory"], gpu_seconds(row["gpu_s"])
-        totals[category] = totals.get(category, 0.0) + value
-        if sub is not None:
-            totals[f"{category}.{sub}"] = totals.get(f"{category}.{sub}", 0.0) + value
-        measured = bool(row["measured"])
-        lost_jobs[measured] = lost_jobs.get(measured, 0) + int(row["lost_jobs"] or 0)
-    return totals, lost_jobs
-
-
-def _check_conservation(
-    installed: float, categories: dict[Category, float], subcategories: dict[str, float]
-) -> None:
-    """Every GPU-second in one category, none below zero: else say which is wrong, by how much."""
-    every = {**{str(c): v for c, v in categories.items()}, **subcategories}
-    negative = {k: v for k, v in every.items() if v < -_TOLERANCE_GPU_S}
-    if negative:
-        key = min(negative, key=lambda k: negative[k])
-        raise ConservationError(
-            f"{'subcategory' if '.' in key else 'category'} {key} is {negative[key]:.3f} "
-            f"GPU-seconds, {-negative[key]:.3f} below zero (installed {installed:.3f}; "
-            + ", ".join(f"{k}={v:.3f}" for k, v in categories.items())
-            + ")",
-            hint="a bug in the ledger or contradictory inputs; please report it with the files",
-        )
-    total = sum(categories.values())
-    if not _close(total, installed):
-        raise ConservationError(
-            f"categories sum to {total:.3f} GPU-seconds but installed is {installed:.3f}, "
-            f"{total - installed:+.3f} off: "
-            + ", ".join(f"{k}={v:.3f}" for k, v in categories.items()),
-            hint="a bug in the ledger or contradictory inputs; please report it with the files",
-        )
-
-
-def _check_nodes_known(allocations: ir.Table) -> None:
-    """Every node a job held GPUs on must be in the inventory, or its GPUs were never installed."""
-    unknown = allocations.filter(allocations.node_id.isnull()).select("cluster", "node")
-    rows = unknown.distinct().limit(5).to_pyarrow().to_pylist()
-    if rows:
-        names = ", ".join(f"{r['cluster']}:{r['node']}" for r in rows)
-        raise DataConsistencyError(
-            f"jobs ran on nodes missing from the inventory: {names}",
-            hint="give ingest.events in the long format (its ClusterNodes say when nodes were in "
-            "the cluster), or an ingest.nodes inventory that lists them, or a window.since after "
-            "they left; if the inventory is under another cluster name, ingest it with "
-            "ingest.cluster NAME",
-        )
-
-
-def _check_node_peaks(swept: ir.Table) -> None:
-    """No node may hold more GPUs than it has, at any instant."""
-    rows = over_capacity(swept).limit(5).to_pyarrow().to_pylist()
-    if rows:
-        detail = "; ".join(
-            f"{r['node']} held {r['peak']:g} of {r['num_gpus']:g} GPUs" for r in rows
-        )
-        raise DataConsistencyError(
-            f"jobs overlap beyond node capacity: {detail}",
-            hint="is the inventory's GPU count per node right? do two sacct captures disagree?",
-        )
-
-
-def _jobs_without_gpu_count(jobs: ir.Table) -> tuple[int, float]:
-    unknown = jobs.filter(jobs.num_gpus.isnull())
-    row = (
-        unknown.aggregate(
-            n=unknown.count(),
-            node_s=(
-                (unknown.clip_end_s - unknown.clip_start_s) * unknown.num_nodes.fill_null(1)
-            ).sum(),
-        )
-        .to_pyarrow()
-        .to_pylist()[0]
-    )
-    return int(row["n"]), float(row["node_s"] or 0.0)

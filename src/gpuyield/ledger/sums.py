@@ -40,3 +40,8 @@ def gpu_seconds(units: Decimal | int | float | None) -> float:
     if units is None:
         return 0.0
     return float(Decimal(units) / UNITS_PER_GPU_SECOND)
+
+
+def json_number(gpu_seconds: float) -> float | int:
+    """A figure as ``--json`` prints it: whole GPU-seconds as integers, estimates keep their fraction."""
+    return round(gpu_seconds) if abs(gpu_seconds - round(gpu_seconds)) < 1e-6 else gpu_seconds

@@ -63,9 +63,46 @@ class Window:
         return self.end_s - self.start_s
 
 
-def _scalar(expr: ir.Scalar) -> int | None:
-    value = expr.to_pyarrow().as_py()
-    return None if value is None else int(value)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _WindowFacts:
+    """What the default window is made of (None: the store has none of it)."""
+
+    as_of_s: int | None
+    """The latest capture time of an ingest."""
+    first_job_s: int | None
+    """When the first job started."""
+    registered_before_first_job_s: int | None
+    """The cluster's last registration up to the first job (any, without jobs)."""
+    first_registered_s: int | None
+    """The cluster's first registration."""
+
+
+def _window_facts(backend: ibis.BaseBackend) -> _WindowFacts:
+    """The window's facts in one query (on Spark each query is seconds whatever its size)."""
+    ingests = backend.table("ingests")
+    jobs = backend.table("jobs")
+    clusters = backend.table("cluster_events")
+    # Without jobs (a null first start) every registration is before the first job.
+    before = clusters.filter((clusters.start_s <= jobs.start_s.min().as_scalar()).fill_null(True))
+    captured = ingests.filter(ingests.as_of_s.notnull())
+    row = (
+        captured.aggregate(as_of=captured.as_of_s.max())
+        .cross_join(jobs.aggregate(first_job=jobs.start_s.min()))
+        .cross_join(before.aggregate(before_first=before.start_s.max()))
+        .cross_join(clusters.aggregate(first_registered=clusters.start_s.min()))
+        .to_pyarrow()
+        .to_pylist()[0]
+    )
+
+    def whole(value: int | None) -> int | None:
+        return None if value is None else int(value)
+
+    return _WindowFacts(
+        as_of_s=whole(row["as_of"]),
+        first_job_s=whole(row["first_job"]),
+        registered_before_first_job_s=whole(row["before_first"]),
+        first_registered_s=whole(row["first_registered"]),
+    )
 
 
 def resolve_window(
@@ -102,12 +139,10 @@ def _plain_window(
     until_s: int | None,
     covered_end_s: int | None = None,
 ) -> Window:
-    ingests = backend.table("ingests")
-    as_of = _scalar(ingests.filter(ingests.as_of_s.notnull()).as_of_s.max())
+    facts = _window_facts(backend)
+    as_of, first_job = facts.as_of_s, facts.first_job_s
     if as_of is not None and covered_end_s is not None:
         as_of = max(as_of, covered_end_s)
-    jobs = backend.table("jobs")
-    first_job = _scalar(jobs.start_s.min())
     if as_of is None:
         raise EmptyDataError(
             "no scheduler data in the database", hint="run gpuyield ingest slurm --sacct FILE first"
@@ -122,11 +157,7 @@ def _plain_window(
         )
     warnings: list[str] = []
     if since_s is None:
-        clusters = backend.table("cluster_events")
-        before_first = (
-            clusters if first_job is None else clusters.filter(clusters.start_s <= first_job)
-        )
-        registered = _scalar(before_first.start_s.max())
+        registered = facts.registered_before_first_job_s
         since_s = (
             registered if registered is not None else (first_job if first_job is not None else end)
         )
@@ -137,7 +168,7 @@ def _plain_window(
                 "pass --since to account for the capture period only"
             )
     else:
-        registered = _scalar(backend.table("cluster_events").start_s.min())
+        registered = facts.first_registered_s
         if registered is not None and since_s < registered < end:
             # As sreport does: a GPU cannot have been installed in a cluster not yet registered.
             warnings.append(

@@ -17,6 +17,7 @@ from gpuyield.errors import FieldError
 from gpuyield.ledger import Ledger
 from gpuyield.ledger.plan import materialize
 from gpuyield.ledger.sums import exact_sum, gpu_seconds, units_sum
+from gpuyield.ledger.weights.weighted import Weight
 from gpuyield.times import iso_utc
 
 DIMENSIONS = ("account", "user", "partition", "run", "job", "day", "hour", "cluster")
@@ -61,13 +62,21 @@ class Breakdown:
     """The cut, None for every group."""
     unit: str = "gpu_seconds"
     """What the rows count: GPU-seconds, or a weight's unit (``report --weight``, ledger/weights)."""
-    weights: dict[str, Any] = field(default_factory=dict)
+    weights: dict[str, Weight] = field(default_factory=dict)
     """With a weight: each GPU type's weight (or prices), as stated in ``weighted``."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` shape (the ``breakdown`` key of ``gpuyield report --by X --json``)."""
         weighted = (
-            {} if self.unit == "gpu_seconds" else {"unit": self.unit, "weights": self.weights}
+            {}
+            if self.unit == "gpu_seconds"
+            else {
+                "unit": self.unit,
+                "weights": {
+                    k: [p.to_dict() for p in w] if isinstance(w, list) else w
+                    for k, w in self.weights.items()
+                },
+            }
         )
         return {
             "by": self.by,

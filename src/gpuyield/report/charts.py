@@ -12,13 +12,25 @@ import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuyield.categories import ALLOCATED, Category, DownCause, FailedCause
 from gpuyield.errors import MissingExtraError
 from gpuyield.progress import NoProgress, Progress
+from gpuyield.report.chart_lineage import draw_lineage
+from gpuyield.report.chart_style import (
+    COLORS,
+    RC,
+    compact,
+    compact_axis,
+    datetimes,
+    empty_note,
+    new_figure,
+    share_text,
+    to_hours,
+)
 from gpuyield.report.figures import ReportFigures
 from gpuyield.safetext import chart_label
 
@@ -28,52 +40,13 @@ if TYPE_CHECKING:
 
     from gpuyield.report.summary import EssayShare
 
-# A 16:9 slide (13.33 x 7.5 in) at 150 dpi is 2000 x 1125 pixels: sharp on a projector, small enough to mail.
-SLIDE_SIZE_IN = (40 / 3, 7.5)
 SLIDE_DPI = 150
 # Chart ids, in page order; each is the ``data-chart`` marker and the PNG's file name.
 CHART_IDS = ("where", "time", "who", "failures", "lineage")
-# One colour per category, the same in every chart: greys for unused time, warm colours for waste,
-# blue for experiments, green for what shipped.
-COLORS: dict[Category, str] = {
-    Category.DOWN: "#6b6b6b",
-    Category.IDLE: "#c9c9c9",
-    Category.FAILED: "#d62728",
-    Category.CANCELLED: "#ff7f0e",
-    Category.DIVERGED: "#9467bd",
-    Category.EXPERIMENT: "#1f77b4",
-    Category.OVERHEAD: "#bcbd22",
-    Category.RELEASED: "#2ca02c",
-}
 # Allocated categories, released first so the useful part of each bar starts at the axis.
 _ALLOCATED = [c.value for c in reversed(ALLOCATED)]
-# Most models in one lineage chart; the table under it lists them all.
-_MAX_LINEAGE_PANELS = 4
-# Past this many job parts in a panel, lanes are drawn as time bins (_draw_lineage_binned).
-_MAX_LINEAGE_BARS = 300
-_LINEAGE_BINS = 240
-# Kept at the bottom of a lane's stack, losses above it.
-_LINEAGE_ORDER = (
-    Category.RELEASED,
-    Category.OVERHEAD,
-    Category.DIVERGED,
-    Category.CANCELLED,
-    Category.FAILED,
-)
-_LOST = (Category.FAILED.value, Category.CANCELLED.value)
-_SECONDS_PER_DAY = 86400.0
 _MAX_EVENT_REASONS = 8
 _MAX_LEMONS = 10
-# Keys typed loosely: matplotlib's stubs list every rcParam as a Literal.
-_RC: dict[Any, Any] = {
-    "font.size": 13,
-    "axes.titlesize": 15,
-    "axes.titleweight": "bold",
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "svg.fonttype": "path",  # text as paths: the page needs no font
-    "svg.hashsalt": "gpuyield",  # stable ids, so the same data gives the same file
-}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,11 +83,14 @@ def render_charts(
     import matplotlib
 
     drawers: dict[str, Callable[[ReportFigures], Figure]] = {
-        "where": draw_where, "time": draw_time, "who": draw_who,
-        "failures": draw_failures, "lineage": draw_lineage,
-    }  # fmt: skip
+        "where": draw_where,
+        "time": draw_time,
+        "who": draw_who,
+        "failures": draw_failures,
+        "lineage": draw_lineage,
+    }
     rendered = []
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(RC):
         for chart_id in CHART_IDS:
             fig = drawers[chart_id](figures)
             # SVG first: saving at another dpi re-runs the layout, and the page must not depend
@@ -132,8 +108,9 @@ def render_charts(
 def svg_of(fig: Figure, chart_id: str) -> str:
     """The figure as an inline ``<svg>`` for HTML: no prolog, no namespaces, no URLs, unique ids."""
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None,
-                                                 "Type": None})  # fmt: skip
+    fig.savefig(
+        buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None}
+    )
     text = buffer.getvalue()
     text = text[text.index("<svg") :]  # drop the XML declaration and the DOCTYPE (a DTD URL)
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
@@ -149,53 +126,16 @@ def svg_of(fig: Figure, chart_id: str) -> str:
     return text
 
 
-def _hours(gpu_seconds: float) -> float:
-    return gpu_seconds / 3600
-
-
-def _new_figure() -> Figure:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=SLIDE_SIZE_IN, layout="constrained")
-
-
-def _empty_note(ax: Axes, text: str) -> None:
-    from matplotlib.ticker import NullFormatter
-
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
-    # No ticks, and a formatter that accepts none (the date formatter fails on an empty tick list).
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(NullFormatter())
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
-def compact(value: float) -> str:
-    """1234567 -> '1.23M': short tick and bar labels for sums over a 100k-GPU month."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{suffix}"
-    return f"{value:.3g}"
-
-
-def _compact_axis(axis: Any) -> None:
-    """Tick labels like 40M instead of matplotlib's 4e7 offset note in the corner."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis.set_major_formatter(FuncFormatter(lambda value, _pos: compact(value)))
-
-
-def _share_text(share: float | None) -> str:
-    return "n/a" if share is None else f"{share:.1%}"
-
-
 def draw_where(figures: ReportFigures) -> Figure:
     """Chart 1: a waterfall from installed GPU-hours down to what was released, beside the essay."""
     report = figures.report
-    fig = _new_figure()
+    fig = new_figure()
     waterfall, essay = fig.subplots(1, 2, width_ratios=[3, 2])
-    fig.suptitle(f"Yield {_share_text(report.yield_)}: released / installed GPU-hours",
-                 fontsize=18, fontweight="bold")  # fmt: skip
+    fig.suptitle(
+        f"Yield {share_text(report.yield_)}: released / installed GPU-hours",
+        fontsize=18,
+        fontweight="bold",
+    )
     installed = report.installed_gpu_seconds
     labels = ["installed", *report.categories]
     colors = ["#333333", *(COLORS[c] for c in report.categories)]
@@ -205,22 +145,29 @@ def draw_where(figures: ReportFigures) -> Figure:
         remaining -= value
         bottoms.append(remaining)
         heights.append(value)
-    bars = waterfall.bar(labels, [_hours(h) for h in heights], bottom=[_hours(b) for b in bottoms],
-                         color=colors)  # fmt: skip
+    bars = waterfall.bar(
+        labels, [to_hours(h) for h in heights], bottom=[to_hours(b) for b in bottoms], color=colors
+    )
     for bar, value in zip(bars, heights, strict=True):
         if installed <= 0:
             break  # no shares to print; the note below says why
         share = value / installed
-        waterfall.annotate(_share_text(share), (bar.get_x() + bar.get_width() / 2, bar.get_y()
-                           + bar.get_height()), ha="center", va="bottom", fontsize=11,
-                           xytext=(0, 2), textcoords="offset points")  # fmt: skip
+        waterfall.annotate(
+            share_text(share),
+            (bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=11,
+            xytext=(0, 2),
+            textcoords="offset points",
+        )
     waterfall.set_ylabel("GPU-hours")
-    _compact_axis(waterfall.yaxis)
+    compact_axis(waterfall.yaxis)
     waterfall.set_title("Where the installed GPU-hours went", loc="left")
     waterfall.tick_params(axis="x", labelrotation=30)
     if installed <= 0:
         waterfall.set_ylim(0, 1)
-        _empty_note(waterfall, "no installed GPU-time in this window")
+        empty_note(waterfall, "no installed GPU-time in this window")
     _draw_essay(essay, report.essay_comparison())
     return fig
 
@@ -234,9 +181,10 @@ def _draw_essay(ax: Axes, rows: list[EssayShare]) -> None:
     typical = [r.typical_share * 100 for r in rows]
     mine = ax.barh(y - 0.2, ours, height=0.4, color="#1f77b4", label="this cluster")
     theirs = ax.barh(y + 0.2, typical, height=0.4, color="#bbbbbb", label="essay's typical lab")
-    ax.bar_label(mine, labels=[_share_text(r.share) for r in rows], padding=3, fontsize=10)
-    ax.bar_label(theirs, labels=[f"{t:.0f}%" for t in typical], padding=3, fontsize=10,
-                 color="#555555")  # fmt: skip
+    ax.bar_label(mine, labels=[share_text(r.share) for r in rows], padding=3, fontsize=10)
+    ax.bar_label(
+        theirs, labels=[f"{t:.0f}%" for t in typical], padding=3, fontsize=10, color="#555555"
+    )
     ax.set_yticks(y, [r.bucket for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("share of installed GPU-time (%)")
@@ -244,16 +192,12 @@ def _draw_essay(ax: Axes, rows: list[EssayShare]) -> None:
     ax.legend(loc="lower right", frameon=False)
 
 
-def _datetimes(epochs: list[float]) -> list[datetime]:
-    return [datetime.fromtimestamp(t, UTC) for t in epochs]
-
-
 def draw_time(figures: ReportFigures) -> Figure:
     """Chart 2: average GPUs per category in each bucket, stacked, so a bad weekend shows."""
     import matplotlib.dates as mdates
 
     timeline = figures.timeline
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.subplots()
     order = list(reversed([c.value for c in Category]))  # released at the bottom, down on top
     edges = [b.start_s for b in timeline.buckets]
@@ -261,14 +205,16 @@ def draw_time(figures: ReportFigures) -> Figure:
     series = []
     for category in order:
         # An empty window has a bucket of zero seconds: it holds no GPUs, not infinitely many.
-        values = [b.categories[category] / b.in_window_s if b.in_window_s else 0.0
-                  for b in timeline.buckets]  # fmt: skip
+        values = [
+            b.categories[category] / b.in_window_s if b.in_window_s else 0.0
+            for b in timeline.buckets
+        ]
         series.append([*values, values[-1]])  # repeat the last step so it has a width
     ax.xaxis_date(tz=UTC)
-    x = mdates.date2num(_datetimes([float(e) for e in edges]))
+    x = mdates.date2num(datetimes([float(e) for e in edges]))
     ax.stackplot(x, *series, labels=order, step="post", colors=[COLORS[Category(c)] for c in order])
     ax.set_ylabel(f"GPUs (average per {timeline.bucket_name})")
-    _compact_axis(ax.yaxis)
+    compact_axis(ax.yaxis)
     ax.set_title(f"Categories over time, per {timeline.bucket_name} (UTC)", loc="left")
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
@@ -279,13 +225,13 @@ def draw_time(figures: ReportFigures) -> Figure:
         handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False
     )
     if not any(b.in_window_s for b in timeline.buckets):
-        _empty_note(ax, "the window is empty")
+        empty_note(ax, "the window is empty")
     return fig
 
 
 def draw_who(figures: ReportFigures) -> Figure:
     """Chart 3: allocated GPU-hours by account, user and partition (top groups, then the rest)."""
-    fig = _new_figure()
+    fig = new_figure()
     axes = fig.subplots(1, len(figures.who))
     # The same number of bar slots in every panel, so bars are equally thick side by side.
     slots = max(4, *(len(w.rows) for w in figures.who))
@@ -293,7 +239,7 @@ def draw_who(figures: ReportFigures) -> Figure:
         keys = [chart_label(row.key) for row in who.rows]
         left = [0.0] * len(keys)
         for category in _ALLOCATED:
-            widths = [_hours(row.categories[category]) for row in who.rows]
+            widths = [to_hours(row.categories[category]) for row in who.rows]
             ax.barh(keys, widths, left=left, color=COLORS[Category(category)], label=category)
             left = [a + b for a, b in zip(left, widths, strict=True)]
         for y, total in enumerate(left):
@@ -301,11 +247,15 @@ def draw_who(figures: ReportFigures) -> Figure:
         ax.set_ylim(slots - 0.5, -0.5)
         ax.set_title(f"by {who.by}", loc="left")
         ax.set_xlabel("allocated GPU-hours")
-        _compact_axis(ax.xaxis)
+        compact_axis(ax.xaxis)
         if not keys:
-            _empty_note(ax, "no jobs in this window")
-    fig.legend(handles=_category_patches(_ALLOCATED), loc="outside lower center",
-               ncols=len(_ALLOCATED), frameon=False)  # fmt: skip
+            empty_note(ax, "no jobs in this window")
+    fig.legend(
+        handles=_category_patches(_ALLOCATED),
+        loc="outside lower center",
+        ncols=len(_ALLOCATED),
+        frameon=False,
+    )
     fig.suptitle("Who and what used the GPUs", fontsize=16, fontweight="bold")
     return fig
 
@@ -320,15 +270,18 @@ def _category_patches(categories: list[str]) -> list[Any]:
 def draw_failures(figures: ReportFigures) -> Figure:
     """Chart 4: failed GPU-hours by cause, node events by reason, and the lemon nodes."""
     failures = figures.failures
-    fig = _new_figure()
+    fig = new_figure()
     causes_ax, reasons_ax, lemons_ax = fig.subplots(1, 3, width_ratios=[2, 3, 3])
-    causes_ax.barh(list(failures.causes), [_hours(v) for v in failures.causes.values()],
-                   color=COLORS[Category.FAILED])  # fmt: skip
+    causes_ax.barh(
+        list(failures.causes),
+        [to_hours(v) for v in failures.causes.values()],
+        color=COLORS[Category.FAILED],
+    )
     causes_ax.invert_yaxis()
     # Hours are never negative; without failures matplotlib would centre the axis on zero.
-    causes_ax.set_xlim(0, max(_hours(v) for v in failures.causes.values()) * 1.05 or 1)
+    causes_ax.set_xlim(0, max(to_hours(v) for v in failures.causes.values()) * 1.05 or 1)
     causes_ax.set_xlabel("failed GPU-hours")
-    _compact_axis(causes_ax.xaxis)
+    compact_axis(causes_ax.xaxis)
     causes_ax.set_title("Failed, by cause", loc="left")
     reasons = failures.event_reasons[:_MAX_EVENT_REASONS]
     if reasons:
@@ -337,13 +290,13 @@ def draw_failures(figures: ReportFigures) -> Figure:
         ]
         reasons_ax.tick_params(axis="y", labelsize=11)
         reasons_ax.barh(
-            names, [_hours(e.gpu_seconds) for e in reasons], color=COLORS[Category.DOWN]
+            names, [to_hours(e.gpu_seconds) for e in reasons], color=COLORS[Category.DOWN]
         )
         reasons_ax.invert_yaxis()
     else:
-        _empty_note(reasons_ax, "no node events in this window")
+        empty_note(reasons_ax, "no node events in this window")
     reasons_ax.set_xlabel("GPU-hours under the event")
-    _compact_axis(reasons_ax.xaxis)
+    compact_axis(reasons_ax.xaxis)
     reasons_ax.set_title("Node events, by reason", loc="left")
     _draw_lemons(lemons_ax, figures)
     fig.suptitle("Failures and the nodes behind them", fontsize=16, fontweight="bold")
@@ -354,24 +307,35 @@ def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
     lemons = figures.failures.lemons[:_MAX_LEMONS]
     ax.set_title("Lemon nodes", loc="left")
     ax.set_xlabel("GPU-hours wasted on the node")
-    _compact_axis(ax.xaxis)
+    compact_axis(ax.xaxis)
     if not lemons:
-        _empty_note(ax, "no down or failed time on any node")
+        empty_note(ax, "no down or failed time on any node")
         return
     names = [chart_label(n.node) for n in lemons]
     stacks = [
         ("down, planned", "#9e9e9e", [n.down_gpu_seconds[DownCause.PLANNED.value] for n in lemons]),
-        ("down, unplanned", COLORS[Category.DOWN],
-         [n.down_gpu_seconds[DownCause.UNPLANNED.value] for n in lemons]),
-        ("failed, hardware", "#8c1515",
-         [n.failed_gpu_seconds[FailedCause.HARDWARE.value] for n in lemons]),
-        ("failed, other", COLORS[Category.FAILED],
-         [n.failed_total_gpu_seconds - n.failed_gpu_seconds[FailedCause.HARDWARE.value]
-          for n in lemons]),
-    ]  # fmt: skip
+        (
+            "down, unplanned",
+            COLORS[Category.DOWN],
+            [n.down_gpu_seconds[DownCause.UNPLANNED.value] for n in lemons],
+        ),
+        (
+            "failed, hardware",
+            "#8c1515",
+            [n.failed_gpu_seconds[FailedCause.HARDWARE.value] for n in lemons],
+        ),
+        (
+            "failed, other",
+            COLORS[Category.FAILED],
+            [
+                n.failed_total_gpu_seconds - n.failed_gpu_seconds[FailedCause.HARDWARE.value]
+                for n in lemons
+            ],
+        ),
+    ]
     left = [0.0] * len(lemons)
     for label, color, values in stacks:
-        widths = [_hours(v) for v in values]
+        widths = [to_hours(v) for v in values]
         ax.barh(names, widths, left=left, color=color, label=label)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.invert_yaxis()
@@ -382,136 +346,3 @@ def _draw_lemons(ax: Axes, figures: ReportFigures) -> None:
 
 def _short(text: str, width: int = 32) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def draw_lineage(figures: ReportFigures) -> Figure:
-    """Chart 5: per released model, its runs' jobs on a time line; losses hatched, X = failure."""
-    lineages = figures.lineages[:_MAX_LINEAGE_PANELS]
-    fig = _new_figure()
-    if not lineages:
-        _empty_note(fig.subplots(), "the release manifest names no released models")
-        return fig
-    axes = fig.subplots(len(lineages), 1, squeeze=False, sharex=True,
-                        height_ratios=[len(x.runs) + 1 for x in lineages])[:, 0]  # fmt: skip
-    window = figures.report
-    span = (
-        float(window.window_start_s),
-        float(max(window.window_end_s, window.window_start_s + 1)),
-    )
-    for ax, lineage in zip(axes, lineages, strict=True):
-        _draw_one_lineage(ax, lineage, span)
-    if window.window_end_s > window.window_start_s:
-        axes[0].set_xlim(*_datetimes([window.window_start_s, window.window_end_s]))
-    fig.legend(handles=_lineage_legend(), loc="outside lower center", ncols=3, frameon=False)
-    shown = len(figures.lineages)
-    more = f" (first {_MAX_LINEAGE_PANELS} of {shown} models)" if shown > len(lineages) else ""
-    fig.suptitle(f"Release lineage: the jobs behind each released model{more}", fontsize=16,
-                 fontweight="bold")  # fmt: skip
-    return fig
-
-
-def _lineage_legend() -> list[Any]:
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    return [
-        Patch(facecolor=COLORS[Category.RELEASED], label="kept in the model"),
-        Patch(facecolor=COLORS[Category.FAILED], hatch="///", label="lost: failure"),
-        Patch(facecolor=COLORS[Category.CANCELLED], hatch="///", label="lost: preemption, cancel"),
-        Patch(facecolor=COLORS[Category.DIVERGED], label="diverged"),
-        Patch(facecolor=COLORS[Category.OVERHEAD], label="overhead: start-up, checkpoints"),
-        Line2D([], [], marker="X", color="black", linestyle="none", label="interrupted job"),
-    ]
-
-
-def _draw_one_lineage(ax: Axes, lineage: Any, window: tuple[float, float]) -> None:
-    import matplotlib.dates as mdates
-
-    parts = sum(len(job.parts) for job in lineage.jobs)
-    if parts <= _MAX_LINEAGE_BARS:
-        _draw_lineage_bars(ax, lineage)
-        binned = ""
-    else:
-        binned = _draw_lineage_binned(ax, lineage, window)
-    interrupted = [j for j in lineage.jobs if j.interrupted]
-    if interrupted:
-        # One marker set for every interrupted job: a chart of thousands stays one element.
-        ends = mdates.date2num(_datetimes([float(j.end_s) for j in interrupted]))
-        lanes = {run: i for i, run in enumerate(lineage.runs)}
-        # Binned, the marks go on a strip above the lane: hundreds would cover its bins.
-        lift = 0.44 if binned else 0.0
-        ax.plot(ends, [lanes[j.run] - lift for j in interrupted], marker="X", color="black",
-                markersize=5 if binned else 9, linestyle="none")  # fmt: skip
-    ax.set_yticks(range(len(lineage.runs)), list(lineage.runs))
-    ax.set_ylim(len(lineage.runs) - 0.5, -0.5)
-    ett = lineage.effective_training_time
-    ax.set_title(f"{lineage.model}: effective training time {_share_text(ett)}, "
-                 f"{lineage.num_interrupted} interrupted job(s) (X){binned}", loc="left",
-                 fontsize=13)  # fmt: skip
-    ax.xaxis_date(tz=UTC)
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
-    if not lineage.jobs:
-        _empty_note(ax, "no jobs of this lineage in the window")
-
-
-def _draw_lineage_bars(ax: Axes, lineage: Any) -> None:
-    """Each job's parts as bars: one call per lane and category (broken_barh per part rescaled
-    the axes each time: a 16k-GPU run's 16,000 parts took four minutes)."""
-    import matplotlib.dates as mdates
-
-    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}
-    lanes = {run: i for i, run in enumerate(lineage.runs)}
-    for job in lineage.jobs:
-        for part in job.parts:
-            start = float(mdates.date2num(datetime.fromtimestamp(part.start_s, UTC)))
-            width = (part.end_s - part.start_s) / _SECONDS_PER_DAY
-            bars.setdefault((lanes[job.run], part.category), []).append((start, width))
-    for (y, category), spans in bars.items():
-        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=COLORS[Category(category)], edgecolor="white",
-                       linewidth=0.5, hatch="///" if category in _LOST else None)  # fmt: skip
-
-
-def _draw_lineage_binned(ax: Axes, lineage: Any, window: tuple[float, float]) -> str:
-    """Past a few hundred bars, each lane is a stack of category shares per time bin.
-
-    A bar per job part became one black band on a 54-day, 16k-GPU run (their white edges
-    outweighed the bars) and 7.5 MB of SVG; binned, the chart is a few paths per lane whatever
-    the number of jobs, and each bin still shows where the lane's GPU-time went.
-    """
-    import matplotlib.dates as mdates
-    import numpy as np
-
-    start_s, end_s = window
-    edges = np.linspace(start_s, end_s, _LINEAGE_BINS + 1)
-    bin_s = (end_s - start_s) / _LINEAGE_BINS
-    x = mdates.date2num(_datetimes([float(e) for e in edges]))
-    for y, run in enumerate(lineage.runs):
-        jobs = [j for j in lineage.jobs if j.run == run]
-        peak = max((j.num_gpus or 0 for j in jobs), default=0)
-        if not peak:
-            continue
-        shares = {c: np.zeros(_LINEAGE_BINS) for c in _LINEAGE_ORDER}
-        for job in jobs:
-            for part in job.parts:
-                shares[part.category] += _overlap(edges, part.start_s, part.end_s) * (
-                    part.gpu_seconds / max(part.end_s - part.start_s, 1e-9)
-                )
-        bottom = np.full(_LINEAGE_BINS, y + 0.35)
-        for category in _LINEAGE_ORDER:
-            height = shares[category] / (peak * bin_s) * 0.7
-            if not height.any():
-                continue
-            ax.stairs(bottom - height, x, baseline=bottom, fill=True, color=COLORS[category],
-                      hatch="///" if category in _LOST else None, linewidth=0)  # fmt: skip
-            bottom = bottom - height
-    hours = bin_s / 3600
-    return f"; columns of {hours:.3g} h"
-
-
-def _overlap(edges: Any, start: float, end: float) -> Any:
-    """Seconds of ``[start, end)`` in each bin between ``edges``."""
-    import numpy as np
-
-    return np.clip(np.minimum(edges[1:], end) - np.maximum(edges[:-1], start), 0.0, None)

@@ -91,14 +91,16 @@ def _event_reasons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[EventReas
     cap = ledger.capacity
     joined = events.join(cap, ["cluster", "node"])
     clipped = joined.select(
-        "node", "state", "num_gpus",
+        "node",
+        "state",
+        "num_gpus",
         # An event spanning a change of the node's capacity is clipped into pieces: count it once.
         event_key=joined.node.concat(":", joined.start_s.cast("string")),
         reason=joined.reason.fill_null(""),
         start_s=ibis.greatest(joined.start_s, joined.start_s_right),
         # An open event lasts until the capture, as in the ledger.
         end_s=ibis.least(joined.end_s.fill_null(ledger.window.as_of_s), joined.end_s_right),
-    )  # fmt: skip
+    )
     clipped = clipped.filter(clipped.end_s > clipped.start_s)
     gpu_s = ((clipped.end_s - clipped.start_s) * clipped.num_gpus).cast("float64")
     grouped = clipped.group_by(["state", "reason"]).aggregate(
@@ -108,10 +110,15 @@ def _event_reasons(ledger: Ledger, backend: ibis.BaseBackend) -> tuple[EventReas
     )
     rows = grouped.to_pyarrow().to_pylist()
     reasons = [
-        EventReason(state=r["state"], reason=r["reason"], num_events=int(r["num_events"]),
-                    num_nodes=int(r["num_nodes"]), gpu_seconds=gpu_seconds(r["gpu_s"]))
+        EventReason(
+            state=r["state"],
+            reason=r["reason"],
+            num_events=int(r["num_events"]),
+            num_nodes=int(r["num_nodes"]),
+            gpu_seconds=gpu_seconds(r["gpu_s"]),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     return tuple(sorted(reasons, key=lambda e: (-e.gpu_seconds, e.state, e.reason)))
 
 

@@ -200,12 +200,16 @@ def who_of(ledger: Ledger, by: str, top_n: int = TOP_N) -> WhoBreakdown:
     cut = breakdown(ledger, by, top=top_n)
     # Rows: the groups kept, the rest folded into one when cut, then the unallocated row.
     *groups, unallocated = cut.rows
-    shares = [GroupShare(key=r.key, categories=dict(r.categories), num_groups=1)
-              for r in groups[:top_n]]  # fmt: skip
+    shares = [
+        GroupShare(key=r.key, categories=dict(r.categories), num_groups=1) for r in groups[:top_n]
+    ]
     if cut.top is not None:
         folded = cut.groups - cut.top
-        shares.append(GroupShare(key=f"({folded} others)", categories=dict(groups[-1].categories),
-                                 num_groups=folded))  # fmt: skip
+        shares.append(
+            GroupShare(
+                key=f"({folded} others)", categories=dict(groups[-1].categories), num_groups=folded
+            )
+        )
     return WhoBreakdown(
         by=by, rows=tuple(shares), unallocated_gpu_seconds=unallocated.total_gpu_seconds
     )

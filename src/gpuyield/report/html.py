@@ -10,22 +10,20 @@ from __future__ import annotations
 
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Any
 
 from gpuyield.errors import FieldError
+from gpuyield.ledger.sums import json_number
 from gpuyield.progress import NoProgress, Progress
 from gpuyield.report.charts import RenderedChart, render_charts, require_matplotlib
 from gpuyield.report.figures import ReportFigures, build_figures
+from gpuyield.report.html_cells import hours_text, keyed, share_text
 from gpuyield.report.html_ladder import skipped_rungs_tables
+from gpuyield.report.html_quality import quality_blocks
 from gpuyield.report.html_tables import (
     failures_caption,
     failures_tables,
-    hours_text,
-    keyed,
     lineage_caption,
     lineage_tables,
-    quality_blocks,
-    share_text,
     time_caption,
     time_table,
     where_caption,
@@ -45,7 +43,7 @@ from gpuyield.report.page_model import (
 from gpuyield.report.showback import TITLE as SHOWBACK_TITLE
 from gpuyield.report.showback import showback_blocks
 from gpuyield.report.source import ReportSource
-from gpuyield.report.summary import iso
+from gpuyield.report.summary import YieldReport, iso
 
 _SECTIONS = (
     ("where", "1. Where the GPU-hours went"),
@@ -98,11 +96,12 @@ def write_html_report(
 
 def render_page(figures: ReportFigures, charts: list[RenderedChart]) -> str:
     """The whole HTML document."""
-    data = figures.report.to_dict()
+    report = figures.report
+    start, end = iso(report.window_start_s), iso(report.window_end_s)
     svg = {c.chart_id: c.svg for c in charts}
     who = TableGroup(tables=tuple(who_table(w) for w in figures.who))
     sections = (
-        _section("where", _figure("where", svg, where_caption()), where_tables(figures, data)),
+        _section("where", _figure("where", svg, where_caption()), where_tables(figures)),
         _section(
             "time",
             _figure("time", svg, time_caption(figures.timeline)),
@@ -114,29 +113,29 @@ def render_page(figures: ReportFigures, charts: list[RenderedChart]) -> str:
         _section(
             "failures",
             _figure("failures", svg, failures_caption()),
-            failures_tables(figures, data),
-            *_present(skipped_rungs_tables(data)),
+            failures_tables(figures),
+            *_present(skipped_rungs_tables(figures.report.waste_in_skipped_rungs)),
         ),
         _section(
             "lineage",
             _figure("lineage", svg, lineage_caption()),
             lineage_tables(figures.lineages),
         ),
-        _section("quality", None, *quality_blocks(figures, data)),
-        _section("showback", None, *showback_blocks(figures, data)),
+        _section("quality", None, *quality_blocks(figures)),
+        _section("showback", None, *showback_blocks(figures)),
     )
     css = resources.files("gpuyield").joinpath("data/html/report.css").read_text(encoding="utf-8")
     page = Page(
-        title=f"GPU yield report {data['window']['start']} .. {data['window']['end']}",
+        title=f"GPU yield report {start} .. {end}",
         css=css,
-        headline=Cell(text=share_text(data["yield"]), keyed=keyed("yield", data["yield"])),
-        kpis=_kpis(figures, data),
+        headline=Cell(text=share_text(report.yield_), keyed=keyed("yield", report.yield_)),
+        kpis=_kpis(report),
         warnings=tuple(
-            Cell(text=w, keyed=keyed(f"warnings.{i}", w)) for i, w in enumerate(data["warnings"])
+            Cell(text=w, keyed=keyed(f"warnings.{i}", w)) for i, w in enumerate(report.warnings)
         ),
         sections=sections,
         version=_version(),
-        window=(iso(figures.report.window_start_s), iso(figures.report.window_end_s)),
+        window=(start, end),
     )
     return render(page)
 
@@ -159,34 +158,32 @@ def _figure(chart_id: str, svg: dict[str, str], caption: str) -> Figure:
 # ---- header and footer
 
 
-def _kpis(figures: ReportFigures, data: dict[str, Any]) -> tuple[Kpi, ...]:
-    window = data["window"]
+def _kpis(report: YieldReport) -> tuple[Kpi, ...]:
+    """The header's figures; GPU-seconds keyed as ``--json`` prints them (``json_number``)."""
+    start, end = iso(report.window_start_s), iso(report.window_end_s)
+    installed, allocated = report.installed_gpu_seconds, report.allocated_gpu_seconds
     return (
-        Kpi(
-            label="window start",
-            text=window["start"],
-            keyed=keyed("window.start", window["start"]),
-        ),
-        Kpi(label="window end", text=window["end"], keyed=keyed("window.end", window["end"])),
+        Kpi(label="window start", text=start, keyed=keyed("window.start", start)),
+        Kpi(label="window end", text=end, keyed=keyed("window.end", end)),
         Kpi(
             label="installed GPU-hours",
-            text=hours_text(figures.report.installed_gpu_seconds),
-            keyed=keyed("installed_gpu_seconds", data["installed_gpu_seconds"]),
+            text=hours_text(installed),
+            keyed=keyed("installed_gpu_seconds", json_number(installed)),
         ),
         Kpi(
             label="allocated GPU-hours",
-            text=hours_text(figures.report.allocated_gpu_seconds),
-            keyed=keyed("allocated_gpu_seconds", data["allocated_gpu_seconds"]),
+            text=hours_text(allocated),
+            keyed=keyed("allocated_gpu_seconds", json_number(allocated)),
         ),
         Kpi(
             label="utilization",
-            text=share_text(data["utilization"]),
-            keyed=keyed("utilization", data["utilization"]),
+            text=share_text(report.utilization),
+            keyed=keyed("utilization", report.utilization),
         ),
         Kpi(
             label="goodput",
-            text=share_text(data["goodput"]),
-            keyed=keyed("goodput", data["goodput"]),
+            text=share_text(report.goodput),
+            keyed=keyed("goodput", report.goodput),
         ),
     )
 

@@ -6,37 +6,37 @@ page no table.
 
 from __future__ import annotations
 
-from typing import Any
-
-from gpuyield.report.html_tables import hours_text, keyed, share_text
+from gpuyield.ledger.ladder import SkippedRungWaste, WasteSide
+from gpuyield.ledger.sums import json_number
+from gpuyield.report.html_cells import hours_text, keyed, share_text
 from gpuyield.report.page_model import Cell, Row, Table, TableGroup
 
 KEY = "waste_in_skipped_rungs"
 
 
-def _cell(text: str, path: str, value: Any) -> Cell:
+def _cell(text: str, path: str, value: float | None) -> Cell:
     return Cell(text=text, keyed=keyed(f"{KEY}.{path}", value), num=True)
 
 
-def skipped_rungs_tables(data: dict[str, Any]) -> TableGroup | None:
+def skipped_rungs_tables(waste: SkippedRungWaste | None) -> TableGroup | None:
     """The ladder and the waste of runs that skipped a rung beside those that climbed."""
-    waste = data.get(KEY)
     if waste is None:
         return None
+    policy = waste.policy
     rungs = Table(
         caption="Scaling ladder (docs/ladder.md)",
         headers=("rungs, GPUs", "a lower rung counts for, days"),
         rows=(
             Row(
                 cells=(
-                    *(_cell(f"{r:,}", f"rungs.{i}", r) for i, r in enumerate(waste["rungs"])),
-                    _cell(f"{waste['within_days']:g}", "within_days", waste["within_days"]),
+                    *(_cell(f"{r:,}", f"rungs.{i}", r) for i, r in enumerate(policy.rungs)),
+                    _cell(f"{policy.within_days:g}", "within_days", policy.within_days),
                 )
             ),
         ),
     )
-    wasted = tuple(waste["skipped"]["wasted"])  # failed, cancelled, diverged
-    rows = tuple(_side_row(name, waste[name], wasted) for name in ("skipped", "climbed"))
+    wasted = tuple(waste.skipped.wasted)  # failed, cancelled, diverged
+    sides = (("skipped", waste.skipped), ("climbed", waste.climbed))
     table = Table(
         caption="Waste of runs that skipped a rung, beside those that climbed",
         headers=(
@@ -47,26 +47,25 @@ def skipped_rungs_tables(data: dict[str, Any]) -> TableGroup | None:
             *(f"{w} GPU-hours" for w in wasted),
             "waste share",
         ),
-        rows=rows,
+        rows=tuple(_side_row(name, side, wasted) for name, side in sides),
     )
     return TableGroup(tables=(rungs, table))
 
 
-def _side_row(name: str, side: dict[str, Any], wasted: tuple[str, ...]) -> Row:
+def _side_row(name: str, side: WasteSide, wasted: tuple[str, ...]) -> Row:
+    """One side's row, each figure as ``--json`` prints it (``json_number``)."""
+
+    def hours(path: str, gpu_seconds: float) -> Cell:
+        value = json_number(gpu_seconds)
+        return _cell(hours_text(value), f"{name}.{path}", value)
+
     return Row(
         cells=(
             Cell(text=name),
-            _cell(str(side["runs"]), f"{name}.runs", side["runs"]),
-            _cell(hours_text(side["gpu_seconds"]), f"{name}.gpu_seconds", side["gpu_seconds"]),
-            _cell(
-                hours_text(side["wasted_gpu_seconds"]),
-                f"{name}.wasted_gpu_seconds",
-                side["wasted_gpu_seconds"],
-            ),
-            *(
-                _cell(hours_text(side["wasted"][w]), f"{name}.wasted.{w}", side["wasted"][w])
-                for w in wasted
-            ),
-            _cell(share_text(side["waste_share"]), f"{name}.waste_share", side["waste_share"]),
+            _cell(str(side.runs), f"{name}.runs", side.runs),
+            hours("gpu_seconds", side.gpu_seconds),
+            hours("wasted_gpu_seconds", side.wasted_gpu_seconds),
+            *(hours(f"wasted.{w}", side.wasted[w]) for w in wasted),
+            _cell(share_text(side.waste_share), f"{name}.waste_share", side.waste_share),
         )
     )

@@ -73,6 +73,23 @@ class IdleJob:
             "idle_share": self.idle_share,
         }
 
+    @staticmethod
+    def from_dict(r: dict[str, Any], seconds: int) -> IdleJob:
+        """A row of the per-job query, its GPU-seconds over the window's ``seconds``."""
+        idle = float(r["idle_gpu_s"]) / seconds
+        allocated = float(r["allocated_gpu_s"]) / seconds
+        return IdleJob(
+            cluster=str(r["cluster"]),
+            job_id=str(r["job_id"]),
+            user=r["user_name"],
+            account=r["account"],
+            partition=r["partition"],
+            nodes=r["nodes"],
+            idle_gpus=idle,
+            allocated_gpus=allocated,
+            idle_share=min(idle / allocated, 1.0) if allocated > 0 else 1.0,
+        )
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IdleAccount:
@@ -118,8 +135,11 @@ class IdleNow:
         return {
             "measured": self.measured,
             "note": self.note,
-            "window": {"start_s": self.window_start_s, "end_s": self.window_end_s,
-                       "length_s": self.window_s},
+            "window": {
+                "start_s": self.window_start_s,
+                "end_s": self.window_end_s,
+                "length_s": self.window_s,
+            },
             "threshold": self.threshold,
             "samples": self.samples,
             "idle_gpus": self.idle_gpus,
@@ -130,7 +150,7 @@ class IdleNow:
                 {"account": a.account, "idle_gpus": a.idle_gpus, "jobs": a.jobs}
                 for a in self.accounts
             ],
-        }  # fmt: skip
+        }
 
 
 def idle_now_json_text(result: IdleNow) -> str:
@@ -152,9 +172,19 @@ def _check(window_s: int, top: int | None) -> None:
 def not_measured(window_s: int, top: int | None, note: str = NOT_MEASURED) -> IdleNow:
     """The answer of a store without samples: no list, and why."""
     return IdleNow(
-        measured=False, note=note, window_s=window_s, window_start_s=None, window_end_s=None,
-        threshold=None, samples=0, idle_gpus=0.0, job_count=0, top=top, jobs=(), accounts=(),
-    )  # fmt: skip
+        measured=False,
+        note=note,
+        window_s=window_s,
+        window_start_s=None,
+        window_end_s=None,
+        threshold=None,
+        samples=0,
+        idle_gpus=0.0,
+        job_count=0,
+        top=top,
+        jobs=(),
+        accounts=(),
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -214,7 +244,7 @@ def idle_now_of(
         return not_measured(window_s, top, NOT_COVERED)
     seconds = max(ledger.window.end_s - ledger.window.start_s, 1)
     rows = sorted(
-        (_job(r, seconds) for r in _per_job(ledger, backend).to_pyarrow().to_pylist()),
+        (IdleJob.from_dict(r, seconds) for r in _per_job(ledger, backend).to_pyarrow().to_pylist()),
         key=lambda j: (-j.idle_gpus, j.cluster, j.job_id),
     )
     cut = rows if not top else rows[:top]
@@ -250,22 +280,6 @@ def _per_job(ledger: Ledger, backend: ibis.BaseBackend) -> ir.Table:
     per_job = per_job.filter(per_job.idle_gpu_s > 0)
     nodes = backend.table("jobs").select(n_job_key="job_key", nodes="node_list")
     return per_job.left_join(nodes, per_job.job_key == nodes.n_job_key).drop("n_job_key")
-
-
-def _job(r: dict[str, Any], seconds: int) -> IdleJob:
-    idle = float(r["idle_gpu_s"]) / seconds
-    allocated = float(r["allocated_gpu_s"]) / seconds
-    return IdleJob(
-        cluster=str(r["cluster"]),
-        job_id=str(r["job_id"]),
-        user=r["user_name"],
-        account=r["account"],
-        partition=r["partition"],
-        nodes=r["nodes"],
-        idle_gpus=idle,
-        allocated_gpus=allocated,
-        idle_share=min(idle / allocated, 1.0) if allocated > 0 else 1.0,
-    )
 
 
 def _accounts(rows: list[IdleJob]) -> tuple[IdleAccount, ...]:

@@ -9,8 +9,7 @@ from typing import Any
 from gpuyield import store
 from gpuyield.errors import EmptyDataError
 from gpuyield.ledger import backend_for, compute_ledger
-from gpuyield.ledger.ladder import FamilyLadder, LadderAnalysis, LadderRun, analyse_ladder
-from gpuyield.report.summary import skipped_rungs_dict
+from gpuyield.ledger.ladder import LadderAnalysis, analyse_ladder
 from gpuyield.times import iso_utc as iso
 
 
@@ -31,44 +30,9 @@ class LadderReport:
         return {
             "window": {"start": iso(self.window_start_s), "end": iso(self.window_end_s)},
             "ladder": {"rungs": list(policy.rungs), "within_days": policy.within_days},
-            "families": [_family_dict(f) for f in self.analysis.families],
-            "waste_in_skipped_rungs": skipped_rungs_dict(self.analysis.waste),
+            "families": [f.to_dict() for f in self.analysis.families],
+            "waste_in_skipped_rungs": self.analysis.waste.to_dict(),
         }
-
-
-def skip_text(run: LadderRun) -> str:
-    """``8 -> 512``: the highest recent completed GPUs, then the run's rung."""
-    reached = "none" if run.reached_gpus is None else str(run.reached_gpus)
-    return f"{reached} -> {run.gpus}"
-
-
-def _family_dict(family: FamilyLadder) -> dict[str, Any]:
-    return {
-        "name": family.name,
-        "climbed": [
-            {"rung": c.rung, "run": c.run, "gpus": c.gpus, "completed": iso(c.end_s)}
-            for c in family.climbed
-        ],
-        "runs": [_run_dict(r) for r in family.runs],
-        "skipped_runs": len(family.skipped),
-    }
-
-
-def _run_dict(run: LadderRun) -> dict[str, Any]:
-    return {
-        "run": run.run,
-        "gpus": run.gpus,
-        "launched": iso(run.launch_s),
-        "skipped": run.skipped,
-        "skip": skip_text(run) if run.skipped else None,
-        "required_gpus": run.required_gpus,
-        "reached_gpus": run.reached_gpus,
-        "missing_rungs": list(run.missing_rungs),
-        "outcome": run.outcome,
-        "gpu_seconds": run.gpu_seconds,
-        "wasted_gpu_seconds": run.wasted_gpu_seconds,
-        "categories": dict(sorted(run.categories.items())),
-    }
 
 
 def build_ladder(

@@ -17,8 +17,17 @@ from gpuyield.ledger.jobs import LINEAGE_LOSS_STATES
 from gpuyield.manifest import Release
 
 _LOST = (Category.FAILED.value, Category.CANCELLED.value)
-_JOB_COLUMNS = ["cluster", "job_id", "job_id_raw", "submit_s", "run", "state", "num_gpus",
-                "clip_start_s", "clip_end_s"]  # fmt: skip
+_JOB_COLUMNS = [
+    "cluster",
+    "job_id",
+    "job_id_raw",
+    "submit_s",
+    "run",
+    "state",
+    "num_gpus",
+    "clip_start_s",
+    "clip_end_s",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,6 +69,24 @@ class LineageJob:
     def lost_gpu_seconds(self) -> float:
         """Progress lost at its end (failed or cancelled part)."""
         return sum(p.gpu_seconds for p in self.parts if p.category in _LOST)
+
+    @staticmethod
+    def from_dict(row: dict[str, Any], parts: list[LineagePart]) -> LineageJob:
+        """A row of the ledger's jobs (``_JOB_COLUMNS``) and the job's parts, in time order."""
+        state = str(row["state"])
+        return LineageJob(
+            run=str(row["run"]),
+            job_id=str(row["job_id"]),
+            state=state,
+            num_gpus=None if row["num_gpus"] is None else int(row["num_gpus"]),
+            start_s=int(row["clip_start_s"]),
+            end_s=int(row["clip_end_s"]),
+            interrupted=state in LINEAGE_LOSS_STATES,
+            # Ties in time (an overhead pair) by category and size: one order on every engine.
+            parts=tuple(
+                sorted(parts, key=lambda p: (p.start_s, p.end_s, p.category, p.gpu_seconds))
+            ),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,8 +136,11 @@ def _lineage(ledger: Ledger, release: Release) -> LineageFigure:
         ledger.segments.run.isin(runs) & (ledger.segments.category != Category.DOWN.value)
     )
     parts: dict[tuple[str, str, int], list[LineagePart]] = {}
-    seg_rows = segments.select("cluster", "job_id_raw", "submit_s", "category", "start_s",
-                               "end_s", "gpus").to_pyarrow().to_pylist()  # fmt: skip
+    seg_rows = (
+        segments.select("cluster", "job_id_raw", "submit_s", "category", "start_s", "end_s", "gpus")
+        .to_pyarrow()
+        .to_pylist()
+    )
     for row in seg_rows:
         key = (row["cluster"], row["job_id_raw"], int(row["submit_s"]))
         gpu_s = (row["end_s"] - row["start_s"]) * row["gpus"]
@@ -122,28 +152,18 @@ def _lineage(ledger: Ledger, release: Release) -> LineageFigure:
                 gpu_seconds=gpu_s,
             )
         )
-    out_jobs = [_job(row, parts.pop((row["cluster"], row["job_id_raw"], int(row["submit_s"])), []))
-                for row in jobs.to_pyarrow().to_pylist()]  # fmt: skip
+    out_jobs = [
+        LineageJob.from_dict(
+            row, parts.pop((row["cluster"], row["job_id_raw"], int(row["submit_s"])), [])
+        )
+        for row in jobs.to_pyarrow().to_pylist()
+    ]
     assert not parts, "lineage segments without a job"
     out_jobs.sort(key=lambda j: (runs.index(j.run), j.start_s, j.job_id))
     totals = {c.value: 0.0 for c in ALLOCATED}
     for job in out_jobs:
         for part in job.parts:
             totals[part.category] += part.gpu_seconds
-    return LineageFigure(model=release.model, runs=release.runs, jobs=tuple(out_jobs),
-                         gpu_seconds=totals)  # fmt: skip
-
-
-def _job(row: dict[str, Any], parts: list[LineagePart]) -> LineageJob:
-    state = str(row["state"])
-    return LineageJob(
-        run=str(row["run"]),
-        job_id=str(row["job_id"]),
-        state=state,
-        num_gpus=None if row["num_gpus"] is None else int(row["num_gpus"]),
-        start_s=int(row["clip_start_s"]),
-        end_s=int(row["clip_end_s"]),
-        interrupted=state in LINEAGE_LOSS_STATES,
-        # Ties in time (an overhead pair) by category and size: one order on every engine.
-        parts=tuple(sorted(parts, key=lambda p: (p.start_s, p.end_s, p.category, p.gpu_seconds))),
+    return LineageFigure(
+        model=release.model, runs=release.runs, jobs=tuple(out_jobs), gpu_seconds=totals
     )

@@ -141,8 +141,9 @@ def _svg_with_label(figure: Figure) -> Any:
     )
 
 
-def render(page: Page) -> str:
-    """The HTML document of ``page`` (templates ``data/html/*.j2``, autoescaped)."""
+def environment(**options: Any) -> Any:
+    """The Jinja2 environment of every page (``data/html/*.j2``): autoescaped, strict about
+    undefined names, with the ``json`` filter for ``data-value``; ``options`` add to it."""
     try:
         import jinja2
     except ImportError:
@@ -150,12 +151,18 @@ def render(page: Page) -> str:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("gpuyield", "data/html"),
         autoescape=True,
-        finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
+        **options,
     )
-    env.filters["json"] = lambda value: json.dumps(value)
+    env.filters["json"] = json.dumps
+    return env
+
+
+def render(page: Page) -> str:
+    """The HTML document of ``page`` (templates ``data/html/*.j2``, autoescaped)."""
+    env = environment(finalize=_finalize)
     env.filters["svg"] = _svg_with_label
     return env.get_template("report.html.j2").render(page=page)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuyield.categories import Category
+from gpuyield.ledger.sums import json_number
+from gpuyield.ledger.weights import GpuType, WeightedLedger
 from gpuyield.report.breakdown import Breakdown
 from gpuyield.report.figures import ReportFigures
 from gpuyield.report.page_model import Block, Cell, Keyed, Note, Row, Table, TableGroup
@@ -19,21 +21,23 @@ TITLE = "7. GPU types, weights and showback"
 _UNITS = ("h100_equiv_seconds", "flops", "dollars")
 
 
-def showback_blocks(figures: ReportFigures, data: dict[str, Any]) -> tuple[Block, ...]:
+def showback_blocks(figures: ReportFigures) -> tuple[Block, ...]:
     """The section's blocks; a Note alone for a report without GPU types (older stores)."""
-    if "by_gpu_type" not in data:
-        return (Note(text="No GPU types: this report was made without them."),)
     report = figures.report
-    sentence = waste_sentence(report.fleet, report.window_start_s, report.window_end_s)
+    fleet = report.fleet
+    if fleet is None:
+        return (Note(text="No GPU types: this report was made without them."),)
+    sentence = waste_sentence(fleet, report.window_start_s, report.window_end_s)
     lead = Note(
         text=sentence
         or "No GPU-hour has a price: add [prices] to the manifest for dollars (docs/weights.md)."
     )
+    types = fleet.by_gpu_type
     return (
         lead,
-        TableGroup(tables=(_types_table(data), _type_categories_table(data))),
-        _provenance_table(data),
-        TableGroup(tables=(_weighted_table(data), _weights_table(data))),
+        TableGroup(tables=(_types_table(types), _type_categories_table(types))),
+        _provenance_table(types),
+        TableGroup(tables=(_weighted_table(fleet.weighted), _weights_table(fleet.weighted))),
         *_showback_tables(figures.showback),
     )
 
@@ -50,22 +54,27 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _types_table(data: dict[str, Any]) -> Table:
-    fields = (
-        "model",
-        "nodes",
-        "peak_tflops_bf16",
-        "peak_tflops_fp8",
-        "h100_equiv",
-        "installed_gpu_seconds",
-        "yield",
-    )
+def _type_yield(t: GpuType) -> float | None:
+    """Released / installed of one type, as ``by_gpu_type.TYPE.yield``."""
+    released = t.categories[Category.RELEASED.value]
+    return None if t.installed_gpu_seconds <= 0 else released / t.installed_gpu_seconds
+
+
+def _types_table(types: dict[str, GpuType]) -> Table:
     rows = []
-    for key, t in data["by_gpu_type"].items():
+    for key, t in types.items():
+        acc = t.accelerator
+        fields: tuple[tuple[str, object], ...] = (
+            ("model", None if acc is None else acc.id),
+            ("nodes", t.nodes),
+            ("peak_tflops_bf16", None if acc is None else acc.peak_tflops_bf16),
+            ("peak_tflops_fp8", None if acc is None else acc.peak_tflops_fp8),
+            ("h100_equiv", t.h100_equiv),
+            ("installed_gpu_seconds", json_number(t.installed_gpu_seconds)),
+            ("yield", _type_yield(t)),
+        )
         cells = [_cell(key)]
-        cells += [
-            _cell(_text(t[f]), f"by_gpu_type.{key}.{f}", t[f], num=f != "model") for f in fields
-        ]
+        cells += [_cell(_text(v), f"by_gpu_type.{key}.{f}", v, num=f != "model") for f, v in fields]
         rows.append(Row(cells=tuple(cells)))
     headers = (
         "GPU type",
@@ -84,51 +93,50 @@ def _types_table(data: dict[str, Any]) -> Table:
     )
 
 
-def _type_categories_table(data: dict[str, Any]) -> Table:
-    types = list(data["by_gpu_type"])
+def _type_categories_table(types: dict[str, GpuType]) -> Table:
+    names = list(types)
     rows = []
     for category in Category:
-        rows.append(_category_row(data, types, "categories", category.value, ""))
-        subs = sorted({s for t in types for s in data["by_gpu_type"][t]["subcategories"]})
+        rows.append(_category_row(types, "categories", category.value, ""))
+        subs = sorted({s for t in types.values() for s in t.subcategories})
         rows += [
-            _category_row(data, types, "subcategories", s, "sub")
+            _category_row(types, "subcategories", s, "sub")
             for s in subs
             if s.startswith(f"{category.value}.")
         ]
-    return Table(caption="GPU-seconds by type", headers=("category", *types), rows=tuple(rows))
+    return Table(caption="GPU-seconds by type", headers=("category", *names), rows=tuple(rows))
 
 
-def _category_row(data: dict[str, Any], types: list[str], block: str, name: str, css: str) -> Row:
+def _category_row(types: dict[str, GpuType], block: str, name: str, css: str) -> Row:
     cells = [_cell(name.split(".", 1)[1] if css else name)]
-    for t in types:
-        values = data["by_gpu_type"][t][block]
-        cells.append(
-            _cell(
-                _text(values.get(name, 0)),
-                f"by_gpu_type.{t}.{block}.{name}",
-                values[name],
-                num=True,
-            )
-            if name in values
-            else _cell("", num=True)
-        )
+    for key, t in types.items():
+        values = t.categories if block == "categories" else t.subcategories
+        if name in values:
+            value = json_number(values[name])
+            cells.append(_cell(_text(value), f"by_gpu_type.{key}.{block}.{name}", value, num=True))
+        else:
+            cells.append(_cell("", num=True))
     return Row(cells=tuple(cells), css_class=css)
 
 
-def _provenance_table(data: dict[str, Any]) -> Table:
+def _provenance_table(types: dict[str, GpuType]) -> Table:
     """Where each type's model, peaks and prices come from: one row per stated fact."""
     rows = []
-    for key, t in data["by_gpu_type"].items():
-        facts: list[tuple[str, str, Any]] = [
-            ("name", "name", t["name"]),
-            ("peak_source", "peaks from", t["peak_source"]),
+    for key, t in types.items():
+        acc = t.accelerator
+        facts: list[tuple[str, str, object]] = [
+            ("name", "name", None if acc is None else acc.name),
+            ("peak_source", "peaks from", None if acc is None else acc.source),
         ]
-        facts += [
-            (f"slurm_types.{i}", "Slurm GRES type", v) for i, v in enumerate(t["slurm_types"])
-        ]
-        facts += [(f"model_source.{i}", "model from", v) for i, v in enumerate(t["model_source"])]
-        for i, price in enumerate(t["prices"]):
-            facts += [(f"prices.{i}.{f}", f"price {i + 1}: {f}", price[f]) for f in price]
+        facts += [(f"slurm_types.{i}", "Slurm GRES type", v) for i, v in enumerate(t.slurm_types)]
+        facts += [(f"model_source.{i}", "model from", v) for i, v in enumerate(t.model_sources)]
+        for i, price in enumerate(t.prices):
+            stated = (
+                ("usd_per_gpu_hour", price.usd_per_gpu_hour),
+                ("source", price.source),
+                ("installed_gpu_seconds", json_number(price.installed_gpu_seconds)),
+            )
+            facts += [(f"prices.{i}.{f}", f"price {i + 1}: {f}", v) for f, v in stated]
         rows += [
             Row(cells=(_cell(key), _cell(label), _cell(_text(v), f"by_gpu_type.{key}.{k}", v)))
             for k, label, v in facts
@@ -141,11 +149,10 @@ def _provenance_table(data: dict[str, Any]) -> Table:
     )
 
 
-def _weighted_table(data: dict[str, Any]) -> Table:
-    weighted = data["weighted"]
+def _weighted_table(weighted: dict[str, WeightedLedger | None]) -> Table:
     units = [u for u in _UNITS if u in weighted]
     names = [c.value for c in Category]
-    subs = sorted({s for u in units if weighted[u] for s in weighted[u]["subcategories"]})
+    subs = sorted({s for u in units if (w := weighted[u]) for s in w.subcategories})
     rows = []
     nested = [n for c in names for n in (c, *(s for s in subs if s.startswith(f"{c}.")))]
     for name in [*nested, "installed", "waste", "yield"]:
@@ -156,14 +163,14 @@ def _weighted_table(data: dict[str, Any]) -> Table:
             if w is None:
                 cells.append(_cell("no [prices]", f"weighted.{u}", None))
                 continue
-            value = w[block][name] if block else w[name]
             key = f"weighted.{u}.{block}.{name}" if block else f"weighted.{u}.{name}"
-            text = (
-                f"{value:.1%}"
-                if name == "yield" and value is not None
-                else (_text(value) if name == "yield" else in_unit(value, u))
-            )
-            cells.append(_cell(text, key, value, num=True))
+            if name == "yield":
+                share = w.yield_
+                text = _text(None) if share is None else f"{share:.1%}"
+                cells.append(_cell(text, key, share, num=True))
+            else:
+                value = _weighted_value(w, block, name)
+                cells.append(_cell(in_unit(value, u), key, value, num=True))
         rows.append(Row(cells=tuple(cells), css_class="sub" if block == "subcategories" else ""))
     headers = ("category", *(unit_label(u) for u in units))
     return Table(
@@ -173,62 +180,50 @@ def _weighted_table(data: dict[str, Any]) -> Table:
     )
 
 
-def _weights_table(data: dict[str, Any]) -> Table:
+def _weighted_value(w: WeightedLedger, block: str | None, name: str) -> float:
+    """A category's, a subcategory's, ``installed`` or ``waste`` of a weighted ledger, as
+    ``weighted.UNIT`` prints it (unrounded)."""
+    if block == "categories":
+        return w.categories[name]
+    if block == "subcategories":
+        return w.subcategories[name]
+    return w.installed if name == "installed" else w.waste
+
+
+def _weights_table(weighted: dict[str, WeightedLedger | None]) -> Table:
     """The weight of each type in each unit, the basis, and what was not weighted."""
-    rows = []
-    for u, w in data["weighted"].items():
-        if w is None:
-            continue
-        rows.append(
-            Row(
-                cells=(
-                    _cell(unit_label(u)),
-                    _cell("basis"),
-                    _cell(w["basis"], f"weighted.{u}.basis", w["basis"]),
-                )
-            )
-        )
-        for t, weight in w["weights"].items():
-            if isinstance(weight, list):
-                for i, price in enumerate(weight):
-                    for f, v in price.items():
-                        key = f"weighted.{u}.weights.{t}.{i}.{f}"
-                        rows.append(
-                            Row(
-                                cells=(
-                                    _cell(unit_label(u)),
-                                    _cell(f"{t} {f}"),
-                                    _cell(_text(v), key, v),
-                                )
-                            )
-                        )
-            else:
-                rows.append(
-                    Row(
-                        cells=(
-                            _cell(unit_label(u)),
-                            _cell(f"{t} weight"),
-                            _cell(_text(weight), f"weighted.{u}.weights.{t}", weight),
-                        )
-                    )
-                )
-        for t, gpu_s in w["not_weighted_gpu_seconds"].items():
-            key = f"weighted.{u}.not_weighted_gpu_seconds.{t}"
-            rows.append(
-                Row(
-                    cells=(
-                        _cell(unit_label(u)),
-                        _cell(f"{t}: not weighted, GPU-s"),
-                        _cell(_text(gpu_s), key, gpu_s),
-                    )
-                )
-            )
+    rows = [row for u, w in weighted.items() if w is not None for row in _weight_rows(u, w)]
     return Table(
         caption="Weights and prices used",
         headers=("unit", "what", "value"),
         rows=tuple(rows),
         folded=len(rows) > 24,
     )
+
+
+def _weight_rows(u: str, w: WeightedLedger) -> list[Row]:
+    """One unit's rows: its basis, each type's weight (or each price of its table), the rest."""
+    rows = [_unit_row(u, "basis", w.basis, f"weighted.{u}.basis", w.basis)]
+    for t, weight in w.weights.items():
+        if isinstance(weight, list):
+            for i, price in enumerate(weight):
+                stated = (("usd_per_gpu_hour", price.usd_per_gpu_hour), ("source", price.source))
+                rows += [
+                    _unit_row(u, f"{t} {f}", _text(v), f"weighted.{u}.weights.{t}.{i}.{f}", v)
+                    for f, v in stated
+                ]
+        else:
+            key = f"weighted.{u}.weights.{t}"
+            rows.append(_unit_row(u, f"{t} weight", _text(weight), key, weight))
+    for t, gpu_s in w.not_weighted_gpu_seconds.items():
+        key = f"weighted.{u}.not_weighted_gpu_seconds.{t}"
+        value = json_number(gpu_s)
+        rows.append(_unit_row(u, f"{t}: not weighted, GPU-s", _text(value), key, value))
+    return rows
+
+
+def _unit_row(u: str, what: str, text: str, key: str, value: Any) -> Row:
+    return Row(cells=(_cell(unit_label(u)), _cell(what), _cell(text, key, value)))
 
 
 def _showback_tables(cuts: tuple[Breakdown, ...]) -> tuple[Block, ...]:

@@ -10,6 +10,7 @@ import ibis
 from gpuyield.categories import ALLOCATED, SUBCATEGORIES, TYPICAL_LAB_SHARES, Category
 from gpuyield.ledger import Ledger, compute_ledger
 from gpuyield.ledger.coverage import CoverageSpan
+from gpuyield.ledger.sums import json_number
 from gpuyield.ledger.utilization import UtilizationSummary
 from gpuyield.report.source import ReportSource, ledger_backend
 from gpuyield.times import iso_utc as iso
@@ -30,6 +31,24 @@ ESSAY_BUCKETS: dict[str, tuple[Category, ...]] = {
     "experiments": (Category.EXPERIMENT,),
     "released": (Category.RELEASED,),
 }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IngestSource:
+    """One ingest the report was computed from: the file read, its SHA-256, and its row counts."""
+
+    ingest_id: int
+    source: str
+    """What was read (``sacct``, ``events``, ``manifest``, ...)."""
+    path: str
+    sha256: str
+    rows_read: int | None
+    rows_rejected: int | None
+    rows_skipped: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` shape of one ``sources`` entry (docs/contracts.md)."""
+        return {name: getattr(self, name) for name in _SOURCE_COLUMNS}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,7 +85,7 @@ class YieldReport:
     """How each derived figure was obtained: measured, estimated, not measured."""
     warnings: tuple[str, ...] = field(default=())
     """Caveats about the window or the data."""
-    sources: tuple[dict[str, Any], ...] = field(default=())
+    sources: tuple[IngestSource, ...] = field(default=())
     """Provenance: every ingest (file, hash, rows read, rejected)."""
     divergence_evidence: tuple[dict[str, Any], ...] = field(default=())
     """Divergence watch findings in run telemetry (step, kind, metric, value, threshold)."""
@@ -103,6 +122,13 @@ class YieldReport:
         """Released / allocated."""
         return _ratio(self.categories[Category.RELEASED], self.allocated_gpu_seconds)
 
+    def subcategories_shown(self) -> dict[str, float | int]:
+        """Every subcategory, zeros included, sorted, as ``--json`` prints its GPU-seconds."""
+        return {
+            k: json_number(self.subcategories.get(k, 0.0))
+            for k in sorted({*SUBCATEGORIES, *self.subcategories})
+        }
+
     def essay_comparison(self) -> list[EssayShare]:
         """This cluster beside the essay's typical lab, bucket by bucket."""
         return [
@@ -118,29 +144,26 @@ class YieldReport:
         """The ``--json`` shape (docs/contracts.md)."""
         return {
             "window": {"start": iso(self.window_start_s), "end": iso(self.window_end_s)},
-            "installed_gpu_seconds": _number(self.installed_gpu_seconds),
-            "categories": {k.value: _number(v) for k, v in self.categories.items()},
-            "subcategories": {
-                k: _number(self.subcategories.get(k, 0.0))
-                for k in sorted({*SUBCATEGORIES, *self.subcategories})
-            },
+            "installed_gpu_seconds": json_number(self.installed_gpu_seconds),
+            "categories": {k.value: json_number(v) for k, v in self.categories.items()},
+            "subcategories": self.subcategories_shown(),
             "yield": self.yield_,
             "utilization": self.utilization,
             "goodput": self.goodput,
             "rejected_rows": self.rejected_rows,
             "jobs_without_gpu_count": self.jobs_without_gpu_count,
-            "allocated_gpu_seconds": _number(self.allocated_gpu_seconds),
+            "allocated_gpu_seconds": json_number(self.allocated_gpu_seconds),
             "figures": self.figures,
             "typical_lab": {
                 e.bucket: {"share": e.share, "typical": e.typical_share}
                 for e in self.essay_comparison()
             },
             "warnings": list(self.warnings),
-            "sources": list(self.sources),
+            "sources": [s.to_dict() for s in self.sources],
             "divergence_evidence": list(self.divergence_evidence),
             # Only with a ladder in the manifest: reports without one keep their shape.
             **(
-                {"waste_in_skipped_rungs": skipped_rungs_dict(self.waste_in_skipped_rungs)}
+                {"waste_in_skipped_rungs": self.waste_in_skipped_rungs.to_dict()}
                 if self.waste_in_skipped_rungs is not None
                 else {}
             ),
@@ -159,63 +182,37 @@ class YieldReport:
         moved = self.activity.moved.get(category, 0.0) if self.activity else 0.0
         return self.categories[Category(category)] + moved
 
+    def measured_share(self, category: str) -> float | None:
+        """The share of a category's time (before measured idle moved out) that utilization
+        samples measured (None when it held no time)."""
+        assert self.activity is not None
+        held = self.category_before_idle(category)
+        return _ratio(self.activity.activity[category].measured_gpu_seconds, held)
+
     def _activity_dict(self) -> dict[str, Any]:
         """The ``gpu_activity`` block of the JSON (docs/contracts.md)."""
         util = self.activity
         assert util is not None
         per_category = {}
         for category, a in util.activity.items():
-            held = self.category_before_idle(category)
             per_category[category] = {
-                "measured_gpu_seconds": _number(a.measured_gpu_seconds),
-                "measured_share": _ratio(a.measured_gpu_seconds, held),
-                "idle_gpu_seconds": _number(a.idle_gpu_seconds),
+                "measured_gpu_seconds": json_number(a.measured_gpu_seconds),
+                "measured_share": self.measured_share(category),
+                "idle_gpu_seconds": json_number(a.idle_gpu_seconds),
                 "active_share": a.active_share,
                 "tensor_share": a.tensor_share,
             }
         samples = util.samples
         return {
             "idle_threshold": util.threshold,
-            "idle_allocated_gpu_seconds": _number(util.idle_allocated_gpu_seconds),
-            "samples": {
-                "total": samples.total,
-                "by_job_label": samples.by_job_label,
-                "by_gpu_index": samples.by_gpu_index,
-                "by_whole_node": samples.by_whole_node,
-                "unallocated": samples.unallocated,
-                "unattributed": samples.unattributed,
-            },
+            "idle_allocated_gpu_seconds": json_number(util.idle_allocated_gpu_seconds),
+            "samples": {k: getattr(samples, k) for k in SAMPLE_FIELDS},
             "categories": per_category,
         }
 
 
-def skipped_rungs_dict(waste: SkippedRungWaste) -> dict[str, Any]:
-    """The ``--json`` shape of ``waste_in_skipped_rungs`` (docs/contracts.md)."""
-
-    def side(s: Any) -> dict[str, Any]:
-        return {
-            "runs": s.runs,
-            "gpu_seconds": _number(s.gpu_seconds),
-            "wasted_gpu_seconds": _number(s.wasted_gpu_seconds),
-            "wasted": {k: _number(v) for k, v in s.wasted.items()},
-            "waste_share": s.waste_share,
-        }
-
-    return {
-        "rungs": list(waste.policy.rungs),
-        "within_days": waste.policy.within_days,
-        "skipped": side(waste.skipped),
-        "climbed": side(waste.climbed),
-    }
-
-
 def _ratio(num: float, den: float) -> float | None:
     return None if den <= 0 else num / den
-
-
-def _number(value: float) -> float | int:
-    """Whole GPU-seconds print as integers; estimates keep their fraction."""
-    return round(value) if abs(value - round(value)) < 1e-6 else value
 
 
 def _overhead_figure(measured: bool, estimated_runs: tuple[str, ...]) -> str:
@@ -236,7 +233,7 @@ def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) 
     backend = backend if backend is not None else ledger.jobs._find_backend()
     rejected = int(backend.table("rejects").count().to_pyarrow().as_py())
     ingests = backend.table("ingests").select(*_SOURCE_COLUMNS).order_by("ingest_id")
-    sources = tuple(ingests.to_pyarrow().to_pylist())
+    sources = tuple(IngestSource(**row) for row in ingests.to_pyarrow().to_pylist())
     ladder = analyse_ladder(ledger)
     fleet = fleet_yield(ledger)
     return YieldReport(
@@ -258,6 +255,16 @@ def report_from_ledger(ledger: Ledger, backend: ibis.BaseBackend | None = None) 
         sources=sources,
     )
 
+
+# How the utilization samples were attributed (``gpu_activity.samples``), in this order.
+SAMPLE_FIELDS = (
+    "total",
+    "by_job_label",
+    "by_gpu_index",
+    "by_whole_node",
+    "unallocated",
+    "unattributed",
+)
 
 # What the report says of each ingest (``sources``), in this order.
 _SOURCE_COLUMNS = (

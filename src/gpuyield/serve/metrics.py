@@ -223,26 +223,51 @@ def _window_families(snap: Snapshot) -> Iterator[Metric]:
     yield starts
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Gauge:
+    """GPUs in one state at the end of the covered time."""
+
+    name: str
+    gpu_seconds: float
+    #: What the GPUs are (the metric's help says it).
+    what: str
+
+
+def _now_gauges(now: YieldReport) -> list[_Gauge]:
+    """The GPUs installed, idle, down and allocated at the end of the covered time."""
+    # With utilization samples the ledger moves allocated time measured idle into idle
+    # (idle.allocated): it is still allocated here, and has a gauge of its own.
+    idle_allocated = now.subcategories.get(IDLE_ALLOCATED, 0.0)
+    idle = now.categories[Category.IDLE] - idle_allocated
+    allocated = now.allocated_gpu_seconds + idle_allocated
+    gauges = [
+        _Gauge(
+            name="gpuyield_installed_gpus", gpu_seconds=now.installed_gpu_seconds, what="installed"
+        ),
+        _Gauge(name="gpuyield_idle_gpus", gpu_seconds=idle, what="in service and not allocated"),
+        _Gauge(
+            name="gpuyield_down_gpus",
+            gpu_seconds=now.categories[Category.DOWN],
+            what="on nodes out of service",
+        ),
+        _Gauge(name="gpuyield_allocated_gpus", gpu_seconds=allocated, what="allocated to jobs"),
+    ]
+    if now.activity is not None:  # only a store with samples measures it: no zero otherwise
+        what = "allocated to jobs but measured idle (below the activity threshold)"
+        gauges.append(
+            _Gauge(name="gpuyield_allocated_idle_gpus", gpu_seconds=idle_allocated, what=what)
+        )
+    return gauges
+
+
 def _now_families(snap: Snapshot) -> Iterator[Metric]:
     from prometheus_client.core import GaugeMetricFamily
 
     now = snap.now
     seconds = max(now.window_end_s - now.window_start_s, 1)
-    # With utilization samples the ledger moves allocated time measured idle into idle
-    # (idle.allocated): it is still allocated here, and has a gauge of its own.
-    idle_allocated = now.subcategories.get(IDLE_ALLOCATED, 0.0)
-    gauges = [
-        ("gpuyield_installed_gpus", now.installed_gpu_seconds, "installed"),
-        ("gpuyield_idle_gpus", now.categories[Category.IDLE] - idle_allocated, "in service and not allocated"),
-        ("gpuyield_down_gpus", now.categories[Category.DOWN], "on nodes out of service"),
-        ("gpuyield_allocated_gpus", now.allocated_gpu_seconds + idle_allocated, "allocated to jobs"),
-    ]  # fmt: skip
-    if now.activity is not None:  # only a store with samples measures it: no zero otherwise
-        what = "allocated to jobs but measured idle (below the activity threshold)"
-        gauges.append(("gpuyield_allocated_idle_gpus", idle_allocated, what))
-    for name, gpu_s, what in gauges:
-        help_ = f"GPUs {what} at the end of the covered time."
-        yield _one(GaugeMetricFamily, name, help_, snap.cluster, gpu_s / seconds)
+    for gauge in _now_gauges(now):
+        help_ = f"GPUs {gauge.what} at the end of the covered time."
+        yield _one(GaugeMetricFamily, gauge.name, help_, snap.cluster, gauge.gpu_seconds / seconds)
     yield _one(
         GaugeMetricFamily,
         "gpuyield_pending_gpus",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gpuyield.errors import FieldError
 from gpuyield.simulate.cluster import simulate
@@ -41,17 +40,15 @@ def run_scenario(
     ``truth.json`` (``gpu_activity.idle_allocated_gpu_seconds``).
     """
     scenario = load_scenario(name_or_path)
-    changes: dict[str, Any] = {}
-    if seed is not None:
-        if seed < 0:
-            raise FieldError("simulate.seed", "must be >= 0", example="7")
-        changes["seed"] = seed
-    if days is not None:
-        if not 0 < days <= MAX_DAYS:
-            raise FieldError("simulate.days", f"must be > 0 and at most {MAX_DAYS:,}", example="7")
-        changes["days"] = days
-    if changes:
-        scenario = scenario.with_overrides(**changes)
+    if seed is not None and seed < 0:
+        raise FieldError("simulate.seed", "must be >= 0", example="7")
+    if days is not None and not 0 < days <= MAX_DAYS:
+        raise FieldError("simulate.days", f"must be > 0 and at most {MAX_DAYS:,}", example="7")
+    if seed is not None or days is not None:
+        scenario = scenario.with_overrides(
+            seed=scenario.seed if seed is None else seed,
+            days=scenario.days if days is None else days,
+        )
     began = time.perf_counter()
     result = simulate(scenario)
     simulated = time.perf_counter()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuyield import tomlfile
 from gpuyield.errors import ParseError, UnknownIdError
@@ -113,12 +113,15 @@ class PublishedCase:
         return self.nodes * self.gpus_per_node
 
 
-def _load(name: str, key: str) -> tuple[str, list[dict[str, Any]]]:
-    doc = tomlfile.read_bundled("failures", name.removesuffix(".toml"))
-    return doc.origin, list(doc.data.get(key, []))
+#: A failure table or a published case, as ``_build`` makes it.
+_T = TypeVar("_T", FailureTable, PublishedCase)
 
 
-def _build(cls: type, raw: dict[str, Any], path: str, where: str) -> Any:
+def _load(name: str) -> tomlfile.TomlDocument:
+    return tomlfile.read_bundled("failures", name.removesuffix(".toml"))
+
+
+def _build(cls: type[_T], raw: dict[str, Any], path: str, where: str) -> _T:
     allowed = {f.name for f in fields(cls)}
     unknown = sorted(set(raw) - allowed)
     if unknown:
@@ -132,7 +135,8 @@ def _build(cls: type, raw: dict[str, Any], path: str, where: str) -> Any:
 @cache
 def failure_tables() -> dict[str, FailureTable]:
     """Every failure table by id, in file order."""
-    path, rows = _load("tables.toml", "table")
+    doc = _load("tables.toml")
+    path, rows = doc.origin, list(doc.data.get("table", []))
     tables = [_build(FailureTable, raw, path, f"table[{i}]") for i, raw in enumerate(rows)]
     return {table.id: table for table in tables}
 
@@ -156,7 +160,8 @@ def default_table(generation: str) -> FailureTable | None:
 @cache
 def published_cases() -> tuple[PublishedCase, ...]:
     """The cases ``simulate validate`` runs."""
-    path, rows = _load("cases.toml", "case")
+    doc = _load("cases.toml")
+    path, rows = doc.origin, list(doc.data.get("case", []))
     cases = tuple(_build(PublishedCase, raw, path, f"case[{i}]") for i, raw in enumerate(rows))
     for case in cases:
         get_failure_table(case.table)  # an unknown table id is a data bug

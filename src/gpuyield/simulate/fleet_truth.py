@@ -10,6 +10,7 @@ dollars per GPU-second, from the same catalog the ledger reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,19 +61,31 @@ class FleetTruth:
         }
         return {
             "by_gpu_type": by_type,
-            "weighted": {unit: self._weighted(weight) for unit, weight in units.items()},
+            "weighted": {unit: self._weighted(weight).to_dict() for unit, weight in units.items()},
         }
 
-    def _weighted(self, weight: Any) -> dict[str, Any]:
+    def _weighted(self, weight: Callable[[GroupTruth], float]) -> _Weighted:
         installed = sum(g.installed_gpu_seconds * weight(g) for g in self.groups)
         categories = {
             c.value: sum(g.categories[c.value] * weight(g) for g in self.groups) for c in Category
         }
-        released = categories[Category.RELEASED.value]
+        return _Weighted(installed=installed, categories=categories)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Weighted:
+    """The fleet's truth in one unit (H100-equivalent seconds, FLOPs or dollars)."""
+
+    installed: float
+    #: By category id.
+    categories: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        released = self.categories[Category.RELEASED.value]
         return {
-            "installed": installed,
-            "categories": categories,
-            "yield": released / installed if installed else None,
+            "installed": self.installed,
+            "categories": self.categories,
+            "yield": released / self.installed if self.installed else None,
         }
 
 

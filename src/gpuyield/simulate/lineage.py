@@ -1,8 +1,7 @@
 """Release-lineage runs: one big job on its own node group, through failures, restarts and stops.
 
-Inside a job that starts at ``s`` the timeline is fixed (the ledger's contract assumes it): start-up
-``[s, s+U)``, then compute; checkpoint ``k`` is written during ``[s+k*tau-delta, s+k*tau)`` and
-saved at ``s + k*tau``. Progress kept at checkpoint ``k`` is ``k*(tau-delta) - U``. A failure loses
+A job's timeline (start-up, compute, checkpoints) is fixed by the ledger's contract and lives in
+``job_timeline``; progress kept at checkpoint ``k`` is ``k*(tau-delta) - U``. A failure loses
 what was computed since the last saved checkpoint; the job ends when Slurm notices (NODE_FAIL at
 detection, FAILED after the software detection time), is requeued (NODE_FAIL, same job id) or
 resubmitted (FAILED, planned stop: new job id), and starts again after the policy's wait.
@@ -14,13 +13,14 @@ estimates the same quantities from the manifest's run_settings.
 
 from __future__ import annotations
 
-import heapq
-import json
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpuyield.simulate.failures import HARDWARE_CAUSES, SOFTWARE_CAUSES, Outages, poisson_times
+from gpuyield.simulate.failures import HARDWARE_CAUSES, SOFTWARE_CAUSES, Outages
+from gpuyield.simulate.interruptions import draw_interruptions
+from gpuyield.simulate.job_timeline import Stop, Timeline, telemetry_lines
+from gpuyield.simulate.node_pool import NodePool
 from gpuyield.simulate.records import (
     CANCELLED_BY_ADMIN,
     CANCELLED_BY_USER,
@@ -33,8 +33,6 @@ from gpuyield.simulate.records import (
     Tally,
 )
 from gpuyield.simulate.scenario import LineageConfig, Policy, Scenario, SparesFor
-
-_NEVER = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,123 +65,6 @@ class LineageResult:
     def effective_training_time(self) -> float:
         """Share of the run's wall time that became kept progress (Meta's ETTR)."""
         return self.productive_s / self.wall_s if self.wall_s else 0.0
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Stop:
-    """Why and when a running job stopped."""
-
-    #: When progress stopped (the fault, or the checkpoint a planned stop waits for).
-    at_s: int
-    #: When Slurm ended the job.
-    end_s: int
-    state: str
-    cause: str | None
-    failed_node: int | None = None
-
-
-class _Timeline:
-    """Progress arithmetic of one job (start s, interval tau, write delta, start-up U)."""
-
-    def __init__(self, run: LineageConfig, start_s: int) -> None:
-        self.s = start_s
-        self.tau = run.checkpoint_interval_s
-        self.delta = run.checkpoint_write_s
-        self.startup = run.startup_s
-
-    def checkpoints_by(self, t: int) -> int:
-        """Checkpoints saved at or before ``t``."""
-        return (t - self.s) // self.tau
-
-    def kept_at(self, k: int) -> int:
-        """Progress saved by checkpoint ``k`` (0 before the first)."""
-        return k * (self.tau - self.delta) - self.startup if k > 0 else 0
-
-    def finish_time(self, work_s: int) -> int:
-        """When ``work_s`` of progress is reached (ends inside a compute phase)."""
-        period = self.tau - self.delta
-        k = -(-(work_s + self.startup) // period) - 1
-        return self.s + k * self.tau + (work_s + self.startup - k * period)
-
-    def overhead_until(self, t: int, k: int) -> int:
-        """Start-up plus the write stalls of ``k`` saved checkpoints, seconds up to ``t``."""
-        return min(self.startup, t - self.s) + k * self.delta
-
-
-class _NodePool:
-    """Which nodes of the group are out for repair, and the spares free to swap in.
-
-    Start times only grow, so the nodes out at ``t`` are kept by a sweep over the outages (a heap
-    of return times): a restart costs the number of nodes out, not the size of the job.
-    """
-
-    def __init__(self, outages: Outages, spares: list[int]) -> None:
-        self.down: dict[int, list[tuple[int, int]]] = {}
-        for i in range(len(outages)):
-            self.down.setdefault(int(outages.node[i]), []).append(
-                (int(outages.fail_s[i]), int(outages.back_s[i]))
-            )
-        self.spares = sorted(spares)
-        self._fail = outages.fail_s.tolist()
-        self._back = outages.back_s.tolist()
-        self._node = outages.node.tolist()
-        self._next = 0
-        self._returns: list[tuple[int, int]] = []  # heap of (back, node) of outages under way
-        self.out: dict[int, int] = {}  # node -> outages under way
-        self._t = -1
-        self.lent: list[int] = []  # heap: until when each spare lent to a dropped replica is busy
-
-    def out_at(self, node: int, t: int) -> tuple[int, int] | None:
-        """The outage covering ``t`` on ``node``, if any."""
-        for fail, back in self.down.get(node, ()):
-            if fail <= t < back:
-                return fail, back
-        return None
-
-    def lend_spare(self, t: int, until: int) -> bool:
-        """Lend a healthy spare from ``t`` to ``until`` to a dropped replica, if one is free."""
-        self._advance(t)
-        while self.lent and self.lent[0] <= t:
-            heapq.heappop(self.lent)
-        if sum(n not in self.out for n in self.spares) <= len(self.lent):
-            return False
-        heapq.heappush(self.lent, until)
-        return True
-
-    def _advance(self, t: int) -> None:
-        assert t >= self._t, (t, self._t)
-        while self._next < len(self._fail) and self._fail[self._next] <= t:
-            node = self._node[self._next]
-            heapq.heappush(self._returns, (self._back[self._next], node))
-            self.out[node] = self.out.get(node, 0) + 1
-            self._next += 1
-        while self._returns and self._returns[0][0] <= t:
-            _, node = heapq.heappop(self._returns)
-            self.out[node] -= 1
-            if not self.out[node]:
-                del self.out[node]
-        self._t = t
-
-    def fill(
-        self, active: list[int], active_set: set[int], t: int, need: int
-    ) -> tuple[list[int], set[int], list[int], int]:
-        """Nodes for a job starting at or after ``t``: healthy ones, then spares; wait if short.
-
-        Returns the nodes, those dropped (out for repair), the spares added, and the start time.
-        """
-        while True:
-            self._advance(t)
-            bad = {n for n in self.out if n in active_set}
-            healthy = [n for n in active if n not in bad] if bad else active
-            spare_ok = [n for n in self.spares if n not in self.out]
-            short = need - len(healthy)
-            assert short >= 0, (need, len(healthy))
-            if short <= len(spare_ok):
-                self.lent.clear()  # a new job: every dropped replica's stand-in is given back
-                used = spare_ok[:short]
-                self.spares = sorted((set(self.spares) - set(used)) | bad)
-                return healthy + used, bad, used, t
-            t = self._returns[0][0]  # wait for the next repair
 
 
 def simulate_lineage(
@@ -225,8 +106,10 @@ class _RunSim:
         members = np.isin(outages.node, np.asarray(group + spares, dtype=np.int64))
         members &= ~outages.planned
         self.hw = Outages(**{k: getattr(outages, k)[members] for k in Outages.__slots__})
-        self.pool = _NodePool(self.hw, spares)
-        self._draw_interruptions(rng)
+        self.pool = NodePool(self.hw, spares)
+        self.draws = draw_interruptions(
+            scenario, run, nodes=self.need, submit_s=self.submit, end_s=self.end, rng=rng
+        )
         self.rollback_count = 0
         self.work_left = scenario.work_s(run)
         self.next_job_id = next_job_id
@@ -240,59 +123,16 @@ class _RunSim:
         self.debt = 0
         self.completed: int | None = None
 
-    def _draw_interruptions(self, rng: np.random.Generator) -> None:
-        """Software failures, planned stops, manual restarts and rollbacks, drawn up front in
-        this order: the order of draws from ``rng`` fixes a seed's output."""
-        rates = self.sc.failure_rates()
-        sw_rate = sum(rates[c] for c in SOFTWARE_CAUSES) * self.need
-        self.sw_times = (
-            poisson_times(rng, sw_rate, self.submit, self.end)
-            if self.submit < self.end
-            else np.empty(0, dtype=np.int64)
-        )
-        sw_weights = np.array([rates[c] for c in SOFTWARE_CAUSES])
-        self.sw_causes = (
-            rng.choice(
-                len(SOFTWARE_CAUSES), size=self.sw_times.size, p=sw_weights / sw_weights.sum()
-            )
-            if self.sw_times.size
-            else np.empty(0, dtype=np.int64)
-        )
-        self.planned = (
-            poisson_times(rng, self.run.planned_stops_per_day / 86400, self.submit, self.end)
-            if self.submit < self.end
-            else np.empty(0, dtype=np.int64)
-        )
-        # Manual restarts draw from their own stream, created only when the scenario has them,
-        # so scenarios without them keep every draw (and output) they had.
-        cfg = self.sc.failures
-        self.manual = (
-            np.random.default_rng(int(rng.integers(2**63))) if cfg.manual_share > 0 else None
-        )
-        # Divergence rollbacks, also on their own stream only when the scenario has them.
-        self.rollbacks = (
-            poisson_times(
-                np.random.default_rng(int(rng.integers(2**63))),
-                cfg.rollbacks_per_day / 86400,
-                self.submit,
-                self.end,
-            )
-            if cfg.rollbacks_per_day > 0 and self.submit < self.end
-            else np.empty(0, dtype=np.int64)
-        )
-
     # -- the loop -------------------------------------------------------------------------------
     def simulate(self) -> None:
         if self.submit >= self.end:
             return
         job_id, submit, wait, reason = self._new_id(), self.submit, 0, "None"
         while True:
-            nodes, dropped, added, start = self.pool.fill(
-                self.active, self.active_set, submit + wait, self.need
-            )
-            self.active = nodes
-            self.active_set.difference_update(dropped)
-            self.active_set.update(added)
+            got = self.pool.fill(self.active, self.active_set, submit + wait, self.need)
+            self.active, start = got.nodes, got.start_s
+            self.active_set.difference_update(got.dropped)
+            self.active_set.update(got.added)
             if start >= self.end:
                 self._row(job_id, submit, None, None, PENDING, (), reason)
                 return
@@ -318,16 +158,16 @@ class _RunSim:
                 wait = self.run.requeue_wait_s
             wait += self._manual_delay(stop)
 
-    def _manual_delay(self, stop: _Stop) -> int:
+    def _manual_delay(self, stop: Stop) -> int:
         """Extra wait when a person has to restart the run after this failure."""
         cfg = self.sc.failures
-        if self.manual is None or stop.state not in (NODE_FAIL, FAILED):
+        if self.draws.manual is None or stop.state not in (NODE_FAIL, FAILED):
             return 0
-        return cfg.manual_delay_s if self.manual.random() < cfg.manual_share else 0
+        return cfg.manual_delay_s if self.draws.manual.random() < cfg.manual_share else 0
 
-    def _run_job(self, start: int) -> _Stop:
+    def _run_job(self, start: int) -> Stop:
         """Run a job from ``start`` until it stops, completes or the window ends."""
-        line = _Timeline(self.run, start)
+        line = Timeline(self.run, start)
         horizon = self.end if self.work_left is None else line.finish_time(self.work_left)
         while True:
             stop = self._first_stop(line, start, min(horizon, self.end))
@@ -345,17 +185,17 @@ class _RunSim:
                 continue
             return stop
         if self.work_left is not None and horizon <= self.end:
-            return _Stop(at_s=horizon, end_s=horizon, state=COMPLETED, cause=None)
-        return _Stop(at_s=self.end, end_s=self.end, state=RUNNING, cause=None)
+            return Stop(at_s=horizon, end_s=horizon, state=COMPLETED, cause=None)
+        return Stop(at_s=self.end, end_s=self.end, state=RUNNING, cause=None)
 
-    def _first_stop(self, line: _Timeline, t0: int, t1: int) -> _Stop | None:
+    def _first_stop(self, line: Timeline, t0: int, t1: int) -> Stop | None:
         """The earliest event in ``[t0, t1)`` that stops the job (or drops a replica)."""
-        best: _Stop | None = None
+        best: Stop | None = None
         i = int(np.searchsorted(self.hw.fail_s, t0, side="left"))
-        active = self.active_set
+        active, draws = self.active_set, self.draws
         while i < len(self.hw) and self.hw.fail_s[i] < t1:
             if int(self.hw.node[i]) in active:
-                best = _Stop(
+                best = Stop(
                     at_s=int(self.hw.fail_s[i]),
                     end_s=int(self.hw.detect_s[i]),
                     state=NODE_FAIL,
@@ -364,48 +204,48 @@ class _RunSim:
                 )
                 break
             i += 1
-        j = int(np.searchsorted(self.sw_times, t0, side="left"))
+        j = int(np.searchsorted(draws.software_at_s, t0, side="left"))
         if (
-            j < self.sw_times.size
-            and self.sw_times[j] < t1
-            and (best is None or self.sw_times[j] < best.at_s)
+            j < draws.software_at_s.size
+            and draws.software_at_s[j] < t1
+            and (best is None or draws.software_at_s[j] < best.at_s)
         ):
-            t = int(self.sw_times[j])
-            best = _Stop(
+            t = int(draws.software_at_s[j])
+            best = Stop(
                 at_s=t,
                 end_s=t + self.sc.failures.software_detection_s,
                 state=FAILED,
-                cause=SOFTWARE_CAUSES[int(self.sw_causes[j])],
+                cause=SOFTWARE_CAUSES[int(draws.software_cause[j])],
             )
-        p = int(np.searchsorted(self.planned, max(t0, line.s + 1), side="left"))
-        if p < self.planned.size and self.planned[p] < t1:
+        p = int(np.searchsorted(draws.planned_at_s, max(t0, line.s + 1), side="left"))
+        if p < draws.planned_at_s.size and draws.planned_at_s[p] < t1:
             # A planned stop waits for the next checkpoint, so nothing is lost.
-            k = -(-(int(self.planned[p]) - line.s) // line.tau)
+            k = -(-(int(draws.planned_at_s[p]) - line.s) // line.tau)
             ckpt = line.s + k * line.tau
             if ckpt < t1 and (best is None or ckpt < best.at_s):
-                best = _Stop(at_s=ckpt, end_s=ckpt, state=CANCELLED_BY_ADMIN, cause=None)
-        r = int(np.searchsorted(self.rollbacks, max(t0, line.s + line.startup), side="left"))
-        if r < self.rollbacks.size and self.rollbacks[r] < t1:
-            t = int(self.rollbacks[r])
+                best = Stop(at_s=ckpt, end_s=ckpt, state=CANCELLED_BY_ADMIN, cause=None)
+        r = int(np.searchsorted(draws.rollback_at_s, max(t0, line.s + line.startup), side="left"))
+        if r < draws.rollback_at_s.size and draws.rollback_at_s[r] < t1:
+            t = int(draws.rollback_at_s[r])
             if best is None or t < best.at_s:
                 # The run diverged: its user stops it to restart from an earlier checkpoint.
-                best = _Stop(at_s=t, end_s=t, state=CANCELLED_BY_USER, cause=None)
+                best = Stop(at_s=t, end_s=t, state=CANCELLED_BY_USER, cause=None)
         if best is not None and best.end_s > self.end:
             # Slurm has not noticed yet at the window end: the job is still RUNNING there.
-            return _Stop(at_s=best.at_s, end_s=self.end, state=RUNNING, cause=best.cause)
+            return Stop(at_s=best.at_s, end_s=self.end, state=RUNNING, cause=best.cause)
         return best
 
-    def _drop_replica(self, stop: _Stop) -> None:
+    def _drop_replica(self, stop: Stop) -> None:
         """Policy drop: stall for detection (or ``drop_stall_s``), then lose one replica's
         throughput until it is back: on a spare after swap and start-up (or ``drop_rejoin_s``
         after the failure) when the run lets drop use spares and one is free; else repaired."""
         assert stop.cause is not None and stop.failed_node is not None
         self.interruptions[stop.cause] = self.interruptions.get(stop.cause, 0) + 1
-        out = self.pool.out_at(stop.failed_node, stop.at_s)
-        assert out is not None
+        back_s = self.pool.back_at(stop.failed_node, stop.at_s)
+        assert back_s is not None
         replicas = max(self.need // self.run.replica_nodes, 1)
         stall = stop.end_s - stop.at_s if self.run.drop_stall_s < 0 else self.run.drop_stall_s
-        repaired = min(out[1], self.end)
+        repaired = min(back_s, self.end)
         back: float = repaired  # a measured rejoin may end between whole seconds
         if self.run.spares_for is SparesFor.ALL and self.pool.lend_spare(stop.end_s, repaired):
             # The replica restarts on a spare (as a restart would) instead of waiting for repair.
@@ -418,8 +258,8 @@ class _RunSim:
         self.debt += int(stall) + int(reduced // replicas)
 
     # -- booking ----------------------------------------------------------------------------------
-    def _book(self, job_id: int, submit: int, start: int, stop: _Stop, reason: str) -> None:
-        line = _Timeline(self.run, start)
+    def _book(self, job_id: int, submit: int, start: int, stop: Stop, reason: str) -> None:
+        line = Timeline(self.run, start)
         end = stop.end_s
         elapsed = end - start
         self.running_node_s += (stop.at_s - start) * self.need
@@ -451,7 +291,10 @@ class _RunSim:
             reason,
         )
         if self.run.telemetry:
-            self._telemetry(job_id, line, stop, k)
+            host = self.sc.fleet.node_prefix + str(self.active[0])
+            self.lines += telemetry_lines(
+                run=self.run.name, job_id=job_id, host=host, line=line, stop=stop, checkpoints=k
+            )
 
     def _roll_back(self, gpus: int) -> None:
         """Restart from a checkpoint ``rollback_s`` of progress before the last one: the
@@ -463,7 +306,7 @@ class _RunSim:
             self.work_left += repeat
         self.tally.move("released", "cancelled", repeat * gpus, "user")
 
-    def _partial(self, line: _Timeline, t: int, k: int) -> int:
+    def _partial(self, line: Timeline, t: int, k: int) -> int:
         """Progress computed after checkpoint ``k`` up to ``t`` (kept when the job did not fail)."""
         since = line.s + k * line.tau
         compute_end = since + line.tau - line.delta
@@ -472,7 +315,7 @@ class _RunSim:
             return 0  # still in start-up: nothing computed yet
         return min(t, compute_end) - begin
 
-    def _book_truth(self, line: _Timeline, stop: _Stop, k: int, elapsed: int, gpus: int) -> None:
+    def _book_truth(self, line: Timeline, stop: Stop, k: int, elapsed: int, gpus: int) -> None:
         lost_cat = {
             NODE_FAIL: "failed",
             FAILED: "failed",
@@ -496,7 +339,7 @@ class _RunSim:
         self.tally.add("overhead", overhead * gpus)
         self.tally.add("released", (elapsed - lost - overhead) * gpus)
 
-    def _failed_cause(self, stop: _Stop) -> str:
+    def _failed_cause(self, stop: Stop) -> str:
         """The ledger's cause: hardware for NODE_FAIL or a node event on its nodes near its end."""
         if stop.state == NODE_FAIL:
             return "hardware"
@@ -507,34 +350,6 @@ class _RunSim:
             if any(int(self.hw.node[i]) in active for i in near):
                 return "hardware"
         return "software"
-
-    def _telemetry(self, job_id: int, line: _Timeline, stop: _Stop, k: int) -> None:
-        run = self.run.name
-
-        def emit(**fields: object) -> None:
-            self.lines.append(json.dumps({"v": 1, **fields}, separators=(",", ":")))
-
-        emit(
-            event="job_start",
-            t=float(line.s),
-            run=run,
-            job_id=str(job_id),
-            host=self.sc.fleet.node_prefix + str(self.active[0]),
-            pid=4242,
-        )
-        first_step = line.s + line.startup
-        if first_step <= stop.at_s:
-            emit(event="step", t=float(first_step), step=0)
-        for i in range(1, k + 1):
-            t = line.s + i * line.tau
-            emit(event="checkpoint_saved", t=float(t), step=i, duration_s=float(line.delta))
-        if stop.state != RUNNING:
-            status = {
-                COMPLETED: "completed",
-                CANCELLED_BY_ADMIN: "cancelled",
-                CANCELLED_BY_USER: "cancelled",
-            }.get(stop.state, "failed")
-            emit(event="job_end", t=float(stop.end_s), status=status)
 
     def _row(
         self,

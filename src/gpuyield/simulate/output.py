@@ -14,7 +14,8 @@ from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.fleet_truth import fleet_truth
 from gpuyield.simulate.fleet_types import is_typed, model_of
-from gpuyield.simulate.research import S_RUNNING
+from gpuyield.simulate.research_states import S_RUNNING
+from gpuyield.simulate.scenario import Scenario
 from gpuyield.simulate.truth import Truth, compute_truth
 
 
@@ -97,29 +98,8 @@ def _events_text(result: SimulationResult) -> str:
     sc = result.scenario
     naming = _names(result)
     prefix, width = naming.prefix, naming.width
-    end = sc.end_s
     gpn = sc.fleet.gpus_per_node
-    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
-    lines = [
-        st.EVENT_HEADER,
-        "|".join(
-            (
-                sc.cluster,
-                all_nodes,
-                "",
-                "Cluster",
-                "1",
-                "",
-                "0",
-                st.time1(sc.start_s),
-                "Unknown",
-                st.duration(end - sc.start_s),
-                "Cluster Registered TRES",
-                "",
-                st.cluster_tres(sc.fleet.num_nodes, gpn),
-            )
-        ),
-    ]
+    lines = [st.EVENT_HEADER, _cluster_event(sc, prefix, width)]
     tres = st.node_tres(gpn)
     node_events = _node_events(result)
     for node, start, state, upto, stop, reason, user in sorted(node_events):
@@ -145,34 +125,35 @@ def _events_text(result: SimulationResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cluster_event(sc: Scenario, prefix: str, width: int) -> str:
+    """The event line registering the cluster's TRES over the whole window."""
+    all_nodes = st.hostlist(range(sc.fleet.num_nodes), prefix, width)
+    return "|".join(
+        (
+            sc.cluster,
+            all_nodes,
+            "",
+            "Cluster",
+            "1",
+            "",
+            "0",
+            st.time1(sc.start_s),
+            "Unknown",
+            st.duration(sc.end_s - sc.start_s),
+            "Cluster Registered TRES",
+            "",
+            st.cluster_tres(sc.fleet.num_nodes, sc.fleet.gpus_per_node),
+        )
+    )
+
+
 def _nodes_text(result: SimulationResult) -> str:
-    sc, out = result.scenario, result.outages
+    sc = result.scenario
     naming = _names(result)
     prefix, width = naming.prefix, naming.width
-    end, gpn = sc.end_s, sc.fleet.gpus_per_node
-    alloc = np.zeros(sc.fleet.num_nodes, dtype=np.int64)
-    for run in result.lineage:
-        for row in run.rows:
-            if row.start_s is not None and row.end_s is None:
-                alloc[list(row.nodes)] += row.num_gpus // len(row.nodes)
-    if result.rows is not None:
-        rows = result.rows
-        for i in np.flatnonzero(rows.state == S_RUNNING).tolist():
-            nodes = rows.nodes_of(i)
-            alloc[nodes] += int(rows.num_gpus[i]) // nodes.size
-    state: dict[int, tuple[str, str]] = {}
-    open_now = np.flatnonzero((out.detect_s < end) & (out.back_s >= end))
-    for i in open_now.tolist():
-        if out.planned[i]:
-            reason = result.scenario.maintenance[int(out.cause[i])].reason
-            state[int(out.node[i])] = ("IDLE+DRAIN", reason)
-            continue
-        cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
-        if out.drain_s[i] < end:
-            state[int(out.node[i])] = ("IDLE+DRAIN", cause.repair_reason)
-        else:
-            dead = cause.reason == "Not responding"
-            state[int(out.node[i])] = ("DOWN*" if dead else "DOWN", cause.reason)
+    gpn = sc.fleet.gpus_per_node
+    alloc = _allocated_at_end(result)
+    state = _out_at_end(result)
     boot = st.time1(sc.start_s)
     lines = []
     train_nodes = sc.group_nodes_total()
@@ -196,6 +177,40 @@ def _nodes_text(result: SimulationResult) -> str:
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _allocated_at_end(result: SimulationResult) -> np.ndarray:
+    """GPUs allocated on each node at the window end (jobs still running there)."""
+    alloc = np.zeros(result.scenario.fleet.num_nodes, dtype=np.int64)
+    for run in result.lineage:
+        for row in run.rows:
+            if row.start_s is not None and row.end_s is None:
+                alloc[list(row.nodes)] += row.num_gpus // len(row.nodes)
+    if result.rows is not None:
+        rows = result.rows
+        for i in np.flatnonzero(rows.state == S_RUNNING).tolist():
+            nodes = rows.nodes_of(i)
+            alloc[nodes] += int(rows.num_gpus[i]) // nodes.size
+    return alloc
+
+
+def _out_at_end(result: SimulationResult) -> dict[int, tuple[str, str]]:
+    """Node -> (state, reason) of the nodes out of service at the window end."""
+    out, end = result.outages, result.scenario.end_s
+    state: dict[int, tuple[str, str]] = {}
+    open_now = np.flatnonzero((out.detect_s < end) & (out.back_s >= end))
+    for i in open_now.tolist():
+        if out.planned[i]:
+            reason = result.scenario.maintenance[int(out.cause[i])].reason
+            state[int(out.node[i])] = ("IDLE+DRAIN", reason)
+            continue
+        cause = CAUSES_BY_ID[HARDWARE_CAUSES[int(out.cause[i])]]
+        if out.drain_s[i] < end:
+            state[int(out.node[i])] = ("IDLE+DRAIN", cause.repair_reason)
+        else:
+            dead = cause.reason == "Not responding"
+            state[int(out.node[i])] = ("DOWN*" if dead else "DOWN", cause.reason)
+    return state
 
 
 def _manifest_text(result: SimulationResult) -> str:

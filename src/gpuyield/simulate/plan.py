@@ -65,10 +65,12 @@ def plan(spec: PlanSpec, *, progress: Progress | None = None) -> PlanResult:
     )
     base = load_scenario(spec.base)
     table = _table_for(spec.accelerator)
-    data = _scenario_data(spec, base, table)
+    planned = _PlanScenario.of(spec, base, table)
+    # The days are replaced by the window each simulation needs.
+    data = planned.to_dict(_planned(spec), seed=spec.seed, days=1.0)
     scenario = scenario_from_dict(data, origin="plan")
     variants = [_planned(spec), _other_policy(spec), _daly(spec, scenario, table)]
-    simulated = _simulate_variants(spec, data, variants, progress or NoProgress())
+    simulated = _simulate_variants(spec, planned, variants, progress or NoProgress())
     return PlanResult(
         spec=spec,
         estimate=estimate,
@@ -147,68 +149,101 @@ def _gpus(spec: PlanSpec, base: Scenario) -> int:
     return int(gpus)
 
 
-def _scenario_data(spec: PlanSpec, base: Scenario, table: FailureTable) -> dict[str, Any]:
-    """The scenario of the planned run as TOML tables (``scenario_from_dict`` reads them)."""
-    gpus = _gpus(spec, base)
-    gpn = base.fleet.gpus_per_node
-    template = base.lineage[0]
-    nodes = gpus // gpn
-    share = template.spare_nodes / max(base.run_nodes(template), 1)
-    spares = math.ceil(nodes * share)
-    chip = get_accelerator(spec.accelerator)
-    peak = chip.peak_tflops(parse_precision(spec.precision, field="plan.precision"))
-    params = as_range(spec.params, field="plan.params").central
-    tokens = as_range(spec.tokens, field="plan.tokens").central
-    failure = base.failures
-    return {
-        "scenario": {
-            "name": "plan",
-            "description": f"gpuyield plan: {params / 1e9:g}B params, {tokens:.4g} tokens on "
-            f"{gpus} {chip.id}",
-            "start": "2026-01-01T00:00:00",
-            "days": 1.0,  # replaced by the window each simulation needs
-            "seed": spec.seed,
-            "cluster": "plan",
-        },
-        "fleet": {"num_nodes": nodes + spares, "gpus_per_node": gpn, "accelerator": chip.id},
-        "failures": {
-            "table": table.id,
-            "detection_s": failure.detection_s,
-            "software_detection_s": failure.software_detection_s,
-            "down_s": failure.down_s,
-            "repair_mean_s": failure.repair_mean_s,
-            "rate_scale": failure.rate_scale,
-        },
-        "lineage": [
-            {
-                "name": RUN_NAME,
-                "release": RUN_NAME,
-                "num_gpus": gpus,
-                "tokens": tokens,
-                "active_params_b": params / 1e9,
-                "mfu": spec.mfu,
-                "peak_tflops": peak,
-                "checkpoint_interval_s": spec.checkpoint_interval_s,
-                "checkpoint_write_s": template.checkpoint_write_s,
-                "startup_s": template.startup_s,
-                "requeue_wait_s": template.requeue_wait_s,
-                "spare_swap_s": template.spare_swap_s,
-                "spare_nodes": spares,
-                "policy": spec.policy.value,
-                "replica_nodes": template.replica_nodes,
-                "planned_stops_per_day": template.planned_stops_per_day,
-                "planned_pause_s": template.planned_pause_s,
-                "telemetry": False,
-            }
-        ],
-    }
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _PlanScenario:
+    """The planned run as a scenario, less what each variant, seed and window chooses."""
 
+    spec: PlanSpec
+    #: The scenario whose failure process and restart costs the plan takes.
+    base: Scenario
+    table: FailureTable
+    gpus: int
+    accelerator: str
+    peak_tflops: float
+    params: float
+    tokens: float
 
-def _with(data: dict[str, Any], choice: _Choice, seed: int, days: float) -> dict[str, Any]:
-    run = {**data["lineage"][0], "policy": choice.policy.value}
-    run["checkpoint_interval_s"] = choice.interval_s
-    head = {**data["scenario"], "seed": seed, "days": days}
-    return {**data, "scenario": head, "lineage": [run]}
+    @classmethod
+    def of(cls, spec: PlanSpec, base: Scenario, table: FailureTable) -> _PlanScenario:
+        gpus = _gpus(spec, base)
+        chip = get_accelerator(spec.accelerator)
+        return cls(
+            spec=spec,
+            base=base,
+            table=table,
+            gpus=gpus,
+            accelerator=chip.id,
+            peak_tflops=chip.peak_tflops(parse_precision(spec.precision, field="plan.precision")),
+            params=as_range(spec.params, field="plan.params").central,
+            tokens=as_range(spec.tokens, field="plan.tokens").central,
+        )
+
+    def to_dict(self, choice: _Choice, *, seed: int, days: float) -> dict[str, Any]:
+        """The scenario of one variant, seed and window as TOML tables (``scenario_from_dict``
+        reads them; the plan writes them as the variant's scenario file)."""
+        gpn = self.base.fleet.gpus_per_node
+        template = self.base.lineage[0]
+        nodes = self.gpus // gpn
+        share = template.spare_nodes / max(self.base.run_nodes(template), 1)
+        spares = math.ceil(nodes * share)
+        failure = self.base.failures
+        return {
+            "scenario": {
+                "name": "plan",
+                "description": f"gpuyield plan: {self.params / 1e9:g}B params, "
+                f"{self.tokens:.4g} tokens on {self.gpus} {self.accelerator}",
+                "start": "2026-01-01T00:00:00",
+                "days": days,
+                "seed": seed,
+                "cluster": "plan",
+            },
+            "fleet": {
+                "num_nodes": nodes + spares,
+                "gpus_per_node": gpn,
+                "accelerator": self.accelerator,
+            },
+            "failures": {
+                "table": self.table.id,
+                "detection_s": failure.detection_s,
+                "software_detection_s": failure.software_detection_s,
+                "down_s": failure.down_s,
+                "repair_mean_s": failure.repair_mean_s,
+                "rate_scale": failure.rate_scale,
+            },
+            "lineage": [self._run(template, choice, spares)],
+        }
+
+    def to_toml(self, choice: _Choice, *, seed: int, days: float) -> str:
+        """``to_dict`` as the scenario file the plan keeps (``PlanResult.scenario_toml``)."""
+        import tomli_w
+
+        header = (
+            "# Scenario written by `gpuyield plan` (format: docs/simulate.md). "
+            "`gpuyield simulate run THIS --seed S` simulates seed S of the plan.\n"
+        )
+        return header + tomli_w.dumps(self.to_dict(choice, seed=seed, days=days))
+
+    def _run(self, template: LineageConfig, choice: _Choice, spares: int) -> dict[str, Any]:
+        return {
+            "name": RUN_NAME,
+            "release": RUN_NAME,
+            "num_gpus": self.gpus,
+            "tokens": self.tokens,
+            "active_params_b": self.params / 1e9,
+            "mfu": self.spec.mfu,
+            "peak_tflops": self.peak_tflops,
+            "checkpoint_interval_s": choice.interval_s,
+            "checkpoint_write_s": template.checkpoint_write_s,
+            "startup_s": template.startup_s,
+            "requeue_wait_s": template.requeue_wait_s,
+            "spare_swap_s": template.spare_swap_s,
+            "spare_nodes": spares,
+            "policy": choice.policy.value,
+            "replica_nodes": template.replica_nodes,
+            "planned_stops_per_day": template.planned_stops_per_day,
+            "planned_pause_s": template.planned_pause_s,
+            "telemetry": False,
+        }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,19 +256,21 @@ class _Outcome:
 
 
 def _simulate_variants(
-    spec: PlanSpec, data: dict[str, Any], choices: list[_Choice], progress: Progress
+    spec: PlanSpec, planned: _PlanScenario, choices: list[_Choice], progress: Progress
 ) -> list[Variant]:
     """Every variant in one window, so that a seed's failures are the same for all of them (the
     window's length changes the draws); a window too short for any of them is doubled."""
-    scenario = scenario_from_dict(data, origin="plan")
+    scenario = scenario_from_dict(
+        planned.to_dict(_planned(spec), seed=spec.seed, days=1.0), origin="plan"
+    )
     ideal_days = (scenario.work_s(scenario.lineage[0]) or 0) / SECONDS_PER_DAY
     window = ideal_days * WINDOW_FACTOR + 7.0
     for _ in range(WINDOW_TRIES):
         progress.phase(f"simulating {window:.0f} days", total=spec.seeds * len(choices))
-        outcomes = [_try_window(spec, data, choice, window, progress) for choice in choices]
+        outcomes = [_try_window(spec, planned, choice, window, progress) for choice in choices]
         if all(o is not None for o in outcomes):
             return [
-                _variant(choice, outcome, _toml(_with(data, choice, spec.seed, window)))
+                _variant(choice, outcome, planned.to_toml(choice, seed=spec.seed, days=window))
                 for choice, outcome in zip(choices, outcomes, strict=True)
                 if outcome is not None
             ]
@@ -246,11 +283,13 @@ def _simulate_variants(
 
 
 def _try_window(
-    spec: PlanSpec, data: dict[str, Any], choice: _Choice, window: float, progress: Progress
+    spec: PlanSpec, planned: _PlanScenario, choice: _Choice, window: float, progress: Progress
 ) -> _Outcome | None:
     days, held, yields, ettr, inter = [], [], [], [], []
     for seed in range(spec.seed, spec.seed + spec.seeds):
-        scenario = scenario_from_dict(_with(data, choice, seed, window), origin="plan")
+        scenario = scenario_from_dict(
+            planned.to_dict(choice, seed=seed, days=window), origin="plan"
+        )
         run = simulate(scenario).lineage[0]
         progress.advance(1)
         if run.completed_s is None:
@@ -264,16 +303,6 @@ def _try_window(
         ettr.append(run.effective_training_time)
         inter.append(sum(run.interruptions.values()))
     return _Outcome(days=days, gpu_hours=held, yields=yields, ettr=ettr, interruptions=inter)
-
-
-def _toml(data: dict[str, Any]) -> str:
-    import tomli_w
-
-    header = (
-        "# Scenario written by `gpuyield plan` (format: docs/simulate.md). "
-        "`gpuyield simulate run THIS --seed S` simulates seed S of the plan.\n"
-    )
-    return header + tomli_w.dumps(data)
 
 
 def _variant(choice: _Choice, outcome: _Outcome, scenario_toml: str) -> Variant:

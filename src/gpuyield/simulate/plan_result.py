@@ -148,6 +148,11 @@ class PlanResult:
         return self.table.per_gpu_hour(self.gpus) * self.rate_scale
 
     @property
+    def mtbf_minutes(self) -> float:
+        """Minutes between interruptions of the whole job."""
+        return 60.0 / (self.rate_per_gpu_hour * self.gpus)
+
+    @property
     def planned(self) -> Variant:
         """The variant as given."""
         return self.variants[0]
@@ -183,7 +188,7 @@ class PlanResult:
                 "table": self.table.id,
                 "rate_scale": self.rate_scale,
                 "rate_per_gpu_hour": self.rate_per_gpu_hour,
-                "mtbf_minutes": 60.0 / (self.rate_per_gpu_hour * self.gpus),
+                "mtbf_minutes": self.mtbf_minutes,
                 "source": self.table.url,
             },
             "variants": [v.to_dict() for v in self.variants],

@@ -3,7 +3,8 @@
 Research nodes are split into one partition per job size class, in proportion to the class's share
 of GPU-time. A job takes free units of its partition: one ``num_gpus`` slice of a node for jobs up
 to a node, ``num_gpus / gpus_per_node`` free healthy nodes (any) for larger ones. All jobs of a
-partition have the same size, so FIFO never needs a backfill search. Node outages take the node's
+partition have the same size, so FIFO never needs a backfill search (``research_queue`` runs
+each partition's queue). Node outages take the node's
 units offline at detection (its job ends NODE_FAIL and is requeued at the front of the queue, same
 job id) until the node is back. Job outcomes (complete, fail, cancel, preempt, requeue, timeout,
 OOM, diverge) are drawn up front; only NODE_FAIL (and the PREEMPTED/REQUEUED of lent nodes and
@@ -12,9 +13,7 @@ maintenance) comes from the cluster.
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass, field
-from heapq import heappop, heappush
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,23 +23,18 @@ from gpuyield.simulate.research_layout import (
     borrower_class,
     expected_jobs,
 )
+from gpuyield.simulate.research_queue import QueuedJobs, run_class
+from gpuyield.simulate.research_states import (
+    S_CANCELLED,
+    S_COMPLETED,
+    S_FAILED,
+    S_OOM,
+    S_PREEMPTED,
+    S_REQUEUED,
+    S_TIMEOUT,
+)
 from gpuyield.simulate.scenario import Scenario
 
-# Row state codes (arrays cannot hold strings cheaply); ``STATE_NAMES`` maps them to sacct text.
-S_COMPLETED, S_FAILED, S_PREEMPTED, S_REQUEUED, S_TIMEOUT, S_OOM, S_CANCELLED = range(7)
-S_NODE_FAIL, S_RUNNING, S_PENDING = 7, 8, 9
-STATE_NAMES = (
-    "COMPLETED",
-    "FAILED",
-    "PREEMPTED",
-    "REQUEUED",
-    "TIMEOUT",
-    "OUT_OF_MEMORY",
-    "CANCELLED",
-    "NODE_FAIL",
-    "RUNNING",
-    "PENDING",
-)
 _OUTCOME_CODES = {
     "completed": S_COMPLETED,
     "failed": S_FAILED,
@@ -148,13 +142,7 @@ def draw_jobs(
         full = np.clip(np.rint(full), 60, cls.time_limit_s).astype(np.int64)
         outcome = codes[rng.choice(len(codes), size=count, p=probs)]
         if cfg.ladder_skip_share > 0 and cls.num_gpus > min(c.num_gpus for c in cfg.classes):
-            # A stream of its own: every other draw stays as without the knob, so two shares
-            # differ only in the outcomes of the jobs that skip.
-            own = np.random.default_rng((scenario.seed, index, _LADDER_STREAM))
-            skips = own.random(count) < cfg.ladder_skip_share
-            skip_probs = skip_end_states(outcomes, probs, cfg.ladder_skip_failure_multiplier)
-            redrawn = codes[own.choice(len(codes), size=count, p=skip_probs)]
-            outcome = np.where(skips, redrawn, outcome)
+            outcome = _skipped_rungs(scenario, index, outcome, outcomes, probs)
         frac = rng.uniform(0.02, 1.0, size=count)
         partial = np.maximum(np.rint(full * frac).astype(np.int64), 1)
         diverged = rng.random(count) < cfg.diverged_share
@@ -176,6 +164,22 @@ def draw_jobs(
             )
         )
     return _in_submit_order(parts, first_job_id)
+
+
+def _skipped_rungs(
+    scenario: Scenario, index: int, outcome: np.ndarray, outcomes: list[str], probs: np.ndarray
+) -> np.ndarray:
+    """Class ``index``'s outcomes once the jobs that skipped their rung are drawn again with
+    ``skip_end_states``. A stream of its own: every other draw stays as without the knob, so two
+    shares differ only in the outcomes of the jobs that skip."""
+    cfg = scenario.research
+    codes = np.array([_OUTCOME_CODES[o] for o in outcomes])
+    count = outcome.size
+    own = np.random.default_rng((scenario.seed, index, _LADDER_STREAM))
+    skips = own.random(count) < cfg.ladder_skip_share
+    skip_probs = skip_end_states(outcomes, probs, cfg.ladder_skip_failure_multiplier)
+    redrawn = codes[own.choice(len(codes), size=count, p=skip_probs)]
+    return np.where(skips, redrawn, outcome)
 
 
 def _in_submit_order(parts: list[tuple[np.ndarray, ...]], first_job_id: int) -> ResearchJobs:
@@ -235,8 +239,9 @@ def schedule(
             extra_events + [(t, k, u + shift) for t, k, u in _unit_events(lay, outages)]
         )
         unit_node = np.concatenate((np.asarray(extra, dtype=np.int64), lay.unit_node()))
-        out = _run_class(
-            lay.num_units + shift, lay.units_per_job, mine, jobs, events, scenario.end_s
+        queued = _queued_jobs(jobs, mine)
+        out = run_class(
+            lay.num_units + shift, lay.units_per_job, mine, queued, events, scenario.end_s
         )
         pieces.append(
             (
@@ -263,6 +268,16 @@ def schedule(
         nodes=cols[6],
         num_gpus=cols[7],
         requeued=cols[8].astype(bool),
+    )
+
+
+def _queued_jobs(jobs: ResearchJobs, mine: np.ndarray) -> QueuedJobs:
+    """The jobs ``mine`` of one class, as the queue loop reads them."""
+    return QueuedJobs(
+        arrivals=jobs.submit_s[mine].tolist(),
+        run_s=jobs.run_s[mine].tolist(),
+        requeue_after_s=jobs.requeue_after_s[mine].tolist(),
+        outcome=jobs.outcome[mine].tolist(),
     )
 
 
@@ -297,220 +312,3 @@ def _unit_events(lay: _Layout, outages: Outages) -> list[tuple[int, int, int]]:
             events.append((int(outages.detect_s[i]), kind, u))
             events.append((int(outages.back_s[i]), 0, u))
     return events
-
-
-# How a running job ends when one of its units is taken: node failure, lineage run, maintenance.
-_TAKEN = (-1, S_NODE_FAIL, S_PREEMPTED, S_REQUEUED)
-
-
-def _run_class(
-    num_units: int,
-    per_job: int,
-    mine: np.ndarray,
-    jobs: ResearchJobs,
-    events: list[tuple[int, int, int]],
-    end_s: int,
-) -> _ClassRuns:
-    """FIFO queue of one class: a job takes ``per_job`` free units (node slices or whole nodes).
-
-    A plain-Python loop kept tight on purpose (it runs millions of jobs): lists bound to locals, a
-    heap of free units with lazy deletion, a heap of completions, a deque for the queue. What
-    runs once per job stays inline; unit events (failures, repairs) are rarer and have a function
-    of their own, as does freeing a run's units (``_release``).
-    """
-    arrivals, run_s, requeue_after, outcome = (
-        a[mine].tolist() for a in (jobs.submit_s, jobs.run_s, jobs.requeue_after_s, jobs.outcome)
-    )
-    units = _Units.fresh(num_units)
-    free, is_free, holder, n_free = units.free, units.is_free, units.holder, num_units
-    done: list[tuple[int, int]] = []  # heap of (end, row)
-    queue: deque[tuple[int, int, int]] = deque()  # (local job, submit, phase)
-    r_job, r_submit, r_start, r_end, r_state, r_units, r_phase = (rows := _Rows()).columns()
-    pop, push = heappop, heappush  # locals: the loop calls them per job
-    ai, ei, inf, n, n_ev = 0, 0, end_s + 1, len(arrivals), len(events)
-    while True:
-        t_arr = arrivals[ai] if ai < n else inf
-        t_ev = events[ei][0] if ei < n_ev else inf
-        t_done = done[0][0] if done else inf
-        t = min(t_arr, t_ev, t_done)
-        if t >= end_s:
-            break
-        if t_done == t:
-            _, row = pop(done)
-            if r_end[row] != -1:
-                continue  # ended early (its unit was taken)
-            r_end[row] = t
-            j, phase = r_job[row], r_phase[row]
-            if outcome[j] == S_REQUEUED and phase == 0:
-                r_state[row] = S_REQUEUED
-                queue.appendleft((j, t, 1))
-            else:
-                r_state[row] = S_COMPLETED if outcome[j] == S_REQUEUED else outcome[j]
-            n_free += _release(r_units[row], units)
-        elif t_ev == t:
-            n_free += _unit_event(events[ei], units, rows, queue)
-            ei += 1
-        else:
-            queue.append((ai, t_arr, 0))
-            ai += 1
-        if (ei < n_ev and events[ei][0] == t) or (done and done[0][0] == t):
-            continue  # finish every change at this instant first (a node's units fail together)
-        while queue and n_free >= per_job:
-            taken: list[int] = []
-            while len(taken) < per_job:
-                u = pop(free)
-                if is_free[u]:
-                    is_free[u] = False
-                    taken.append(u)
-            n_free -= per_job
-            j, submit, phase = queue.popleft()
-            row = len(r_job)
-            r_job.append(j)
-            r_submit.append(submit)
-            r_start.append(t)
-            r_end.append(-1)
-            r_state.append(S_RUNNING)
-            r_units.append(tuple(taken))
-            r_phase.append(phase)
-            for u in taken:
-                holder[u] = row
-            length = requeue_after[j] if (outcome[j] == S_REQUEUED and phase == 0) else run_s[j]
-            push(done, (t + length, row))
-    pending = list(queue) + [(a, arrivals[a], 0) for a in range(ai, n) if arrivals[a] < end_s]
-    return rows.finished(pending, arrivals, mine)
-
-
-@dataclass(slots=True)
-class _Units:
-    """The units of one class as the queue loop mutates them."""
-
-    free: list[int]
-    """Heap of free units; entries may be stale, ``is_free`` is the truth."""
-    is_free: list[bool]
-    offline: list[int]
-    """Open outages per unit (a unit can be in two at once)."""
-    holder: list[int]
-    """Row holding each unit, -1 for none."""
-
-    @classmethod
-    def fresh(cls, num_units: int) -> _Units:
-        return cls(
-            free=list(range(num_units)),
-            is_free=[True] * num_units,
-            offline=[0] * num_units,
-            holder=[-1] * num_units,
-        )
-
-
-def _release(taken: tuple[int, ...], units: _Units) -> int:
-    """A run's units back to the pool (those not offline); how many became free."""
-    holder, offline, is_free, free = units.holder, units.offline, units.is_free, units.free
-    freed = 0
-    for u in taken:
-        holder[u] = -1
-        if not offline[u]:
-            is_free[u] = True
-            freed += 1
-            heappush(free, u)
-    return freed
-
-
-def _unit_event(
-    event: tuple[int, int, int], units: _Units, rows: _Rows, queue: deque[tuple[int, int, int]]
-) -> int:
-    """A unit going offline (``kind`` > 0: its run ends, taken, and requeues at the front) or
-    coming back; the change in free units."""
-    t, kind, u = event
-    offline, is_free = units.offline, units.is_free
-    change = 0
-    if kind:
-        offline[u] += 1
-        if is_free[u]:
-            is_free[u] = False
-            change -= 1
-        row = units.holder[u]
-        if row >= 0:
-            rows.end[row] = t
-            rows.state[row] = _TAKEN[kind]
-            queue.appendleft((rows.job[row], t, rows.phase[row]))
-            change += _release(rows.units[row], units)
-    else:
-        offline[u] -= 1
-        if offline[u] == 0 and units.holder[u] < 0 and not is_free[u]:
-            is_free[u] = True
-            change += 1
-            heappush(units.free, u)
-    return change
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _ClassRuns:
-    """The runs of one class, as arrays (one entry per run; pending jobs have no start)."""
-
-    job: np.ndarray
-    """Index into the research jobs."""
-    submit_s: np.ndarray
-    start_s: np.ndarray
-    end_s: np.ndarray
-    state: np.ndarray
-    num_units: np.ndarray
-    """Units each run held."""
-    flat_units: np.ndarray
-    """Their units, run after run (``num_units`` says where each run's end)."""
-    requeued: np.ndarray
-
-
-@dataclass(slots=True)
-class _Rows:
-    """Runs as the loop appends them: one list per column."""
-
-    job: list[int] = field(default_factory=list)
-    submit: list[int] = field(default_factory=list)
-    start: list[int] = field(default_factory=list)
-    end: list[int] = field(default_factory=list)
-    state: list[int] = field(default_factory=list)
-    units: list[tuple[int, ...]] = field(default_factory=list)
-    phase: list[int] = field(default_factory=list)
-
-    def columns(
-        self,
-    ) -> tuple[
-        list[int], list[int], list[int], list[int], list[int], list[tuple[int, ...]], list[int]
-    ]:
-        """The lists, for the loop to bind to locals."""
-        return self.job, self.submit, self.start, self.end, self.state, self.units, self.phase
-
-    def finished(
-        self, pending: list[tuple[int, int, int]], arrivals: list[int], mine: np.ndarray
-    ) -> _ClassRuns:
-        """The runs, then the jobs still waiting, as arrays."""
-        for j, submit, phase in pending:
-            self.job.append(j)
-            self.submit.append(submit)
-            self.start.append(-1)
-            self.end.append(-1)
-            self.state.append(S_PENDING)
-            self.units.append(())
-            self.phase.append(phase)
-        local = np.asarray(self.job, dtype=np.int64)
-        submit_arr = np.asarray(self.submit, dtype=np.int64)
-        requeued = (
-            (submit_arr != np.asarray(arrivals, dtype=np.int64)[local])
-            | (np.asarray(self.phase, dtype=np.int64) > 0)
-            if local.size
-            else np.zeros(0, dtype=bool)
-        )
-        counts = np.fromiter((len(x) for x in self.units), dtype=np.int64, count=len(self.units))
-        flat = np.fromiter(
-            (u for x in self.units for u in sorted(x)), dtype=np.int64, count=int(counts.sum())
-        )
-        return _ClassRuns(
-            job=mine[local] if local.size else local,
-            submit_s=submit_arr,
-            start_s=np.asarray(self.start, dtype=np.int64),
-            end_s=np.asarray(self.end, dtype=np.int64),
-            state=np.asarray(self.state, dtype=np.int64),
-            num_units=counts,
-            flat_units=flat,
-            requeued=requeued,
-        )

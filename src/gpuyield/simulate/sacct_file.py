@@ -21,7 +21,7 @@ from gpuyield.simulate import slurm_text as st
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.fleet_types import is_typed, model_of
 from gpuyield.simulate.records import JobRow
-from gpuyield.simulate.research import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
+from gpuyield.simulate.research_states import S_CANCELLED, S_PENDING, S_RUNNING, STATE_NAMES
 
 #: Research rows formatted per batch: about 20 MB of text, large enough that Arrow's per-call cost
 #: vanishes, small enough that memory does not grow with the cluster (and that the allocator

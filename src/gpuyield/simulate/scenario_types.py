@@ -15,6 +15,18 @@ from gpuyield.errors import ParseError
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
+def check_array(value: Any, where: str, origin: str) -> list[Any]:
+    """``value`` when it is an array of tables (``[[where]]``), else a ``ParseError``."""
+    if not isinstance(value, list):
+        raise ParseError(
+            f"{where} must be an array of tables ([[{where}]]), got {type(value).__name__}",
+            path=origin,
+            field=where,
+            hint="see docs/simulate.md for the scenario format",
+        )
+    return value
+
+
 def check_table(cls: type, data: Any, where: str, origin: str) -> None:
     """Raise a ``ParseError`` unless ``data`` is a dict whose keys are fields of ``cls`` with
     values of their types."""

@@ -18,7 +18,8 @@ from gpuyield.simulate.calibration import CAUSES_BY_ID
 from gpuyield.simulate.cluster import SimulationResult
 from gpuyield.simulate.failures import HARDWARE_CAUSES
 from gpuyield.simulate.records import Tally
-from gpuyield.simulate.research import (
+from gpuyield.simulate.research import ResearchRows
+from gpuyield.simulate.research_states import (
     S_CANCELLED,
     S_COMPLETED,
     S_FAILED,
@@ -29,7 +30,6 @@ from gpuyield.simulate.research import (
     S_REQUEUED,
     S_RUNNING,
     S_TIMEOUT,
-    ResearchRows,
 )
 from gpuyield.times import iso_utc
 

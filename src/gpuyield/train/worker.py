@@ -213,36 +213,14 @@ def run_restart(config: TrainConfig, out: Path) -> None:
     rec.job_start()
     if attempt and rank == 0:
         rec.restart(attempt)
-    # torchrun keeps one store across restarts; a fresh key prefix per attempt keeps the new Gloo
-    # mesh from reading the dead attempt's addresses ("Connection refused" at connectFullMesh).
-    hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    base = dist.TCPStore(
-        os.environ["MASTER_ADDR"],
-        int(os.environ["MASTER_PORT"]),
-        world,
-        is_master=rank == 0 and not hosted,
-        timeout=timedelta(seconds=60),
-    )
-    dist.init_process_group(
-        config.backend,
-        store=dist.PrefixStore(f"attempt{attempt}", base),
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=60),
-    )
+    _join_attempt(config, rank, world, attempt)
     corpus = gpt.load_corpus()
     trainable = gpt.build(config, corpus.vocab_size)
     net, optim = trainable.model, trainable.optimizer
     checkpoint = out / "checkpoint.pt"
-    step = 0
-    if attempt:
-        if checkpoint.exists():
-            state = torch.load(checkpoint, weights_only=True)
-            net.load_state_dict(state["model"])
-            optim.load_state_dict(state["optim"])
-            step = int(state["step"])
-        if rank == 0:
-            rec.checkpoint_loaded(step)  # step 0: no checkpoint yet, the seed's initial state
+    step = _resume(checkpoint, net, optim) if attempt else 0
+    if attempt and rank == 0:
+        rec.checkpoint_loaded(step)  # step 0: no checkpoint yet, the seed's initial state
     while step < config.steps:
         for group_lr in optim.param_groups:
             group_lr["lr"] = gpt.learning_rate(config, step)
@@ -261,6 +239,39 @@ def run_restart(config: TrainConfig, out: Path) -> None:
             _after_step(config, rec, net, optim, corpus, checkpoint, step)
     rec.job_end("completed")
     dist.destroy_process_group()
+
+
+def _join_attempt(config: TrainConfig, rank: int, world: int, attempt: int) -> None:
+    """Join this restart attempt's process group (Gloo over torchrun's store)."""
+    import torch.distributed as dist
+
+    # torchrun keeps one store across restarts; a fresh key prefix per attempt keeps the new Gloo
+    # mesh from reading the dead attempt's addresses ("Connection refused" at connectFullMesh).
+    hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    base = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world,
+        is_master=rank == 0 and not hosted,
+        timeout=timedelta(seconds=60),
+    )
+    dist.init_process_group(
+        config.backend,
+        store=dist.PrefixStore(f"attempt{attempt}", base),
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=60),
+    )
+
+
+def _resume(checkpoint: Path, net: torch.nn.Module, optim: torch.optim.Optimizer) -> int:
+    """Load the last checkpoint into ``net`` and ``optim``; the step it was saved at (0: none)."""
+    if not checkpoint.exists():
+        return 0
+    state = torch.load(checkpoint, weights_only=True)
+    net.load_state_dict(state["model"])
+    optim.load_state_dict(state["optim"])
+    return int(state["step"])
 
 
 def _after_step(

@@ -10,6 +10,7 @@ from gpuyield.errors import FieldError, GpuyieldError
 from gpuyield.times import iso_utc
 from gpuyield.whatif.fit import fit_cluster
 from gpuyield.whatif.model import ClusterFit
+from gpuyield.whatif.price import FLAG_SOURCE, GpuHourPrice
 from gpuyield.whatif.project import SEEDS, Projection, project
 from gpuyield.whatif.remedies import (
     DEFAULT_REMEDIES,
@@ -102,11 +103,17 @@ def run_whatif(
     horizon_days = None if horizon is None else parse_duration_s(horizon, "whatif.horizon") / 86400
     fit = fit_cluster(db, since_s=since_s, until_s=until_s)
     days = fit.days if horizon_days is None else horizon_days
-    base = scenario_file(fit).to_dict()
+    base = scenario_file(fit).scenario()
     parsed = [parse_remedy(text, fit, base) for text in texts]
     check = replay_check(fit, seeds=replay_seeds, tolerance=tolerance)
     if not check.passed and not force:
         raise ProjectionRefused(check, fit)
+    # The flag wins; without it, the manifest's [prices] (the source says which, or why none).
+    price = (
+        fit.price
+        if price_per_gpu_hour is None
+        else GpuHourPrice(usd_per_gpu_hour=price_per_gpu_hour, source=FLAG_SOURCE)
+    )
     return project(
         fit,
         parsed,
@@ -114,8 +121,8 @@ def run_whatif(
         horizon_days=days,
         seeds=seeds,
         uncertainty=uncertainty,
-        price_per_gpu_hour=price_per_gpu_hour,
-        price_source="--price-per-gpu-hour" if price_per_gpu_hour is not None else "",
+        price_per_gpu_hour=price.usd_per_gpu_hour,
+        price_source=price.source,
         forced=not check.passed,
     )
 

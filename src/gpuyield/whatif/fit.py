@@ -25,6 +25,7 @@ from gpuyield.whatif.maintenance import maintenance_windows
 from gpuyield.whatif.model import ClusterFit, Evidence, LedgerShares
 from gpuyield.whatif.outages import Outage, read_outages
 from gpuyield.whatif.params import Parameter, Status, fitted, stated
+from gpuyield.whatif.price import manifest_price
 from gpuyield.whatif.stats import median_estimate, poisson_rate, proportion
 
 
@@ -78,6 +79,7 @@ def _fit(con: duckdb.DuckDBPyConnection, ledger: Ledger, db: str) -> ClusterFit:
         notes=tuple(
             fleet.notes + lineage.notes + research.notes + plan.notes + _assumed_notes(params)
         ),
+        price=manifest_price(ledger),
     )
 
 

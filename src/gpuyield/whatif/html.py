@@ -1,7 +1,8 @@
 """The HTML section "What each remedy buys on this cluster", on the report's page template.
 
-Built from the projection's ``to_dict()`` (every figure carries its JSON key and value, as the
-report's page does), rendered by the report's autoescaped template (``report.page_model``).
+Built from the typed projection; every figure carries its ``--json`` key and value (the numbers
+``Projection.to_dict`` prints), as the report's page does. Rendered by the report's autoescaped
+template (``report.page_model``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from gpuyield.errors import InputError
 from gpuyield.report.page_model import Cell, Keyed, Kpi, Note, Page, Row, Section, Table, render
-from gpuyield.whatif.project import Projection
+from gpuyield.times import iso_utc
+from gpuyield.whatif.project import Projection, RemedyProjection
+from gpuyield.whatif.replay import ReplayCheck
 
 SECTION_TITLE = "What each remedy buys on this cluster"
 
@@ -32,69 +35,72 @@ def write_whatif_html(projection: Projection, path: Path) -> Path:
 
 def render_whatif(projection: Projection) -> str:
     """The whole HTML document."""
-    data = projection.to_dict()
     css = resources.files("gpuyield").joinpath("data/html/report.css").read_text(encoding="utf-8")
-    window = data["fit"]["window"]
-    base = data["baseline"]
+    fit = projection.fit
+    start, end = iso_utc(fit.start_s), iso_utc(fit.end_s)
+    base = projection.baseline.yield_.mean
     page = Page(
-        title=f"{SECTION_TITLE} {window['start']} .. {window['end']}",
+        title=f"{SECTION_TITLE} {start} .. {end}",
         css=css,
-        headline=Cell(
-            text=f"{base['yield']:.1%}", keyed=Keyed(key="baseline.yield", value=base["yield"])
-        ),
-        kpis=_kpis(data),
-        warnings=_warnings(data),
+        headline=Cell(text=f"{base:.1%}", keyed=Keyed(key="baseline.yield", value=base)),
+        kpis=_kpis(projection),
+        warnings=_warnings(projection),
         sections=(
             Section(
-                section_id="remedies", title=SECTION_TITLE, figure=None, blocks=_remedy_blocks(data)
+                section_id="remedies",
+                title=SECTION_TITLE,
+                figure=None,
+                blocks=_remedy_blocks(projection),
             ),
             Section(
                 section_id="check",
                 title="How well the fitted scenario replays the window",
                 figure=None,
-                blocks=(_check_table(data),),
+                blocks=(_check_table(projection.check),),
             ),
         ),
         version=_version(),
-        window=(window["start"], window["end"]),
+        window=(start, end),
     )
     return render(page)
 
 
-def _kpis(data: dict[str, Any]) -> tuple[Kpi, ...]:
-    low, high = data["baseline"]["yield_interval"]
-    price = data["price_per_gpu_hour"]
+def _kpis(p: Projection) -> tuple[Kpi, ...]:
+    interval = p.baseline.yield_.to_list()
+    price = p.price_per_gpu_hour
     return (
         Kpi(
             label="horizon",
-            text=f"{data['horizon_days']:g} days",
-            keyed=Keyed(key="horizon_days", value=data["horizon_days"]),
+            text=f"{p.horizon_days:g} days",
+            keyed=Keyed(key="horizon_days", value=p.horizon_days),
         ),
         Kpi(
             label="baseline interval",
-            text=f"{low:.1%} .. {high:.1%}",
-            keyed=Keyed(key="baseline.yield_interval", value=[low, high]),
+            text=f"{interval[0]:.1%} .. {interval[1]:.1%}",
+            keyed=Keyed(key="baseline.yield_interval", value=interval),
         ),
-        Kpi(label="draws", text=str(data["seeds"]), keyed=Keyed(key="seeds", value=data["seeds"])),
+        Kpi(label="draws", text=str(p.seeds), keyed=Keyed(key="seeds", value=p.seeds)),
         Kpi(
             label="price per GPU-hour",
-            text="none given" if price is None else f"${price:g} ({data['price_source']})",
+            text=(
+                f"${price:g} ({p.price_source})"
+                if price is not None
+                else p.price_source or "none given"
+            ),
             keyed=Keyed(key="price_per_gpu_hour", value=price),
         ),
     )
 
 
-def _warnings(data: dict[str, Any]) -> tuple[Cell, ...]:
-    if not data["check"]["forced"]:
+def _warnings(p: Projection) -> tuple[Cell, ...]:
+    if not p.forced:
         return ()
-    text = "The fit's check FAILED; projected anyway (--force): " + "; ".join(
-        data["check"]["reasons"]
-    )
+    text = "The fit's check FAILED; projected anyway (--force): " + "; ".join(p.check.reasons)
     return (Cell(text=text, keyed=Keyed(key="check.forced", value=True)),)
 
 
-def _remedy_blocks(data: dict[str, Any]) -> tuple[Table | Note, ...]:
-    priced = data["price_per_gpu_hour"] is not None
+def _remedy_blocks(p: Projection) -> tuple[Table | Note, ...]:
+    priced = p.price_per_gpu_hour is not None
     headers = (
         "rank",
         "remedy",
@@ -105,57 +111,58 @@ def _remedy_blocks(data: dict[str, Any]) -> tuple[Table | Note, ...]:
         "interval",
         "idle GPU-hours filled",
     )
-    rows = tuple(
-        _remedy_row(rank, name, data["remedies"][name], priced=priced)
-        for rank, name in enumerate(data["ranking"], start=1)
-    )
+    # ``remedies`` is in ranking order, best first.
+    rows = tuple(_remedy_row(rank, r, priced=priced) for rank, r in enumerate(p.remedies, start=1))
     ranking = Table(
-        caption=f"Remedies ranked by the yield they add over {data['horizon_days']:g} days "
+        caption=f"Remedies ranked by the yield they add over {p.horizon_days:g} days "
         "(95% intervals over draws)",
         headers=headers + (("dollars gained",) if priced else ()),
         rows=rows,
     )
-    return (ranking, _moved_table(data), *_assumption_notes(data))
+    return (ranking, _moved_table(p), *_assumption_notes(p))
 
 
-def _remedy_row(rank: int, name: str, r: dict[str, Any], *, priced: bool) -> Row:
+def _remedy_row(rank: int, r: RemedyProjection, *, priced: bool) -> Row:
+    name = r.remedy.name
     key = f"remedies.{name}"
-    gain_low, gain_high = r["yield_gain_interval"]
-    hours_low, hours_high = r["gpu_hours_gained_interval"]
-    idle = r["gpu_hours_moved"]["idle"]
+    yield_, gain, hours = r.outcome.yield_.mean, r.yield_gain, r.gpu_hours_gained
+    idle = r.outcome.gpu_hours["idle"].mean
     cells = [
         Cell(text=str(rank), num=True),
         Cell(text=name),
-        _keyed(f"{r['yield']:.1%}", f"{key}.yield", r["yield"]),
-        _keyed(f"{r['yield_gain'] * 100:+.2f}", f"{key}.yield_gain", r["yield_gain"]),
-        Cell(text=f"{gain_low * 100:+.2f} .. {gain_high * 100:+.2f}", num=True),
-        _keyed(f"{r['gpu_hours_gained']:+,.0f}", f"{key}.gpu_hours_gained", r["gpu_hours_gained"]),
-        Cell(text=f"{hours_low:+,.0f} .. {hours_high:+,.0f}", num=True),
+        _keyed(f"{yield_:.1%}", f"{key}.yield", yield_),
+        _keyed(f"{gain.mean * 100:+.2f}", f"{key}.yield_gain", gain.mean),
+        Cell(text=f"{gain.low * 100:+.2f} .. {gain.high * 100:+.2f}", num=True),
+        _keyed(f"{hours.mean:+,.0f}", f"{key}.gpu_hours_gained", hours.mean),
+        Cell(text=f"{hours.low:+,.0f} .. {hours.high:+,.0f}", num=True),
         # Idle filled is idle moved with the sign turned: the key holds the moved figure.
         _keyed(f"{-idle:,.0f}", f"{key}.gpu_hours_moved.idle", idle),
     ]
-    if priced:
-        dollars = r["dollars_gained"]
+    if priced and r.dollars_gained is not None:
+        dollars = r.dollars_gained.mean
         cells.append(_keyed(_dollars(dollars), f"{key}.dollars_gained", dollars))
     return Row(cells=tuple(cells))
 
 
-def _moved_table(data: dict[str, Any]) -> Table:
-    categories = list(data["baseline"]["gpu_hours"])
-    base = data["baseline"]["gpu_hours"]
+def _moved_table(p: Projection) -> Table:
+    base = p.baseline.gpu_hours
+    categories = list(base)
     baseline = Row(
         cells=(
             Cell(text="baseline (GPU-hours)"),
-            *(_keyed(f"{base[c]:,.0f}", f"baseline.gpu_hours.{c}", base[c]) for c in categories),
+            *(
+                _keyed(f"{base[c].mean:,.0f}", f"baseline.gpu_hours.{c}", base[c].mean)
+                for c in categories
+            ),
         ),
         css_class="total",
     )
     rows = [baseline]
-    for name in data["ranking"]:
-        moved = data["remedies"][name]["gpu_hours_moved"]
-        key = f"remedies.{name}.gpu_hours_moved"
-        cells = (_keyed(f"{moved[c]:+,.0f}", f"{key}.{c}", moved[c]) for c in categories)
-        rows.append(Row(cells=(Cell(text=name), *cells)))
+    for r in p.remedies:
+        moved = r.outcome.gpu_hours
+        key = f"remedies.{r.remedy.name}.gpu_hours_moved"
+        cells = (_keyed(f"{moved[c].mean:+,.0f}", f"{key}.{c}", moved[c].mean) for c in categories)
+        rows.append(Row(cells=(Cell(text=r.remedy.name), *cells)))
     return Table(
         caption="GPU-hours each remedy moves between categories",
         headers=("", *categories),
@@ -168,38 +175,33 @@ def _keyed(text: str, key: str, value: Any) -> Cell:
     return Cell(text=text, num=True, keyed=Keyed(key=key, value=value))
 
 
-def _assumption_notes(data: dict[str, Any]) -> list[Note]:
+def _assumption_notes(p: Projection) -> list[Note]:
     notes = []
-    for name in data["ranking"]:
-        r = data["remedies"][name]
-        notes += [Note(text=f"{name} assumes {a}") for a in r["assumptions"]]
-        notes += [Note(text=f"{name} does not apply: {a}") for a in r["not_applicable"]]
-    notes += [Note(text=f"fit: {n}") for n in data["fit"]["notes"]]
+    for r in p.remedies:
+        name = r.remedy.name
+        notes += [Note(text=f"{name} assumes {a}") for a in r.remedy.assumptions]
+        notes += [Note(text=f"{name} does not apply: {a}") for a in r.remedy.not_applicable]
+    notes += [Note(text=f"fit: {n}") for n in p.fit.notes]
     return notes
 
 
-def _check_table(data: dict[str, Any]) -> Table:
-    check = data["check"]
+def _check_table(check: ReplayCheck) -> Table:
     rows = tuple(
         Row(
             cells=(
-                Cell(text=c["category"]),
-                _keyed(f"{c['real']:.1%}", f"check.{c['category']}.real", c["real"]),
-                _keyed(
-                    f"{c['replay_mean']:.1%}",
-                    f"check.{c['category']}.replay_mean",
-                    c["replay_mean"],
-                ),
-                Cell(text=f"+-{c['allowed']:.1%}", num=True),
-                Cell(text="missed" if c["missed"] else "ok"),
+                Cell(text=c.category),
+                _keyed(f"{c.real:.1%}", f"check.{c.category}.real", c.real),
+                _keyed(f"{c.replay_mean:.1%}", f"check.{c.category}.replay_mean", c.replay_mean),
+                Cell(text=f"+-{c.allowed:.1%}", num=True),
+                Cell(text="missed" if c.missed else "ok"),
             )
         )
-        for c in check["categories"]
+        for c in check.categories
     )
     caption = (
         f"Share of installed GPU-time, real against the replay of the fitted scenario "
-        f"({check['seeds']} seeds, tolerance {check['tolerance']:.0%} plus the replay's prediction interval): "
-        + ("passed" if check["passed"] else "failed")
+        f"({check.seeds} seeds, tolerance {check.tolerance:.0%} plus the replay's prediction interval): "
+        + ("passed" if check.passed else "failed")
     )
     return Table(caption=caption, headers=("category", "real", "replay", "allowed", ""), rows=rows)
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpuyield.times import iso_utc
 from gpuyield.whatif.fit_lineage import LineageShape
 from gpuyield.whatif.maintenance import MaintenanceShape
 from gpuyield.whatif.params import MIN_EVENTS, Parameter
+from gpuyield.whatif.price import GpuHourPrice
 from gpuyield.whatif.stats import LEVEL
 
 
@@ -90,6 +91,8 @@ class ClusterFit:
     evidence: Evidence
     notes: tuple[str, ...]
     """What could not be fitted, or was changed to fit the simulator."""
+    price: GpuHourPrice
+    """A GPU-hour's price under the manifest's ``[prices]`` (projections without a flag's)."""
 
     @property
     def days(self) -> float:
@@ -126,7 +129,7 @@ class ClusterFit:
             "interval_level": LEVEL,
             "min_events": MIN_EVENTS,
             "parameters": [p.to_dict() for p in self.parameters],
-            "lineage": [_shape_dict(s) for s in self.lineage],
+            "lineage": [asdict(s) for s in self.lineage],
             "research_classes": list(self.research_classes),
             "backfill_lineage_gaps": self.backfill,
             "maintenance": [m.to_dict() for m in self.maintenance],
@@ -136,19 +139,11 @@ class ClusterFit:
                 "yield": self.real.yield_,
             },
             "evidence": {
-                "down_by_reason": [_vars_of(r) for r in self.evidence.down_by_reason],
-                "job_mix": [_vars_of(r) for r in self.evidence.job_mix],
-                "idle_stretches": _vars_of(self.evidence.idle),
+                "down_by_reason": [asdict(r) for r in self.evidence.down_by_reason],
+                "job_mix": [asdict(r) for r in self.evidence.job_mix],
+                # Flat records of scalars: asdict is each one's fields, in order.
+                "idle_stretches": asdict(self.evidence.idle),
             },
             "notes": list(self.notes),
             "refusals": list(self.refusals),
         }
-
-
-def _shape_dict(shape: LineageShape) -> dict[str, Any]:
-    return _vars_of(shape)
-
-
-def _vars_of(record: object) -> dict[str, Any]:
-    """A slotted record's fields as a dict (JSON serializer)."""
-    return {name: getattr(record, name) for name in record.__slots__}  # type: ignore[attr-defined]

@@ -14,7 +14,6 @@ are not progress. They are booked here as ``failed`` (hardware), which is what t
 
 from __future__ import annotations
 
-import copy
 import math
 import statistics
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from gpuyield.categories import Category
-from gpuyield.simulate import compute_truth, scenario_from_dict, simulate
+from gpuyield.simulate import Scenario, compute_truth, simulate
 from gpuyield.whatif.model import ClusterFit
 from gpuyield.whatif.remedies import Remedy, apply_remedy
 from gpuyield.whatif.replay import ReplayCheck
@@ -168,16 +167,15 @@ def project(
     installed = 0.0
     for draw in range(seeds):
         values = draw_values(fit, draw) if uncertainty else fit.values()
-        data = scenario_file(fit, values, days=horizon_days, seed=draw).to_dict()
-        base = simulated_categories(data)
+        scenario = scenario_file(fit, values, days=horizon_days, seed=draw).scenario()
+        base = simulated_categories(scenario)
         installed = base.installed_gpu_seconds
         base_runs.append(base.categories)
         for index, remedy in enumerate(remedies):
             if len(remedy.not_applicable) == len(remedy.parts):
                 remedy_runs[index].append(base.categories)  # it changes nothing here
                 continue
-            changed = copy.deepcopy(data)
-            apply_remedy(remedy, changed, fit)
+            changed = apply_remedy(remedy, scenario, fit)
             remedy_runs[index].append(simulated_categories(changed).categories)
     baseline = _outcome(base_runs, installed)
     projected = [
@@ -214,10 +212,9 @@ class SimulatedCategories:
     installed_gpu_seconds: float
 
 
-def simulated_categories(data: dict[str, Any]) -> SimulatedCategories:
-    """GPU-seconds per category of one simulation of the scenario tables ``data`` (the time a
-    run that drops failed replicas did not progress booked as failed)."""
-    scenario = scenario_from_dict(data, origin="<whatif>")
+def simulated_categories(scenario: Scenario) -> SimulatedCategories:
+    """GPU-seconds per category of one simulation of ``scenario`` (the time a run that drops
+    failed replicas did not progress booked as failed)."""
     result = simulate(scenario)
     truth = compute_truth(result)
     categories = {k: float(v) for k, v in truth.categories.items()}

@@ -3,7 +3,7 @@
 A remedy is written ``name`` or ``name=value`` (``drop-replicas``, ``checkpoint=20m``,
 ``checkpoint=optimal``, ``fill-idle``, ``ladder``, ``repair=12h``, ``spares=4``); several joined
 with ``+`` are applied together. Durations read as ``30s``, ``20m``, ``12h``, ``2d`` (or plain
-seconds), counts as ``4``, ``16k``. Each remedy changes the scenario's TOML tables and states
+seconds), counts as ``4``, ``16k``. Each remedy changes the simulator's scenario and states
 what it assumes; the costs of dropping failed replicas are the ones ``python -m bench ft``
 measured on real drop and restart runs (``gpuyield/data/calibration/ft-costs.toml``), scaled to
 each run's size by the rules in docs/simulate.md.
@@ -11,7 +11,7 @@ each run's size by the rules in docs/simulate.md.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuyield.errors import FieldError, InputError
+from gpuyield.simulate import Scenario
 from gpuyield.simulate.ft_costs import load_ft_calibration
+from gpuyield.simulate.scenario import LineageConfig, Policy
 from gpuyield.whatif.model import ClusterFit
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -51,8 +53,16 @@ class Remedy:
         }
 
 
-Editor = Callable[[dict[str, Any], ClusterFit, str], str]
-"""Changes the scenario tables in place for a remedy's value; returns what it assumed."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Edit:
+    """A scenario with one remedy applied, and what the remedy assumed, in words."""
+
+    scenario: Scenario
+    said: str
+
+
+Editor = Callable[[Scenario, ClusterFit, str], Edit]
+"""Applies a remedy with its value to a scenario (validated as a file would be)."""
 
 
 def parse_duration_s(text: str, field: str) -> float:
@@ -97,15 +107,15 @@ def check_remedy(text: str) -> None:
             _VALUE_CHECKS[name](value)
 
 
-def parse_remedy(text: str, fit: ClusterFit, base: dict[str, Any]) -> Remedy:
+def parse_remedy(text: str, fit: ClusterFit, base: Scenario) -> Remedy:
     """A remedy as written, checked against what the fit can change; ``base`` is the fitted
-    scenario's tables (a copy is changed to say what the remedy assumes)."""
+    scenario (the remedy is applied to it to say what it assumes)."""
     parts = tuple(p.strip() for p in text.split("+") if p.strip())
     if not parts:
         raise FieldError("whatif.remedy", "must name a remedy", example="drop-replicas")
     assumptions: list[str] = []
     missing: list[str] = []
-    probe = copy.deepcopy(base)
+    probe = base
     for part in parts:
         name, _, value = part.partition("=")
         if name not in EDITORS:
@@ -117,18 +127,21 @@ def parse_remedy(text: str, fit: ClusterFit, base: dict[str, Any]) -> Remedy:
         if reason:
             missing.append(f"{part}: {reason}")
             continue
-        assumptions.append(f"{part}: {EDITORS[name](probe, fit, value)}")
+        edit = EDITORS[name](probe, fit, value)
+        probe = edit.scenario
+        assumptions.append(f"{part}: {edit.said}")
     return Remedy(
         name=text, parts=parts, assumptions=tuple(assumptions), not_applicable=tuple(missing)
     )
 
 
-def apply_remedy(remedy: Remedy, data: dict[str, Any], fit: ClusterFit) -> None:
-    """Change the scenario tables ``data`` in place (parts that do not apply change nothing)."""
+def apply_remedy(remedy: Remedy, scenario: Scenario, fit: ClusterFit) -> Scenario:
+    """``scenario`` with the remedy applied (parts that do not apply change nothing)."""
     for part in remedy.parts:
         name, _, value = part.partition("=")
         if not applicable(name, fit):
-            EDITORS[name](data, fit, value)
+            scenario = EDITORS[name](scenario, fit, value).scenario
+    return scenario
 
 
 def applicable(name: str, fit: ClusterFit) -> str:
@@ -148,45 +161,54 @@ def applicable(name: str, fit: ClusterFit) -> str:
     return ""
 
 
-def _drop(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
+def _drop(scenario: Scenario, fit: ClusterFit, value: str) -> Edit:
     del value
     cal = load_ft_calibration()
     said = []
-    for run in data["lineage"]:
-        costs = cal.costs_at(run["num_gpus"])
-        run["policy"] = "drop"
-        run["replica_nodes"] = max(cal.gpus_per_group // fit.gpus_per_node, 1)
-        run["drop_stall_s"] = round(costs.detection_s, 3)
-        run["drop_rejoin_s"] = round(costs.rejoin_s, 3)
+    runs = []
+    for run in scenario.lineage:
+        costs = cal.costs_at(run.num_gpus)
+        runs.append(
+            dataclasses.replace(
+                run,
+                policy=Policy.DROP,
+                replica_nodes=max(cal.gpus_per_group // fit.gpus_per_node, 1),
+                drop_stall_s=round(costs.detection_s, 3),
+                drop_rejoin_s=round(costs.rejoin_s, 3),
+            )
+        )
         said.append(
-            f"{run['name']} drops a failed {cal.gpus_per_group}-GPU replica: survivors stall "
+            f"{run.name} drops a failed {cal.gpus_per_group}-GPU replica: survivors stall "
             f"{costs.detection_s:.1f} s, it rejoins after {costs.rejoin_s:.1f} s on a free spare "
-            f"(the run keeps {run.get('spare_nodes', 0)}; with none free it waits for its node's "
+            f"(the run keeps {run.spare_nodes}; with none free it waits for its node's "
             "repair)"
         )
-    return (
-        "; ".join(said)
+    return Edit(
+        scenario=dataclasses.replace(scenario, lineage=tuple(runs)),
+        said="; ".join(said)
         + f" (measured in {cal.path} by python -m bench ft and scaled to each run's replica "
-        f"groups; the spare is hot: replacement_s = {cal.replacement_s:g})"
+        f"groups; the spare is hot: replacement_s = {cal.replacement_s:g})",
     )
 
 
-def _checkpoint(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
+def _checkpoint(scenario: Scenario, fit: ClusterFit, value: str) -> Edit:
     if value == "optimal":
-        return _optimal_checkpoint(data, fit)
+        return _optimal_checkpoint(scenario, fit)
     interval = round(parse_duration_s(value, "whatif.remedy.checkpoint"))
-    for run in data["lineage"]:
-        _set_interval(run, interval)
-    return f"every lineage run checkpoints every {interval} s; each write stalls as fitted"
+    runs = tuple(_with_interval(run, interval) for run in scenario.lineage)
+    return Edit(
+        scenario=dataclasses.replace(scenario, lineage=runs),
+        said=f"every lineage run checkpoints every {interval} s; each write stalls as fitted",
+    )
 
 
-def _set_interval(run: dict[str, Any], interval: int) -> None:
-    # The simulator's defaults where the tables leave a key out (startup_s 300, write 30 s).
-    floor = run.get("startup_s", 300) + run.get("checkpoint_write_s", 30) + 1
-    run["checkpoint_interval_s"] = max(interval, floor)
+def _with_interval(run: LineageConfig, interval: int) -> LineageConfig:
+    # An interval must hold the start-up and a write (the simulator's rule).
+    floor = run.startup_s + run.checkpoint_write_s + 1
+    return dataclasses.replace(run, checkpoint_interval_s=max(interval, floor))
 
 
-def _optimal_checkpoint(data: dict[str, Any], fit: ClusterFit) -> str:
+def _optimal_checkpoint(scenario: Scenario, fit: ClusterFit) -> Edit:
     """Young's interval sqrt(2 delta M) for each run, with M the run's fitted mean time between
     failures (hardware and software rates times its nodes)."""
     values = fit.values()
@@ -194,58 +216,74 @@ def _optimal_checkpoint(data: dict[str, Any], fit: ClusterFit) -> str:
         values.get("failures.hardware_total", 0.0) + values.get("failures.rate.software", 0.0)
     ) / (1000 * 86400)
     said = []
-    for run, shape in zip(data["lineage"], fit.lineage, strict=True):
+    runs = []
+    for run, shape in zip(scenario.lineage, fit.lineage, strict=True):
         nodes = shape.num_gpus // fit.gpus_per_node
         mtbf = 1 / (per_node_s * nodes) if per_node_s > 0 else math.inf
-        delta = max(run.get("checkpoint_write_s", 30), 1)
+        delta = max(run.checkpoint_write_s, 1)
         interval = round(math.sqrt(2 * delta * mtbf)) if math.isfinite(mtbf) else 86400
-        _set_interval(run, interval)
-        said.append(f"{shape.name} every {run['checkpoint_interval_s']} s")
-    return "Young's interval sqrt(2 x write x mean time between failures): " + ", ".join(said)
-
-
-def _fill_idle(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
-    del fit, value
-    if "research" in data:
-        data["research"]["backfill_lineage_gaps"] = True
-    return (
-        "research jobs run on lineage nodes while no lineage run holds them and are preempted "
-        "(requeued) when the run takes the nodes back; the research demand is as fitted"
+        runs.append(_with_interval(run, interval))
+        said.append(f"{shape.name} every {runs[-1].checkpoint_interval_s} s")
+    return Edit(
+        scenario=dataclasses.replace(scenario, lineage=tuple(runs)),
+        said="Young's interval sqrt(2 x write x mean time between failures): " + ", ".join(said),
     )
 
 
-def _ladder(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
+def _fill_idle(scenario: Scenario, fit: ClusterFit, value: str) -> Edit:
     del fit, value
-    if "research" in data:
-        data["research"]["ladder_skip_share"] = 0.0
-    return "every job climbs the scaling ladder: none skips its lower rung"
+    research = scenario.research
+    if research.enabled:
+        research = dataclasses.replace(research, backfill_lineage_gaps=True)
+    return Edit(
+        scenario=dataclasses.replace(scenario, research=research),
+        said="research jobs run on lineage nodes while no lineage run holds them and are "
+        "preempted (requeued) when the run takes the nodes back; the research demand is as "
+        "fitted",
+    )
 
 
-def _repair(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
+def _ladder(scenario: Scenario, fit: ClusterFit, value: str) -> Edit:
+    del fit, value
+    research = scenario.research
+    if research.enabled:
+        research = dataclasses.replace(research, ladder_skip_share=0.0)
+    return Edit(
+        scenario=dataclasses.replace(scenario, research=research),
+        said="every job climbs the scaling ladder: none skips its lower rung",
+    )
+
+
+def _repair(scenario: Scenario, fit: ClusterFit, value: str) -> Edit:
     del fit
     mean = round(parse_duration_s(value, "whatif.remedy.repair"))
-    data.setdefault("failures", {})["repair_mean_s"] = mean
-    return f"failed nodes are back in {mean} s on average (exponential), faster parts or staff"
+    failures = dataclasses.replace(scenario.failures, repair_mean_s=mean)
+    return Edit(
+        scenario=dataclasses.replace(scenario, failures=failures),
+        said=f"failed nodes are back in {mean} s on average (exponential), faster parts or staff",
+    )
 
 
-def _spares(data: dict[str, Any], fit: ClusterFit, value: str) -> str:
+def _spares(scenario: Scenario, fit: ClusterFit, value: str) -> Edit:
     count = parse_count(value, "whatif.remedy.spares")
-    added = 0
-    for run in data["lineage"]:
-        run["policy"] = "spares"
-        added += max(count - run.get("spare_nodes", 0), 0)
-        run["spare_nodes"] = max(run.get("spare_nodes", 0), count)
-    # The spares come from the research nodes: maintenance windows move up with them.
+    added = sum(max(count - run.spare_nodes, 0) for run in scenario.lineage)
+    runs = tuple(
+        dataclasses.replace(run, policy=Policy.SPARES, spare_nodes=max(run.spare_nodes, count))
+        for run in scenario.lineage
+    )
+    # The spares come from the research nodes: maintenance windows move up with them (and a
+    # window left with no node is dropped).
     kept = []
-    for window in data.get("maintenance", []):
-        window["first_node"] += added
-        window["num_nodes"] = min(window["num_nodes"], fit.num_nodes - window["first_node"])
-        if window["num_nodes"] > 0:
-            kept.append(window)
-    data["maintenance"] = kept
-    return (
-        f"each lineage run keeps {count} hot spare nodes (taken from research) and restarts on "
-        f"one after the simulator's spare_swap_s (30 s); {fit.gpus_per_node * count} GPUs each"
+    for window in scenario.maintenance:
+        first = window.first_node + added
+        num = min(window.num_nodes, fit.num_nodes - first)
+        if num > 0:
+            kept.append(dataclasses.replace(window, first_node=first, num_nodes=num))
+    return Edit(
+        scenario=dataclasses.replace(scenario, lineage=runs, maintenance=tuple(kept)),
+        said=f"each lineage run keeps {count} hot spare nodes (taken from research) and restarts "
+        f"on one after the simulator's spare_swap_s (30 s); {fit.gpus_per_node * count} GPUs "
+        "each",
     )
 
 

@@ -13,7 +13,6 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from gpuyield.errors import ParseError
 from gpuyield.ingest.telemetry.records import (
@@ -36,6 +35,9 @@ MAX_LINE_BYTES = 1 << 20
 #: Records one file may hold: a line a step for ten million steps (Llama 3 405B trained for
 #: about 1.2M); the records are held in memory, so past this the file is split by run.
 MAX_RECORDS = 10_000_000
+#: A JSON value as ``json.loads`` returns it; a line's object is read field by field by ``_Line``,
+#: which checks each field's type and builds the typed records.
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 _NOT_OURS = "gpuyield.Recorder writes one short JSON object a line; is this file its log?"
 
 
@@ -44,7 +46,7 @@ class _Line:
 
     __slots__ = ("data", "line", "path")
 
-    def __init__(self, data: dict[str, Any], path: Path, line: int) -> None:
+    def __init__(self, data: dict[str, JsonValue], path: Path, line: int) -> None:
         self.data = data
         self.path = path
         self.line = line
@@ -200,7 +202,7 @@ def _record(line: _Line, last_start: JobStart | None) -> Record:
         raise line.error(str(error)) from error
 
 
-def _parse(path: Path, raw: bytes, number: int) -> dict[str, Any] | None:
+def _parse(path: Path, raw: bytes, number: int) -> dict[str, JsonValue] | None:
     """One line parsed; None where it is not JSON (a candidate torn line)."""
     try:
         value = json.loads(raw)

@@ -10,7 +10,6 @@ then add up to the ledger's own totals, category by category (checked).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import ibis
 import ibis.expr.types as ir
@@ -65,10 +64,12 @@ def split_by_class(
     """Every class's GPU-seconds per category and subcategory, checked against the ledger."""
     installed = _installed(ledger, node_class)
     used: dict[int, dict[str, float]] = {c: {} for c in installed}
-    for row in _down(ledger, node_class) + _jobs(backend, ledger, node_class):
-        cats = used.setdefault(int(row["class_id"]), {})
-        for key in _keys(row["category"], row["subcategory"]):
-            cats[key] = cats.get(key, 0.0) + float(row["gpu_s"])
+    # Down time first, then jobs': the order the sums were always taken in.
+    for part in (_down(ledger, node_class), _jobs(backend, ledger, node_class)):
+        for row in part.to_pyarrow().to_pylist():
+            cats = used.setdefault(int(row["class_id"]), {})
+            for key in _keys(row["category"], row["subcategory"]):
+                cats[key] = cats.get(key, 0.0) + float(row["gpu_s"])
     totals = {}
     for class_id, cats in used.items():
         installed_s = installed.get(class_id, 0.0)
@@ -95,24 +96,24 @@ def _installed(ledger: Ledger, node_class: ir.Table) -> dict[int, float]:
     return {int(r["class_id"]): float(r["gpu_s"] or 0.0) for r in rows}
 
 
-def _down(ledger: Ledger, node_class: ir.Table) -> list[dict[str, Any]]:
+def _down(ledger: Ledger, node_class: ir.Table) -> ir.Table:
+    """``class_id, category, subcategory, gpu_s``: down GPU-seconds per class."""
     down = ledger.down.join(node_class, ["cluster", "node"])
     gpu_s = ((down.end_s - down.start_s) * down.gpus).sum()
-    grouped = down.group_by(["class_id", "category", "subcategory"]).aggregate(gpu_s=gpu_s)
-    return list(grouped.to_pyarrow().to_pylist())
+    return down.group_by(["class_id", "category", "subcategory"]).aggregate(gpu_s=gpu_s)
 
 
-def _jobs(backend: ibis.BaseBackend, ledger: Ledger, node_class: ir.Table) -> list[dict[str, Any]]:
-    """Job segments (and allocated-idle moves) per class: each job's by its shares."""
+def _jobs(backend: ibis.BaseBackend, ledger: Ledger, node_class: ir.Table) -> ir.Table:
+    """Job segments (and allocated-idle moves) per class: each job's by its shares (columns as
+    ``_down``'s)."""
     segments = ledger.segments.filter(ledger.segments.job_key.notnull())
     gpu_s = (segments.end_s - segments.start_s) * segments.gpus
     per_job = segments.group_by(["job_key", "category", "subcategory"]).aggregate(gpu_s=gpu_s.sum())
     shares = job_shares(backend, ledger, node_class)
     joined = per_job.join(shares, "job_key")
-    grouped = joined.group_by(["class_id", "category", "subcategory"]).aggregate(
+    return joined.group_by(["class_id", "category", "subcategory"]).aggregate(
         gpu_s=(joined.gpu_s * joined.share).sum()
     )
-    return list(grouped.to_pyarrow().to_pylist())
 
 
 def _check(ledger: Ledger, totals: dict[int, ClassTotals]) -> None:

@@ -46,6 +46,23 @@ class TypePrice:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ChargedPrice:
+    """A price a GPU type's GPU-seconds were weighted by in dollars, and where it came from."""
+
+    usd_per_gpu_hour: float
+    source: str
+    """``prices 'h100'`` or ``prices.partitions.P 'h100'``: the table and the key that matched."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """One entry of ``weights.TYPE`` in the dollars ledger (docs/contracts.md)."""
+        return {"usd_per_gpu_hour": self.usd_per_gpu_hour, "source": self.source}
+
+
+Weight = float | list[ChargedPrice]
+"""Of one GPU type: its weight per GPU-second, or in dollars the prices its GPUs were charged."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class GpuType:
     """The ledger of one GPU type (a catalog model, or a name the catalog lacks)."""
 
@@ -105,7 +122,7 @@ class WeightedLedger:
     installed: float
     categories: dict[str, float]
     subcategories: dict[str, float]
-    weights: dict[str, Any]
+    weights: dict[str, Weight]
     """Per GPU type, the weight of one of its GPU-seconds (dollars: its prices per GPU-hour)."""
     basis: str
     """What the weight is (the reference peak; the prices' source and basis)."""
@@ -130,7 +147,10 @@ class WeightedLedger:
             "subcategories": self.subcategories,
             "yield": self.yield_,
             "waste": self.waste,
-            "weights": self.weights,
+            "weights": {
+                k: [p.to_dict() for p in w] if isinstance(w, list) else w
+                for k, w in self.weights.items()
+            },
             "basis": self.basis,
             "not_weighted_gpu_seconds": {
                 k: _number(v) for k, v in self.not_weighted_gpu_seconds.items()
@@ -303,7 +323,8 @@ def _in_unit(unit: str, classes: list[GpuClass], basis: str) -> WeightedLedger:
     installed = 0.0
     categories = {c.value: 0.0 for c in Category}
     subcategories: dict[str, float] = {}
-    weights: dict[str, Any] = {}
+    numbers: dict[str, float] = {}
+    charged: dict[str, list[ChargedPrice]] = {}
     missing: dict[str, float] = {}
     for part in classes:
         weight = part.weight(unit)
@@ -312,11 +333,14 @@ def _in_unit(unit: str, classes: list[GpuClass], basis: str) -> WeightedLedger:
             missing[key] = missing.get(key, 0.0) + totals.installed_gpu_seconds
             continue
         if unit == "dollars":
-            weights.setdefault(key, []).append(
-                {"usd_per_gpu_hour": part.gpu.usd_per_gpu_hour, "source": part.gpu.price_source}
+            gpu = part.gpu
+            # A dollar weight means a price: models._priced sets the price and its source together.
+            assert gpu.usd_per_gpu_hour is not None and gpu.price_source is not None
+            charged.setdefault(key, []).append(
+                ChargedPrice(usd_per_gpu_hour=gpu.usd_per_gpu_hour, source=gpu.price_source)
             )
         else:
-            weights[key] = weight
+            numbers[key] = weight
         installed += totals.installed_gpu_seconds * weight
         for k, v in totals.categories.items():
             categories[k] += v * weight
@@ -328,7 +352,8 @@ def _in_unit(unit: str, classes: list[GpuClass], basis: str) -> WeightedLedger:
         installed=installed,
         categories=categories,
         subcategories=dict(sorted(subcategories.items())),
-        weights=weights,
+        # One of the two is empty: in dollars every type states its prices, else its number.
+        weights={**numbers, **charged},
         basis=basis,
         not_weighted_gpu_seconds=missing,
     )
