@@ -30,6 +30,15 @@ def test_peak_rss_is_the_childs_own() -> None:
     assert small.peak_rss_mb < _ALLOC_MB / 2
 
 
+def test_cpu_seconds_are_the_childs_own() -> None:
+    # The child burns CPU until its own clock says 0.3 s: the bench must count at least that.
+    burn = "import time\nwhile time.process_time() < 0.3:\n    pass\n"
+    busy = measure([sys.executable, "-c", burn])
+    idle = measure([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    assert busy.cpu_s >= 0.3
+    assert idle.cpu_s < idle.wall_s - 0.4  # asleep, not on a CPU
+
+
 def test_the_parents_memory_does_not_leak_into_the_childs_peak() -> None:
     # Linux copies the parent's high-water mark into a forked child's ru_maxrss; the bench must
     # not report the generator's memory as the ledger's.
@@ -88,6 +97,29 @@ def test_ratio_and_targets_from_the_wall_times() -> None:
     assert out["meets_targets"] is True
     figures["report"]["peak_rss_mb"] = 5000.0
     assert derived(figures, size_mb=12.0)["meets_targets"] is False
+
+
+def test_issue_31_figures_compare_the_ingest_with_duckdbs_load_into_a_file() -> None:
+    # ingest 6 s at 1500 MB against DuckDB's load into a file, 4 s at 400 MB.
+    figures: dict[str, Any] = {
+        "jobs": 600,
+        "ingest": {"wall_s": 6.0, "cpu_s": 9.0, "peak_rss_mb": 1500.0},
+        "report": {"wall_s": 1.0, "peak_rss_mb": 300.0},
+        "bare_read": {
+            "count": {"wall_s": 2.0},
+            "materialise": {"wall_s": 3.0},
+            "into_file": {"wall_s": 4.0, "cpu_s": 7.5, "peak_rss_mb": 400.0},
+        },
+    }
+    out = derived(figures, size_mb=12.0)
+    assert out["ingest_to_into_file"] == 1.5
+    assert out["ingest_cpu_to_into_file"] == 1.2
+    assert out["ingest_rss_over_into_file_mb"] == 1100.0
+    assert out["meets_ingest_targets"] is False  # 1.1 GB above DuckDB's own peak
+    figures["ingest"]["peak_rss_mb"] = 1400.0
+    assert derived(figures, size_mb=12.0)["meets_ingest_targets"] is True
+    figures["ingest"]["wall_s"] = 6.5
+    assert derived(figures, size_mb=12.0)["meets_ingest_targets"] is False
 
 
 @pytest.fixture(scope="module")

@@ -147,6 +147,15 @@ def end_sql(began_sql: str, ended_sql: str, elapsed_sql: str, state_sql: str) ->
         CASE WHEN {state_sql} IN ({finished}) THEN {began_sql} + {elapsed_sql} END)"""
 
 
+def node_count_sql(node_list_sql: str) -> str:
+    """SQL: ``hostlist_size`` of a node list, without its regular expressions for the list of one
+    name most jobs have (no ``,``, ``[`` or ``]``), which names one node; NULL or '' names none. At 1M
+    jobs the macro's per-row list work was a tenth of the direct load's CPU time."""
+    multi_sql = " OR ".join(f"contains({node_list_sql}, {literal(c)})" for c in ",[]")
+    return f"""(CASE WHEN {node_list_sql} IS NULL OR {node_list_sql} = '' THEN CAST(0 AS DOUBLE)
+        WHEN {multi_sql} THEN hostlist_size({node_list_sql}) ELSE CAST(1 AS DOUBLE) END)"""
+
+
 def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:
     """(code, condition) pairs over the typed columns, added to ``sacct.typed_select``'s own."""
     finished = ", ".join(literal(s) for s in FINISHED_STATES)
@@ -157,7 +166,7 @@ def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str
     found += [
         ("gres", f"{gres_sql} IS NOT NULL AND gres_gpus IS NULL"),
         # Counted from the ranges, never expanded: n[0-9999999999] costs nothing to refuse.
-        ("nodes_cap", f"hostlist_size(node_list) > {literal(max_nodes)}"),
+        ("nodes_cap", f"{node_count_sql('node_list')} > {literal(max_nodes)}"),
         ("nodes_order", f"contains(node_list, '-') AND {descending_sql('node_list')}"),
         (
             "no_end",
@@ -169,7 +178,7 @@ def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str
             (
                 "nnodes_list",
                 "num_nodes IS NOT NULL AND node_list IS NOT NULL AND NOT is_step "
-                "AND num_nodes <> hostlist_size(node_list) "
+                f"AND num_nodes <> {node_count_sql('node_list')} "
                 # A job that ran 0 seconds held nothing: Slurm prints NNodes 0 for some of
                 # them beside the node it was placed on; no GPU time depends on the count.
                 "AND NOT coalesce(end_s = start_s OR elapsed_s = 0, false)",

@@ -45,7 +45,7 @@ def _job_columns_sql(ingest_id: int, line_sql: str) -> str:
         coalesce(submit_s, start_s, -1), name, user_name, account, partition, qos, state,
         state_raw, exit_code, start_s,
         -- No end: still running (or pending) at the capture; the ledger clips it at as_of.
-        end_s, num_gpus, gpu_types, coalesce(num_nodes, CAST(hostlist_size(node_list) AS BIGINT)),
+        end_s, num_gpus, gpu_types, coalesce(num_nodes, CAST({checks.node_count_sql("node_list")} AS BIGINT)),
         node_list, comment, reason, {literal(ingest_id)}, {line_sql},
         {_job_key_sql(ingest_id, line_sql)}, elapsed_s"""
 
