@@ -285,7 +285,7 @@ def run(*, quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     """``python -m bench lake [--quick | --jobs N]``; figures to ``bench/out/lake.json``."""
     parser = argparse.ArgumentParser(
-        prog="python -m bench lake",
+        prog="python -m bench.lake",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Figures go to bench/out/lake.json.",
