@@ -173,28 +173,19 @@ def _captured_table(
     )
 
 
+def _count_row(label: str, key: str, count: int) -> Row:
+    """A count the report's JSON also carries, under ``key``."""
+    return tr([td(label), td(str(count), keyed(key, count), num=True)])
+
+
 def _coverage_rows(figures: ReportFigures) -> list[Row]:
     report = figures.report
     return [
-        tr(
-            [
-                td("rejected input rows"),
-                td(
-                    str(report.rejected_rows),
-                    keyed("rejected_rows", report.rejected_rows),
-                    num=True,
-                ),
-            ]
-        ),
-        tr(
-            [
-                td("jobs that ran without a GPU count (their time is idle)"),
-                td(
-                    str(report.jobs_without_gpu_count),
-                    keyed("jobs_without_gpu_count", report.jobs_without_gpu_count),
-                    num=True,
-                ),
-            ]
+        _count_row("rejected input rows", "rejected_rows", report.rejected_rows),
+        _count_row(
+            "jobs that ran without a GPU count (their time is idle)",
+            "jobs_without_gpu_count",
+            report.jobs_without_gpu_count,
         ),
         tr(
             [
