@@ -19,6 +19,7 @@ from gpuyield.categories import Category
 from gpuyield.errors import ConservationError
 from gpuyield.estimate.catalog import Accelerator, get_accelerator
 from gpuyield.ledger.ledger import Ledger, stored_manifest_of
+from gpuyield.ledger.sums import json_number
 from gpuyield.ledger.weights.models import NodeGpu, fleet_models
 from gpuyield.ledger.weights.split import ClassTotals, node_class_table, split_by_class
 
@@ -102,13 +103,13 @@ class GpuType:
                 {
                     "usd_per_gpu_hour": p.usd_per_gpu_hour,
                     "source": p.source,
-                    "installed_gpu_seconds": _number(p.installed_gpu_seconds),
+                    "installed_gpu_seconds": json_number(p.installed_gpu_seconds),
                 }
                 for p in self.prices
             ],
-            "installed_gpu_seconds": _number(self.installed_gpu_seconds),
-            "categories": {k: _number(v) for k, v in self.categories.items()},
-            "subcategories": {k: _number(v) for k, v in self.subcategories.items()},
+            "installed_gpu_seconds": json_number(self.installed_gpu_seconds),
+            "categories": {k: json_number(v) for k, v in self.categories.items()},
+            "subcategories": {k: json_number(v) for k, v in self.subcategories.items()},
             "yield": _ratio(self.categories[Category.RELEASED.value], self.installed_gpu_seconds),
         }
 
@@ -153,7 +154,7 @@ class WeightedLedger:
             },
             "basis": self.basis,
             "not_weighted_gpu_seconds": {
-                k: _number(v) for k, v in self.not_weighted_gpu_seconds.items()
+                k: json_number(v) for k, v in self.not_weighted_gpu_seconds.items()
             },
         }
 
@@ -370,8 +371,3 @@ def _check_weighted(unit: str, installed: float, categories: dict[str, float]) -
 
 def _ratio(num: float, den: float) -> float | None:
     return None if den <= 0 else num / den
-
-
-def _number(value: float) -> float | int:
-    """Whole GPU-seconds print as integers, as in the rest of the report."""
-    return round(value) if abs(value - round(value)) < 1e-6 else value
