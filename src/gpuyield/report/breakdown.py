@@ -269,17 +269,12 @@ def _by_time(ledger: Ledger, bucket_s: int) -> list[BreakdownRow]:
 
 def bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int, dict[str, float]]:
     """GPU-seconds per bucket and category; idle is what the bucket's capacity has left."""
-    # Buckets generated in SQL rather than an ibis.memtable: a memtable is dropped by a finalizer
-    # that may run after the store's connection is closed, and it warns under pandas 3.
-    first = ibis.literal(starts[0], "int64")
-    after_last = ibis.literal(starts[-1] + 1, "int64")
-    buckets = ibis.range(first, after_last, bucket_s).unnest().name("bucket_s").as_table()
-    buckets = buckets.mutate(bucket_end_s=buckets.bucket_s + bucket_s)
-    segments = _clip(ledger.segments, buckets)
+    grid = _Grid(first_s=starts[0], last_s=starts[-1], bucket_s=bucket_s)
+    segments = _clip(ledger.segments, grid)
     by_category = segments.group_by(["bucket_s", "category"]).aggregate(
         gpu_s=exact_sum((segments.end_s - segments.start_s) * segments.gpus)
     )
-    capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), buckets)
+    capacity = _clip(ledger.capacity.mutate(gpus=ledger.capacity.num_gpus.cast("float64")), grid)
     installed = capacity.group_by("bucket_s").aggregate(
         gpu_s=exact_sum((capacity.end_s - capacity.start_s) * capacity.gpus)
     )
@@ -294,11 +289,35 @@ def bucket_totals(ledger: Ledger, bucket_s: int, starts: list[int]) -> dict[int,
     return out
 
 
-def _clip(table: ir.Table, buckets: ir.Table) -> ir.Table:
-    joined = table.join(
-        buckets, [table.start_s < buckets.bucket_end_s, table.end_s > buckets.bucket_s]
-    )
-    return joined.mutate(
-        start_s=ibis.greatest(joined.start_s, joined.bucket_s.cast("float64")),
-        end_s=ibis.least(joined.end_s, joined.bucket_end_s.cast("float64")),
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Grid:
+    """Buckets of ``bucket_s`` seconds starting at ``first_s``, the last one starting at
+    ``last_s``."""
+
+    first_s: int
+    last_s: int
+    bucket_s: int
+
+
+def _clip(table: ir.Table, grid: _Grid) -> ir.Table:
+    """One row per bucket a row of ``table`` overlaps (``bucket_s``, ``bucket_end_s``), its times
+    clipped to the bucket.
+
+    Each row's buckets come from its own times (a range per row, unnested), not from joining
+    every row with every bucket: DuckDB runs that range join as a nested loop, rows x buckets,
+    which on 10M jobs over 300 days by the hour is 10^11 comparisons (hours). The range holds
+    the buckets the join's ``start_s < bucket_end_s and end_s > bucket_s`` holds: from the bucket
+    the row starts in (or the first) to the last one starting before its end (or the last).
+    """
+    step = grid.bucket_s
+    start_s, end_s = table.start_s.cast("float64"), table.end_s.cast("float64")
+    from_start = ((start_s - grid.first_s) / step).floor().cast("int64") * step + grid.first_s
+    low = ibis.greatest(from_start, ibis.literal(grid.first_s, "int64"))
+    # A bucket start is whole seconds: it lies before end_s exactly when it lies before ceil.
+    high = ibis.least(end_s.ceil().cast("int64"), ibis.literal(grid.last_s + 1, "int64"))
+    cut = table.mutate(bucket_s=ibis.range(low, high, step).unnest())
+    cut = cut.mutate(bucket_end_s=cut.bucket_s + step)
+    return cut.mutate(
+        start_s=ibis.greatest(cut.start_s, cut.bucket_s.cast("float64")),
+        end_s=ibis.least(cut.end_s, cut.bucket_end_s.cast("float64")),
     )
