@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import resource
 import statistics
 import sys
@@ -277,12 +278,22 @@ def _projection_errors(data: dict[str, Any], fit: Any, seeds: int) -> dict[str, 
 
 def _timed(argv: list[str]) -> tuple[Any, dict[str, Any]]:
     """``measure`` plus the command's CPU time (user + system, from the reaped child's usage):
-    on a shared machine wall time says as much about the neighbours as about the command."""
+    on a shared machine wall time says as much about the neighbours as about the command, so the
+    figures also carry the load average (1 minute) as the command started and ended, and when."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     measured = measure(argv)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    figures = {**measured.figures(), "cpu_s": round(cpu_s, 1)}
+    figures = {
+        **measured.figures(),
+        "cpu_s": round(cpu_s, 1),
+        "started_utc": started,
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        # The command as a reader types it: the console script by name, paths as given.
+        "command": " ".join(["gpuyield", *argv[1:]]),
+    }
     # Each phase as it ends: a long run cut short still says what it measured.
     shown = {k: v for k, v in figures.items() if k != "stderr_tail"}
     print(f"{' '.join(argv[-8:])}: {json.dumps(shown)}", file=sys.stderr, flush=True)
@@ -299,9 +310,12 @@ def scale(num_jobs: int) -> dict[str, Any]:
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(params.window_start_s))
         gy = gpuyield_argv()
         window = ["--since", since, "--until", until]
-        _, ingest = _timed(
-            [*gy, "ingest", "slurm", "--dir", str(data.out_dir), "--db", str(db), *window]
-        )
+        # The generated window may run past this machine's clock (the 10M store ends in 2027):
+        # the capture's present is the window's end, as bench.ledger gives it.
+        ingest_argv = [*gy, "ingest", "slurm", "--dir", str(data.out_dir), "--db", str(db)]
+        _, ingest = _timed([*ingest_argv, *window, "--now", until])
+        if ingest.get("returncode"):  # nothing to time on a store that is not there
+            return {"jobs": num_jobs, "sacct_rows": data.num_rows, "ingest": ingest}
         report, report_fig = _timed([*gy, "report", "--db", str(db), "--json"])
         fitted = str(Path(tmp) / "fitted.toml")
         fit, fit_fig = _timed([*gy, "whatif", "fit", "--db", str(db), "--json", "--out", fitted])
