@@ -304,36 +304,44 @@ def scale(num_jobs: int) -> dict[str, Any]:
     """Fit and projection on a generated store of ``num_jobs`` jobs, against the report."""
     params = GenParams(num_jobs=num_jobs)
     data = cached(params, OUT / "data")
+    figures: dict[str, Any] = {
+        "jobs": num_jobs,
+        "window_days": params.window_s / 86400,
+        "sacct_rows": data.num_rows,
+    }
+
+    def timed(name: str, argv: list[str]) -> Any:
+        measured, figures[name] = _timed(argv)
+        # Each command's figures as it ends: a run cut short (the 10M store takes hours on a
+        # shared machine) keeps what it measured.
+        (OUT / "whatif-scale.partial.json").write_text(json.dumps(figures, indent=2) + "\n")
+        return measured
+
     with tempfile.TemporaryDirectory(prefix="bench-whatif-", dir=OUT) as tmp:
         db = Path(tmp) / "store.duckdb"
         until = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(params.window_end_s))
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(params.window_start_s))
         gy = gpuyield_argv()
-        window = ["--since", since, "--until", until]
         # The generated window may run past this machine's clock (the 10M store ends in 2027):
         # the capture's present is the window's end, as bench.ledger gives it.
-        ingest_argv = [*gy, "ingest", "slurm", "--dir", str(data.out_dir), "--db", str(db)]
-        _, ingest = _timed([*ingest_argv, *window, "--now", until])
-        if ingest.get("returncode"):  # nothing to time on a store that is not there
-            return {"jobs": num_jobs, "sacct_rows": data.num_rows, "ingest": ingest}
-        report, report_fig = _timed([*gy, "report", "--db", str(db), "--json"])
+        ingest = [*gy, "ingest", "slurm", "--dir", str(data.out_dir), "--db", str(db)]
+        if timed(
+            "ingest", [*ingest, "--since", since, "--until", until, "--now", until]
+        ).returncode:
+            return figures  # nothing to time on a store that is not there
+        report = timed("report_baseline", [*gy, "report", "--db", str(db), "--json"])
         fitted = str(Path(tmp) / "fitted.toml")
-        fit, fit_fig = _timed([*gy, "whatif", "fit", "--db", str(db), "--json", "--out", fitted])
+        fit = timed(
+            "whatif_fit", [*gy, "whatif", "fit", "--db", str(db), "--json", "--out", fitted]
+        )
         projection = [*gy, "whatif", "--db", str(db), "--json", "--force", "--horizon", "90d"]
         projection += ["--seeds", "3", "--replay-seeds", "3", "--price-per-gpu-hour", "2"]
-        _, project_fig = _timed(projection)
-    figures: dict[str, Any] = {
-        "jobs": num_jobs,
-        "sacct_rows": data.num_rows,
-        "ingest": ingest,
-        "report_baseline": report_fig,
-        "whatif_fit": fit_fig,
-        "whatif_project": project_fig,
-        "fit_over_report_wall": round(fit.wall_s / report.wall_s, 2) if report.wall_s else None,
-        "fit_over_report_cpu": round(fit_fig["cpu_s"] / report_fig["cpu_s"], 2)
-        if report_fig["cpu_s"]
-        else None,
-    }
+        timed("whatif_project", projection)
+    figures["fit_over_report_wall"] = (
+        round(fit.wall_s / report.wall_s, 2) if report.wall_s else None
+    )
+    cpu = figures["whatif_fit"]["cpu_s"], figures["report_baseline"]["cpu_s"]
+    figures["fit_over_report_cpu"] = round(cpu[0] / cpu[1], 2) if cpu[1] else None
     if fit.returncode in (0, 3) and fit.stdout:
         fitted_json = json.loads(fit.stdout)
         figures["check_passed"] = fitted_json["check"]["passed"]
