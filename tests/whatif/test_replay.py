@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import time
+
+import pytest
 
 from gpuyield.whatif import fit_cluster, replay_check
 from tests.whatif.conftest import Simulated
@@ -30,3 +33,17 @@ def test_a_wrong_scenario_misses_and_says_where(base_cluster: Simulated) -> None
     assert not check.passed
     assert any(m.startswith("idle:") for m in check.misses), check.misses
     assert all(r.startswith("replay missed") for r in check.reasons)
+
+
+def test_a_window_that_ends_after_the_clock_replays(base_cluster: Simulated) -> None:
+    # A store whose window ends in the future (a generated cluster, a clock behind the
+    # scheduler's): the replay's own capture was taken at its end, which the ingest of its files
+    # must take as the present (it refused the window as covering the future).
+    fit = fit_cluster(base_cluster.db)
+    later = 20 * 365 * 86400  # whole days: the same weekdays and hours
+    future = dataclasses.replace(fit, start_s=fit.start_s + later, end_s=fit.end_s + later)
+    assert future.end_s > time.time()
+    shifted, now = replay_check(future, seeds=1), replay_check(fit, seeds=1)
+    assert [c.replay_mean for c in shifted.categories] == pytest.approx(
+        [c.replay_mean for c in now.categories], abs=1e-9
+    )

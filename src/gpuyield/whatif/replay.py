@@ -164,7 +164,15 @@ def _ledger_replay(result: SimulationResult, out: Path) -> LedgerShares:
     scenario = result.scenario
     write_outputs(result, out)
     db = out.with_suffix(".duckdb")
-    ingest_slurm(db, SlurmInputs.from_dir(out), since_s=scenario.start_s, until_s=scenario.end_s)
+    # The simulated capture was taken at the scenario's end, which may lie after this machine's
+    # clock (a fit of a window that ends in the future, as the generated 10M-job store does).
+    ingest_slurm(
+        db,
+        SlurmInputs.from_dir(out),
+        since_s=scenario.start_s,
+        until_s=scenario.end_s,
+        now_s=scenario.end_s,
+    )
     con = store.connect(db, read_only=True)
     try:
         ledger = compute_ledger(backend_for(con), since_s=scenario.start_s, until_s=scenario.end_s)
