@@ -209,15 +209,20 @@ def load_staged(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
     )
 
 
+#: SQL over a job's columns: the job has rows in ``job_nodes`` (it ran, on nodes it names).
+HAS_JOB_NODES_SQL = "node_list IS NOT NULL AND start_s IS NOT NULL"
+#: SQL over a job's columns: its node list names one node, stored in ``job_nodes`` as it is
+#: (no list to expand). Such a job has exactly one ``job_nodes`` row, whose node is ``node_list``.
+ONE_NODE_SQL = "NOT (contains(node_list, '[') OR contains(node_list, ','))"
+
+
 def _insert_job_nodes(con: duckdb.DuckDBPyConnection, jobs_sql: str) -> None:
     """One row per job and node; most jobs run on one node, which needs no list expanded."""
-    multi_sql = "contains(node_list, '[') OR contains(node_list, ',')"
-    ran_sql = "node_list IS NOT NULL AND start_s IS NOT NULL"
     con.execute(
         f"""INSERT INTO job_nodes SELECT job_key, node_list FROM ({jobs_sql})
-            WHERE {ran_sql} AND NOT ({multi_sql})"""
+            WHERE {HAS_JOB_NODES_SQL} AND {ONE_NODE_SQL}"""
     )
     con.execute(
         f"""INSERT INTO job_nodes SELECT job_key, unnest(hostlist_expand(node_list))
-            FROM ({jobs_sql}) WHERE {ran_sql} AND ({multi_sql})"""
+            FROM ({jobs_sql}) WHERE {HAS_JOB_NODES_SQL} AND NOT {ONE_NODE_SQL}"""
     )
