@@ -11,7 +11,14 @@ import argparse
 import importlib
 import sys
 
-from bench.runner import benchmark_main, benchmark_parser, has_main, summary, write_figures
+from bench.runner import (
+    benchmark_main,
+    benchmark_parser,
+    has_main,
+    start_recording,
+    summary,
+    write_figures,
+)
 
 BENCHES = (
     "ledger",
@@ -74,7 +81,8 @@ def main(argv: list[str]) -> int:
     for name in args.names or BENCHES:
         print(f"== {name}")
         module = importlib.import_module(f"bench.{name}")
-        write_figures(name, module.run(quick=args.quick))
+        started = start_recording(f"python -m bench {name}" + (" --quick" if args.quick else ""))
+        write_figures(name, module.run(quick=args.quick), started)
     return 0
 
 

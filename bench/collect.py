@@ -38,6 +38,7 @@ from typing import Any
 
 from bench.gen_slurm import Generated, GenParams, cached
 from bench.ledger import OUT, measure
+from bench.runner import start_recording, write_figures
 from gpuyield.hostlist import expand_hostlist
 
 QUICK_SIZES = (100_000,)
@@ -307,9 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, action="append", help="data set size (repeatable)")
     parser.add_argument("--quick", action="store_true", help="100k jobs")
     args = parser.parse_args(argv)
+    started = start_recording(
+        " ".join(["python -m bench.collect", *(sys.argv[1:] if argv is None else argv)])
+    )
     figures = run(quick=args.quick, sizes=tuple(args.jobs) if args.jobs else None)
-    OUT.mkdir(exist_ok=True)
-    (OUT / "collect.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_figures("collect", figures, started)
     return 0
 
 

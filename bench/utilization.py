@@ -38,6 +38,7 @@ import duckdb
 import numpy as np
 
 from bench.ledger import OUT, gpuyield_argv, machine, measure
+from bench.runner import start_recording, write_figures
 from bench.utilization_docs import breakdown, write_docs
 
 T0_S = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -278,6 +279,7 @@ def main(argv: list[str]) -> int:
     if args.from_json is not None:
         figures = json.loads(args.from_json.read_text())
     else:
+        started = start_recording(" ".join(["python -m bench.utilization", *argv]))
         figures = {"machine": machine(), "sizes": []}
         for gpus in args.gpus:
             size = bench_size(gpus, repeat=args.repeat)
@@ -285,8 +287,7 @@ def main(argv: list[str]) -> int:
                 size["breakdown"] = breakdown(gpus)
             figures["sizes"].append(size)
             print(json.dumps(_brief(size), indent=2, default=str), flush=True)
-        OUT.mkdir(exist_ok=True)
-        (OUT / "utilization.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+        write_figures("utilization", figures, started)
     if args.docs is not None:
         write_docs(args.docs, figures)
     return 0
