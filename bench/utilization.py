@@ -39,7 +39,7 @@ import numpy as np
 
 from bench.ledger import OUT, gpuyield_argv, machine, measure
 from bench.runner import start_recording, write_figures
-from bench.utilization_docs import breakdown, write_docs
+from bench.utilization_docs import breakdown
 
 T0_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY_S = 86_400
@@ -289,7 +289,9 @@ def main(argv: list[str]) -> int:
             print(json.dumps(_brief(size), indent=2, default=str), flush=True)
         write_figures("utilization", figures, started)
     if args.docs is not None:
-        write_docs(args.docs, figures)
+        from bench.docs import write_docs
+
+        write_docs(args.docs, {"utilization": figures})
     return 0
 
 

@@ -1,8 +1,9 @@
 """The utilization benchmark's figures as docs/benchmarks.md shows them, and where an ingest's
 time goes (each SQL statement of one ingest, timed in-process).
 
-The page's table is written from the benchmark's output (``write_docs``), between the markers
-``<!-- bench:utilization:begin -->`` and ``<!-- bench:utilization:end -->``, never typed.
+The page's table is written from the benchmark's output (``markdown``, through ``bench/docs.py``),
+between the markers ``<!-- bench:utilization:begin -->`` and ``<!-- bench:utilization:end -->``,
+never typed.
 """
 
 from __future__ import annotations
@@ -10,11 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
-
-BEGIN = "<!-- bench:utilization:begin -->"
-END = "<!-- bench:utilization:end -->"
 
 # Statements of an ingest by what they do (the first that matches names a statement).
 PHASES = (
@@ -28,7 +25,6 @@ PHASES = (
 
 _PROFILE = r"""
 import json, sys, time
-from pathlib import Path
 from gpuyield import store
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.ingest.utilization import ingest_utilization
@@ -109,13 +105,3 @@ def markdown(figures: dict[str, Any]) -> str:
             lines += ["| phase | seconds |", "|---|---:|"]
             lines += [f"| {k} | {v:.1f} |" for k, v in size["breakdown"]["phases_s"].items()]
     return "\n".join(lines)
-
-
-def write_docs(page: Path, figures: dict[str, Any]) -> None:
-    """Replace the page's utilization section (between the markers) with ``markdown``."""
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{page} has no {BEGIN} ... {END} section to write")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{BEGIN}\n{markdown(figures)}\n{END}{tail}")

@@ -1,0 +1,304 @@
+"""How each benchmark's figures read in docs/benchmarks.md: one renderer per benchmark, from its
+``bench/out/<name>.json`` to the Markdown between its markers (``bench/docs.py`` writes them).
+
+Every number shown is one the JSON carries (rounded here, never computed from a guess); the line
+above each table says which command measured it, when, at which commit and under what load. A
+figure the JSON lacks is a ``KeyError``: the benchmark has to record it, not the page invent it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Figures = dict[str, Any]
+
+
+def recorded(figures: Figures) -> str:
+    """The line above a table: command, time, commit, CPUs, load average at start and end."""
+    r = figures["recorded"]
+    return (
+        f"Measured {r['when']} at commit `{r['commit']}` by `{r['command']}` on {r['cpus']} "
+        f"cores (1-minute load average {r['load_avg_1m_start']} at the start, "
+        f"{r['load_avg_1m_end']} at the end; Python {r['python']})."
+    )
+
+
+def table(head: list[str], align: str, rows: list[list[str]]) -> str:
+    """A Markdown table; ``align`` has one letter per column: ``l`` left, ``r`` right."""
+    rule = "|".join("---:" if a == "r" else "---" for a in align)
+    lines = ["| " + " | ".join(head) + " |", f"|{rule}|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def page(figures: Figures, *blocks: str) -> str:
+    return "\n\n".join([recorded(figures), *blocks])
+
+
+def _s(seconds: float | None, digits: int = 2) -> str:
+    return "-" if seconds is None else f"{seconds:.{digits}f} s"
+
+
+def _x(ratio: float | None, digits: int = 2) -> str:
+    return "-" if ratio is None else f"{ratio:.{digits}f}x"
+
+
+def _mb(mb: float | None) -> str:
+    return "-" if mb is None else f"{mb:,.0f} MB"
+
+
+def _jobs(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000:,}k"
+
+
+def ledger(figures: Figures) -> str:
+    """Per size: the five bare reads, ingest and report, their ratios, CPU and peaks."""
+    reads = ("count", "all_fields", "materialise", "into_file", "floor_store")
+    times, ratios, cpu = [], [], []
+    for size in figures["sizes"]:
+        bare, jobs = size["bare_read"], _jobs(size["jobs"])
+        times.append(
+            [jobs, f"{size['sacct_mb']:,.1f} MB"]
+            + [_s(bare[r]["wall_s"]) for r in reads]
+            + [_s(size["ingest"]["wall_s"], 1), _s(size["report"]["wall_s"], 1)]
+        )
+        ratios.append(
+            [jobs]
+            + [_x(size[k], 1) for k in ("ratio_to_count", "ratio_to_all_fields")]
+            + [_x(size[k], 1) for k in ("ratio_to_materialise", "ratio_to_into_file")]
+            + [_x(size["ratio_to_floor_store"], 1), _x(size["floor_store_to_count"], 1)]
+            + [f"**{_x(size['ingest_to_into_file'])}**", _x(size["ingest_cpu_to_into_file"])]
+        )
+        cpu.append(
+            [
+                jobs,
+                _s(bare["into_file"]["cpu_s"], 1),
+                _s(size["ingest"]["cpu_s"], 1),
+                _s(size["report"]["cpu_s"], 1),
+                _mb(bare["into_file"]["peak_rss_mb"]),
+                _mb(size["ingest"]["peak_rss_mb"]),
+                _mb(size["report"]["peak_rss_mb"]),
+                f"{size['report_json']['yield']:.4f}",
+                str(size["load_avg_1m_before"]),
+            ]
+        )
+    read_heads = ["`count(*)`", "every field", "CTAS", "into a file", "floor of a store"]
+    return page(
+        figures,
+        table(["jobs", "sacct", *read_heads, "ingest", "report"], "lrrrrrrrr", times),
+        table(
+            [
+                "jobs",
+                "(ingest + report) / count",
+                "/ every field",
+                "/ CTAS",
+                "/ into a file",
+                "/ floor",
+                "floor / count",
+                "ingest / into a file",
+                "same, CPU",
+            ],
+            "lrrrrrrrr",
+            ratios,
+        ),
+        table(
+            [
+                "jobs",
+                "into a file CPU",
+                "ingest CPU",
+                "report CPU",
+                "into a file peak RSS",
+                "ingest peak RSS",
+                "report peak RSS",
+                "yield",
+                "load (1m) before",
+            ],
+            "lrrrrrrrr",
+            cpu,
+        ),
+    )
+
+
+def collect(figures: Figures) -> str:
+    """Per size: the day's jobs, collect against the day alone (each best of its runs), the
+    report before and after, collect's peak RSS."""
+    rows = []
+    for key, size in figures.items():
+        if key == "recorded":
+            continue
+        walls = {
+            k: ", ".join(f"{s:.2f}" for s in size[k]["all_wall_s"])
+            for k in ("collect", "day_alone")
+        }
+        before, after = size["report_before"]["wall_s"], size["report_after"]["wall_s"]
+        rows.append(
+            [
+                _jobs(size["jobs"]),
+                f"{size['jobs_new']:,} / {size['jobs_updated']:,} / {size['jobs_unchanged']:,}",
+                f"{_s(size['collect']['wall_s'])} ({walls['collect']})",
+                f"{_s(size['day_alone']['wall_s'])} ({walls['day_alone']})",
+                f"**{_x(size['collect_over_day_alone'])}**",
+                f"{before:.2f} -> {after:.2f} s ({size['report_growth']:+.1%})",
+                _mb(size["collect"]["peak_rss_mb"]),
+            ]
+        )
+    head = ["data set", "day: new / updated / unchanged", "collect (runs)", "day alone (runs)"]
+    head += ["collect / alone", "report before -> after", "peak RSS (collect)"]
+    return page(figures, table(head, "llrrrll", rows))
+
+
+def collect_output(figures: Figures) -> str:
+    """Per output size: peak RSS streamed and held in memory, and over the output."""
+    base = figures["interpreter"]["peak_rss_mb"]
+    rows = []
+    for key, size in figures.items():
+        if not key.endswith("MB"):
+            continue
+        over = size["peak_over_output"]
+        rows.append(
+            [
+                key.replace("MB", " MB"),
+                f"{_mb(size['streamed']['peak_rss_mb'])} ({over['streamed']:.2f}x)",
+                f"{_mb(size['in_memory']['peak_rss_mb'])} ({over['in_memory']:.2f}x)",
+                _mb(base),
+            ]
+        )
+    head = ["output", "streamed: peak RSS (x the output above the interpreter)"]
+    head += ["in memory (the old way): peak RSS", "interpreter alone"]
+    return page(figures, table(head, "rrrr", rows))
+
+
+def serve(figures: Figures) -> str:
+    """Per size: ingest, first snapshot, memory, and ``/metrics`` under load against the two
+    servers of the same bytes."""
+    rows = []
+    for size in figures["sizes"]:
+        ours = size["gpuyield"]
+        static, exporter = size["baseline_static"], size["baseline_exporter"]
+        rows.append(
+            [
+                _jobs(size["jobs"]),
+                _s(size["ingest"]["wall_s"], 1),
+                _s(size["first_snapshot_s"], 1),
+                _mb(size["serve_peak_rss_mb_building"]),
+                _mb(size["serve_rss_mb_after_load"]),
+                f"{ours['requests_per_s']:,.0f}",
+                f"{ours['p50_ms']:.1f} ms",
+                f"**{ours['p99_ms']:.1f} ms**",
+                f"{static['p99_ms']:.1f} ms",
+                f"**{_x(size['p99_ratio_to_static'])}**",
+                f"{exporter['p99_ms']:,.1f} ms ({exporter['requests_per_s']:,.1f} req/s)",
+                str(ours["errors"]),
+                str(size["load_average_1m"]),
+            ]
+        )
+    head = ["jobs", "ingest", "first snapshot", "serve peak RSS (building)", "RSS serving"]
+    head += ["`/metrics` req/s", "p50", "**p99**", "stdlib p99", "ratio", "exporter p99"]
+    head += ["errors", "load (1m)"]
+    clients = f"{figures['clients']} keep-alive clients for {figures['load_s']:g} s each."
+    return page(figures, clients, table(head, "lrrrrrrrrrrrr", rows))
+
+
+def preflight(figures: Figures) -> str:
+    """The floor, the fast path and the full CLI for a refused and an allowed check."""
+
+    def row(label: str, timed: Figures, bold: bool = False) -> list[str]:
+        cpu = f"{timed['cpu_median_s']:.2f} s"
+        return [
+            label,
+            f"{timed['wall_median_s']:.3f} s ({timed['wall_min_s']:.3f} s)",
+            f"**{cpu}**" if bold else cpu,
+        ]
+
+    refused, allowed = figures["refused_by_family"], figures["allowed_by_run"]
+    rows = [
+        row("`python -c pass` (the floor)", figures["interpreter"]),
+        row("fast path, a family refused 4,096 GPUs", refused["fast"], bold=True),
+        row("fast path, a run allowed through the manifest's patterns", allowed["fast"], True),
+        row("full CLI (baseline), refused", refused["baseline_full_cli"]),
+        row("full CLI (baseline), allowed", allowed["baseline_full_cli"]),
+    ]
+    ratios = [refused["baseline_over_fast_cpu"], allowed["baseline_over_fast_cpu"]]
+    rows.append(["baseline / fast path (CPU)", f"{min(ratios)}x to {max(ratios)}x", ""])
+    store = (
+        f"{figures['jobs']:,} jobs ({figures['store_mb']} MB store), load average "
+        f"{figures['load_average_1min_before']} before, {figures['load_average_1min_after']} after"
+    )
+    imports = figures["importtime_fast"]
+    said = (
+        f"`python -X importtime`: the fast path imports {imports['modules']} modules whose own "
+        f"times sum to {imports['total_ms']} ms, the full CLI's {figures['importtime_full_cli_total_ms']} ms."
+    )
+    return page(figures, table([store, "wall median (min)", "CPU median"], "lll", rows), said)
+
+
+def report_html(figures: Figures) -> str:
+    """The page's size, ``report --html`` against ``report --json`` on the same store."""
+    best = figures["html_wall_s"].index(min(figures["html_wall_s"]))
+    row = [
+        f"`{figures['store']}`",
+        f"{figures['page_bytes'] / 1e6:.2f} MB",
+        f"{figures['html_wall_s'][best]:.1f} s ({figures['html_cpu_s'][best]:.1f} s)",
+        _s(min(figures["json_wall_s"]), 1),
+        _x(figures["ratio_html_to_json"], 1),
+        _mb(figures["html_peak_rss_mb"]),
+        "met" if figures["within_targets"] else "not met",
+    ]
+    head = ["store", "page", "`report --html` best wall (its CPU)", "`report --json` best wall"]
+    head += ["html / json", "peak RSS (html)", "targets (15 s, 1 MB)"]
+    return page(figures, table(head, "lrlrrrl", [row]))
+
+
+def weights(figures: Figures) -> str:
+    """The typed (priced, two GPU classes) and untyped reports of the same scenario."""
+    shape, typed, untyped = figures["shape"], figures["typed"], figures["untyped"]
+    row = [
+        f"{shape['num_nodes']} nodes, {shape['days']} days",
+        f"{typed['research_jobs']:,}",
+        f"{_s(untyped['wall_s'], 1)}, {_mb(untyped['peak_rss_mb'])}",
+        f"{_s(typed['wall_s'], 1)}, {_mb(typed['peak_rss_mb'])}",
+        f"{_x(figures['ratio_wall'])} time, {_x(figures['ratio_peak_rss'])} RSS",
+    ]
+    head = ["shape", "research jobs", "untyped", "typed", "typed / untyped"]
+    note = f"Each report the median of {figures['repeats']} fresh processes."
+    return page(figures, table(head, "lrlll", [row]), note)
+
+
+def _phase(run: Figures, phase: str) -> str:
+    return f"{run[f'{phase}_s']:.1f} s ({run[f'{phase}_cpu_s']:.1f} s CPU)"
+
+
+def _simulate_row(label: str, run: Figures) -> list[str]:
+    utilization = "-"
+    if "utilization_s" in run:
+        utilization = f"{_phase(run, 'utilization')} for {_mb(run['utilization_mb'])}"
+    return [
+        label,
+        _phase(run, "simulate"),
+        f"{_phase(run, 'write')} for {_mb(run['written_mb'])}",
+        utilization,
+        f"**{run['write_over_simulate']:.2f}** ({run['write_over_simulate_cpu']:.2f} in CPU)",
+        _mb(run["simulate_peak_rss_mb"]),
+        f"{_mb(run['write_peak_rss_mb'])} (from {run['write_start_rss_mb']:,.0f})",
+        f"{run['write_mb_per_s']:,.0f} MB/s (a plain copy {run['copy_mb_per_s']:,.0f} MB/s)",
+    ]
+
+
+def simulate(figures: Figures) -> str:
+    """The cluster run (and the one written with ``--utilization``): each phase's wall and CPU
+    time, peak RSS, and the current code against a baseline checkout where one ran."""
+    rows = []
+    for key in ("cluster_year", "cluster_utilization"):
+        if key not in figures:
+            continue
+        case = figures[key]
+        for side in ("baseline", "current"):
+            if side in case:
+                run = case[side]
+                label = f"{run['gpus']:,} GPUs, {case['days']:g} days"
+                label += ", `--utilization`" if case["utilization"] else ""
+                label += f", {side}" if "baseline" in case else ""
+                rows.append(_simulate_row(label, run))
+    head = ["run (medians of the rounds)", "simulate", "write (Slurm files)", "write utilization"]
+    head += ["write / simulate", "peak RSS simulating", "peak RSS writing", "writing speed"]
+    return page(figures, table(head, "lrrrrrrl", rows))
