@@ -43,6 +43,10 @@ def _x(ratio: float | None, digits: int = 2) -> str:
     return "-" if ratio is None else f"{ratio:.{digits}f}x"
 
 
+def _ms(ms: float) -> str:
+    return f"{ms / 1000:,.1f} s" if ms >= 1000 else f"{ms:.1f} ms"
+
+
 def _mb(mb: float | None) -> str:
     return "-" if mb is None else f"{mb:,.0f} MB"
 
@@ -133,7 +137,7 @@ def collect(figures: Figures) -> str:
         before, after = size["report_before"]["wall_s"], size["report_after"]["wall_s"]
         rows.append(
             [
-                _jobs(size["jobs"]),
+                f"{size['history_rows']:,} ({_jobs(size['jobs'])} set)",
                 f"{size['jobs_new']:,} / {size['jobs_updated']:,} / {size['jobs_unchanged']:,}",
                 f"{_s(size['collect']['wall_s'])} ({walls['collect']})",
                 f"{_s(size['day_alone']['wall_s'])} ({walls['day_alone']})",
@@ -142,7 +146,7 @@ def collect(figures: Figures) -> str:
                 _mb(size["collect"]["peak_rss_mb"]),
             ]
         )
-    head = ["data set", "day: new / updated / unchanged", "collect (runs)", "day alone (runs)"]
+    head = ["jobs in store", "day: new / updated / unchanged", "collect (runs)", "day alone (runs)"]
     head += ["collect / alone", "report before -> after", "peak RSS (collect)"]
     return page(figures, table(head, "llrrrll", rows))
 
@@ -183,11 +187,11 @@ def serve(figures: Figures) -> str:
                 _mb(size["serve_peak_rss_mb_building"]),
                 _mb(size["serve_rss_mb_after_load"]),
                 f"{ours['requests_per_s']:,.0f}",
-                f"{ours['p50_ms']:.1f} ms",
-                f"**{ours['p99_ms']:.1f} ms**",
-                f"{static['p99_ms']:.1f} ms",
+                _ms(ours["p50_ms"]),
+                f"**{_ms(ours['p99_ms'])}**",
+                _ms(static["p99_ms"]),
                 f"**{_x(size['p99_ratio_to_static'])}**",
-                f"{exporter['p99_ms']:,.1f} ms ({exporter['requests_per_s']:,.1f} req/s)",
+                f"{_ms(exporter['p99_ms'])} ({exporter['requests_per_s']:,.1f} req/s)",
                 str(ours["errors"]),
                 str(size["load_average_1m"]),
             ]
