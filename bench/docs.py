@@ -36,6 +36,9 @@ RENDERERS: dict[str, Renderer] = {
     "report_html": docs_tables.report_html,
     "simulate": docs_tables.simulate,
     "weights": docs_tables.weights,
+    "ladder": docs_tables.ladder,
+    "hostile": docs_tables.hostile,
+    "ft": docs_tables.ft,
     "utilization": utilization_docs.markdown,
 }
 

@@ -306,3 +306,97 @@ def simulate(figures: Figures) -> str:
     head = ["run (medians of the rounds)", "simulate", "write (Slurm files)", "write utilization"]
     head += ["write / simulate", "peak RSS simulating", "peak RSS writing", "writing speed"]
     return page(figures, table(head, "lrrrrrrl", rows))
+
+
+def ladder(figures: Figures) -> str:
+    """The check from the summary tables against the same check scanning the jobs."""
+    blocks = []
+    for size in figures["sizes"]:
+        n = size["repeats"]
+        rows = [
+            [
+                "summary rebuild (each ingest pays it when a ladder is declared)",
+                _s(size["summary_refresh_s"]),
+                "-",
+            ],
+            [
+                f"check from the summary tables, median of {n['summary']} (max)",
+                f"**{size['check_summary_median_s']:.3f} s** ({size['check_summary_max_s']:.3f} s)",
+                _s(size["check_summary_cpu_median_s"], 3),
+            ],
+            [
+                f"check scanning the jobs (baseline), median of {n['scan']}",
+                _s(size["check_scan_median_s"]),
+                _s(size["check_scan_cpu_median_s"]),
+            ],
+            [
+                "baseline / summary",
+                _x(size["scan_over_summary"], 0),
+                _x(size["scan_over_summary_cpu"], 0),
+            ],
+            [
+                f"`gpuyield preflight` in a fresh process, median of {n['cli']}",
+                _s(size["cli_median_s"]),
+                "-",
+            ],
+            ["of which `import gpuyield.cli` alone", _s(size["cli_import_only_s"]), "-"],
+        ]
+        head = f"{_jobs(size['jobs'])} jobs, {size['store_mb']} MB store, load {size['load_average_1min']}"
+        blocks.append(table([head, "wall", "CPU"], "lrr", rows))
+        blocks.append(
+            f"Peak RSS of the bench process (it also generated the store): {_mb(size['peak_rss_mb'])}."
+        )
+    return page(figures, *blocks)
+
+
+def hostile(figures: Figures) -> str:
+    """Each hostile input: what became of it, its wall time and peak RSS against the sample's."""
+    rows = []
+    for case, found in figures.items():
+        if not isinstance(found, dict) or case in ("recorded", "slowest") or "wall_s" not in found:
+            continue
+        size = f"{found['input_mb']:,.2f} MB" if "input_mb" in found else "-"
+        rows.append(
+            [
+                case,
+                found["outcome"],
+                size,
+                f"{found['wall_s']:.2f}",
+                f"{found['peak_rss_mb']:,.0f}",
+                str(found.get("ratio", 1.0)),
+                "yes" if found["within_limits"] else "**no**",
+            ]
+        )
+    head = ["case", "outcome", "input", "wall s", "peak RSS MB", "ratio", "within limits"]
+    match = figures["preflight: 12-star glob, 41-character name"]
+    said = (
+        f"preflight's family match of a 41-character run name against a 12-`*` glob: "
+        f"{match['hostile_ms']:.1f} ms, against {match['plain_ms']:.1f} ms for a plain glob and name "
+        f"({_x(match['ratio'])}). All within limits: {'yes' if figures['all_within_limits'] else '**no**'}."
+    )
+    return page(figures, table(head, "llrrrrl", rows), said)
+
+
+def ft(figures: Figures) -> str:
+    """Per mode, means over seeds: times, lost GPU-seconds per failure by kind, held-out loss;
+    then the held-out loss curve."""
+    modes = figures["modes"]
+    rows = []
+    for name, f in modes.items():
+        rows.append(
+            [name, f"{f['wall_s']:.1f}", f"{f['to_last_step_s']:.1f}", f"{f['steps_per_s']:.2f}"]
+            + [f"{f[k]:.1f}" for k in ("lost_gpu_s_per_failure", "stall_gpu_s_per_failure")]
+            + [f"{f[k]:.1f}" for k in ("lost_work_gpu_s_per_failure", "heal_gpu_s_per_failure")]
+            + [f"{f['restart_gpu_s_per_failure']:.1f}", f"{f['final_loss_mean']:.4f}"]
+        )
+    head = ["mode", "wall s", "to last step s", "steps/s", "lost GPU-s / failure", "stall"]
+    head += ["lost work", "heal", "restart", "held-out loss"]
+    setup = (
+        f"{figures['replicas']} replica groups, seeds {', '.join(map(str, figures['seeds']))}, "
+        f"a budget of {figures['steps']} steps, a failure every {figures['failure_every']}."
+    )
+    ratio = f"**Ratio drop/restart of lost GPU-seconds per failure: {figures['ratio_drop_to_restart']:.3f}**"
+    steps = [int(step) for step, _ in modes["clean"]["curve"]]
+    curve = [[name] + [f"{loss:.3f}" for _, loss in f["curve"]] for name, f in modes.items()]
+    curves = table(["step", *map(str, steps)], "l" + "r" * len(steps), curve)
+    return page(figures, setup, table(head, "lrrrrrrrrr", rows), ratio, curves)
