@@ -76,13 +76,22 @@ def _rounded(values: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(values.items(), key=lambda kv: -kv[1])}
 
 
+def _commit(figures: dict[str, Any]) -> str:
+    """The commit measured, where the run recorded it (runs since bench/runner.py's Recorded)."""
+    if "recorded" not in figures:
+        return ""
+    r = figures["recorded"]
+    return f" Commit `{r['commit']}`, `{r['command']}`, load average {r['load_avg_1m_end']} at the end."
+
+
 def markdown(figures: dict[str, Any]) -> str:
     """The section's text: the machine, a row per size, and the breakdowns when measured."""
     m = figures["machine"]
     lines = [
         f"Measured {m['when']} on {m['cpus']} cores (load average {m['load_avg_1m']} at the "
         f"start; DuckDB {m['duckdb']}), by `python -m bench.utilization`; each step a fresh "
-        "process, medians of the rounds; ratios against the bare read of the same round set.",
+        "process, medians of the rounds; ratios against the bare read of the same round set."
+        + _commit(figures),
         "",
         "| GPUs | samples | JSON | bare read | ingest utilization | report | ingest + report "
         "| ratio | peak RSS | target (3x, 4 GB) |",
