@@ -276,6 +276,11 @@ def bench_size(params: GenParams, root: Path = OUT) -> dict[str, Any]:
         "report_after": report_after,
         "collect_over_day_alone": round(ratio, 3),
         "report_growth": round(growth, 3),
+        "targets": {
+            "collect_s": TARGET_COLLECT_S,
+            "collect_over_day_alone": TARGET_RATIO,
+            "report_growth": TARGET_REPORT_GROWTH,
+        },
         "targets_met": {
             "collect_at_most_5_s": collect["wall_s"] <= TARGET_COLLECT_S,
             "collect_at_most_2x_day_alone": ratio <= TARGET_RATIO,

@@ -55,6 +55,25 @@ def _jobs(n: int) -> str:
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000:,}k"
 
 
+def met(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def _ledger_verdict(figures: Figures) -> str:
+    """The issues' targets, met or not at each size, from the figures' own booleans."""
+    goal = figures["targets"]
+    lines = []
+    for size in figures["sizes"]:
+        lines.append(
+            f"At {_jobs(size['jobs'])} jobs: (ingest + report) at most {goal['ratio_to_count']:g}x "
+            f"the `count(*)` and {_mb(goal['peak_rss_mb'])} peak: {met(size['meets_targets'])}; "
+            f"the ingest at most {goal['ingest_to_into_file']:g}x DuckDB's load into a file and "
+            f"{_mb(goal['ingest_rss_over_into_file_mb'])} above its peak: "
+            f"{met(size['meets_ingest_targets'])}."
+        )
+    return "\n".join(lines)
+
+
 def ledger(figures: Figures) -> str:
     """Per size: the five bare reads, ingest and report, their ratios, CPU and peaks."""
     reads = ("count", "all_fields", "materialise", "into_file", "floor_store")
@@ -120,6 +139,7 @@ def ledger(figures: Figures) -> str:
             "lrrrrrrrr",
             cpu,
         ),
+        _ledger_verdict(figures),
     )
 
 
@@ -146,9 +166,19 @@ def collect(figures: Figures) -> str:
                 _mb(size["collect"]["peak_rss_mb"]),
             ]
         )
+    verdicts = []
+    for key, size in figures.items():
+        if key != "recorded":
+            goal, ok = size["targets"], size["targets_met"]
+            verdicts.append(
+                f"At {_jobs(size['jobs'])} jobs: collect within {goal['collect_s']:g} s "
+                f"{met(ok['collect_at_most_5_s'])}, within {goal['collect_over_day_alone']:g}x "
+                f"the day alone {met(ok['collect_at_most_2x_day_alone'])}, the report within "
+                f"{goal['report_growth']:.0%} of before {met(ok['report_growth_at_most_10_percent'])}."
+            )
     head = ["jobs in store", "day: new / updated / unchanged", "collect (runs)", "day alone (runs)"]
     head += ["collect / alone", "report before -> after", "peak RSS (collect)"]
-    return page(figures, table(head, "llrrrll", rows))
+    return page(figures, table(head, "llrrrll", rows), "\n".join(verdicts))
 
 
 def collect_output(figures: Figures) -> str:
@@ -233,7 +263,13 @@ def preflight(figures: Figures) -> str:
         f"`python -X importtime`: the fast path imports {imports['modules']} modules whose own "
         f"times sum to {imports['total_ms']} ms, the full CLI's {figures['importtime_full_cli_total_ms']} ms."
     )
-    return page(figures, table([store, "wall median (min)", "CPU median"], "lll", rows), said)
+    target = (
+        f"Target {figures['target_s']:g} s: by the wall median "
+        f"{met(figures['under_target_wall'])}, by the CPU median {met(figures['under_target_cpu'])}."
+    )
+    return page(
+        figures, table([store, "wall median (min)", "CPU median"], "lll", rows), said, target
+    )
 
 
 def report_html(figures: Figures) -> str:
@@ -303,9 +339,18 @@ def simulate(figures: Figures) -> str:
                 label += ", `--utilization`" if case["utilization"] else ""
                 label += f", {side}" if "baseline" in case else ""
                 rows.append(_simulate_row(label, run))
+    verdicts = []
+    for key in ("cluster_year", "cluster_utilization"):
+        if key in figures and "targets" in figures[key]:
+            case, goal = figures[key], figures[key]["targets"]
+            verdicts.append(
+                f"{case['days']:g} days{', `--utilization`' if case['utilization'] else ''}: "
+                f"simulated within {goal['simulate_s']:.1f} s (a minute a year, scaled) and "
+                f"written in no longer than simulated: {met(case['ok'])}."
+            )
     head = ["run (medians of the rounds)", "simulate", "write (Slurm files)", "write utilization"]
     head += ["write / simulate", "peak RSS simulating", "peak RSS writing", "writing speed"]
-    return page(figures, table(head, "lrrrrrrl", rows))
+    return page(figures, table(head, "lrrrrrrl", rows), "\n".join(verdicts))
 
 
 def ladder(figures: Figures) -> str:
@@ -344,7 +389,9 @@ def ladder(figures: Figures) -> str:
         head = f"{_jobs(size['jobs'])} jobs, {size['store_mb']} MB store, load {size['load_average_1min']}"
         blocks.append(table([head, "wall", "CPU"], "lrr", rows))
         blocks.append(
-            f"Peak RSS of the bench process (it also generated the store): {_mb(size['peak_rss_mb'])}."
+            f"Peak RSS of the bench process (it also generated the store): "
+            f"{_mb(size['peak_rss_mb'])}. The check from the summary within "
+            f"{figures['target_s']:g} s (median): {met(size['under_target'])}."
         )
     return page(figures, *blocks)
 

@@ -461,7 +461,12 @@ def run(
             print("\n".join(lines))
     return {
         "machine": machine(),
-        "targets": {"ratio_to_count": TARGET_RATIO, "peak_rss_mb": TARGET_RSS_MB},
+        "targets": {
+            "ratio_to_count": TARGET_RATIO,
+            "peak_rss_mb": TARGET_RSS_MB,
+            "ingest_to_into_file": TARGET_INGEST_TO_FILE,
+            "ingest_rss_over_into_file_mb": TARGET_INGEST_RSS_OVER_FILE_MB,
+        },
         "sizes": results,
     }
 
