@@ -441,8 +441,9 @@ def ft(figures: Figures) -> str:
     head = ["mode", "wall s", "to last step s", "steps/s", "lost GPU-s / failure", "stall"]
     head += ["lost work", "heal", "restart", "held-out loss"]
     setup = (
-        f"{figures['replicas']} replica groups, seeds {', '.join(map(str, figures['seeds']))}, "
-        f"a budget of {figures['steps']} steps, a failure every {figures['failure_every']}."
+        f"{figures['replicas']} replica groups; seeds: {', '.join(map(str, figures['seeds']))}; "
+        f"a budget of {figures['steps']} clean-run steps, a failure every "
+        f"{figures['failure_every']} steps; means over the seeds."
     )
     ratio = f"**Ratio drop/restart of lost GPU-seconds per failure: {figures['ratio_drop_to_restart']:.3f}**"
     steps = [int(step) for step, _ in modes["clean"]["curve"]]
