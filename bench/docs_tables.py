@@ -8,55 +8,7 @@ figure the JSON lacks is a ``KeyError``: the benchmark has to record it, not the
 
 from __future__ import annotations
 
-from typing import Any
-
-Figures = dict[str, Any]
-
-
-def recorded(figures: Figures) -> str:
-    """The line above a table: command, time, commit, CPUs, load average at start and end."""
-    r = figures["recorded"]
-    return (
-        f"Measured {r['when']} at commit `{r['commit']}` by `{r['command']}` on {r['cpus']} "
-        f"cores (1-minute load average {r['load_avg_1m_start']} at the start, "
-        f"{r['load_avg_1m_end']} at the end; Python {r['python']})."
-    )
-
-
-def table(head: list[str], align: str, rows: list[list[str]]) -> str:
-    """A Markdown table; ``align`` has one letter per column: ``l`` left, ``r`` right."""
-    rule = "|".join("---:" if a == "r" else "---" for a in align)
-    lines = ["| " + " | ".join(head) + " |", f"|{rule}|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def page(figures: Figures, *blocks: str) -> str:
-    return "\n\n".join([recorded(figures), *blocks])
-
-
-def _s(seconds: float | None, digits: int = 2) -> str:
-    return "-" if seconds is None else f"{seconds:.{digits}f} s"
-
-
-def _x(ratio: float | None, digits: int = 2) -> str:
-    return "-" if ratio is None else f"{ratio:.{digits}f}x"
-
-
-def _ms(ms: float) -> str:
-    return f"{ms / 1000:,.1f} s" if ms >= 1000 else f"{ms:.1f} ms"
-
-
-def _mb(mb: float | None) -> str:
-    return "-" if mb is None else f"{mb:,.0f} MB"
-
-
-def _jobs(n: int) -> str:
-    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000:,}k"
-
-
-def met(ok: bool) -> str:
-    return "met" if ok else "**not met**"
+from bench.docs_format import Figures, jobs, megs, met, millis, page, secs, table, times
 
 
 def _ledger_verdict(figures: Figures) -> str:
@@ -65,82 +17,77 @@ def _ledger_verdict(figures: Figures) -> str:
     lines = []
     for size in figures["sizes"]:
         lines.append(
-            f"At {_jobs(size['jobs'])} jobs: (ingest + report) at most {goal['ratio_to_count']:g}x "
-            f"the `count(*)` and {_mb(goal['peak_rss_mb'])} peak: {met(size['meets_targets'])}; "
+            f"At {jobs(size['jobs'])} jobs: (ingest + report) at most {goal['ratio_to_count']:g}x "
+            f"the `count(*)` and {megs(goal['peak_rss_mb'])} peak: {met(size['meets_targets'])}; "
             f"the ingest at most {goal['ingest_to_into_file']:g}x DuckDB's load into a file and "
-            f"{_mb(goal['ingest_rss_over_into_file_mb'])} above its peak: "
+            f"{megs(goal['ingest_rss_over_into_file_mb'])} above its peak: "
             f"{met(size['meets_ingest_targets'])}."
         )
     return "\n".join(lines)
 
 
+_READS = ("count", "all_fields", "materialise", "into_file", "floor_store")
+_LEDGER_HEADS = (
+    [
+        "jobs",
+        "sacct",
+        "`count(*)`",
+        "every field",
+        "CTAS",
+        "into a file",
+        "floor of a store",
+        "ingest",
+        "report",
+    ],
+    [
+        "jobs",
+        "(ingest + report) / count",
+        "/ every field",
+        "/ CTAS",
+        "/ into a file",
+        "/ floor",
+        "floor / count",
+        "ingest / into a file",
+        "same, CPU",
+    ],
+    [
+        "jobs",
+        "into a file CPU",
+        "ingest CPU",
+        "report CPU",
+        "into a file peak RSS",
+        "ingest peak RSS",
+        "report peak RSS",
+        "yield",
+        "load (1m) before",
+    ],
+)
+
+
+def _ledger_rows(size: Figures) -> tuple[list[str], list[str], list[str]]:
+    """One size's row of each of the three tables: wall times, ratios, CPU and peaks."""
+    bare, n = size["bare_read"], jobs(size["jobs"])
+    walls = [n, f"{size['sacct_mb']:,.1f} MB", *(secs(bare[r]["wall_s"]) for r in _READS)]
+    walls += [secs(size["ingest"]["wall_s"], 1), secs(size["report"]["wall_s"], 1)]
+    keys = ("ratio_to_count", "ratio_to_all_fields", "ratio_to_materialise", "ratio_to_into_file")
+    ratios = [n, *(times(size[k], 1) for k in (*keys, "ratio_to_floor_store"))]
+    ratios += [times(size["floor_store_to_count"], 1), f"**{times(size['ingest_to_into_file'])}**"]
+    ratios.append(times(size["ingest_cpu_to_into_file"]))
+    cpu = [n, secs(bare["into_file"]["cpu_s"], 1), secs(size["ingest"]["cpu_s"], 1)]
+    cpu += [secs(size["report"]["cpu_s"], 1), megs(bare["into_file"]["peak_rss_mb"])]
+    cpu += [megs(size["ingest"]["peak_rss_mb"]), megs(size["report"]["peak_rss_mb"])]
+    cpu += [f"{size['report_json']['yield']:.4f}", str(size["load_avg_1m_before"])]
+    return walls, ratios, cpu
+
+
 def ledger(figures: Figures) -> str:
     """Per size: the five bare reads, ingest and report, their ratios, CPU and peaks."""
-    reads = ("count", "all_fields", "materialise", "into_file", "floor_store")
-    times, ratios, cpu = [], [], []
-    for size in figures["sizes"]:
-        bare, jobs = size["bare_read"], _jobs(size["jobs"])
-        times.append(
-            [jobs, f"{size['sacct_mb']:,.1f} MB"]
-            + [_s(bare[r]["wall_s"]) for r in reads]
-            + [_s(size["ingest"]["wall_s"], 1), _s(size["report"]["wall_s"], 1)]
-        )
-        ratios.append(
-            [jobs]
-            + [_x(size[k], 1) for k in ("ratio_to_count", "ratio_to_all_fields")]
-            + [_x(size[k], 1) for k in ("ratio_to_materialise", "ratio_to_into_file")]
-            + [_x(size["ratio_to_floor_store"], 1), _x(size["floor_store_to_count"], 1)]
-            + [f"**{_x(size['ingest_to_into_file'])}**", _x(size["ingest_cpu_to_into_file"])]
-        )
-        cpu.append(
-            [
-                jobs,
-                _s(bare["into_file"]["cpu_s"], 1),
-                _s(size["ingest"]["cpu_s"], 1),
-                _s(size["report"]["cpu_s"], 1),
-                _mb(bare["into_file"]["peak_rss_mb"]),
-                _mb(size["ingest"]["peak_rss_mb"]),
-                _mb(size["report"]["peak_rss_mb"]),
-                f"{size['report_json']['yield']:.4f}",
-                str(size["load_avg_1m_before"]),
-            ]
-        )
-    read_heads = ["`count(*)`", "every field", "CTAS", "into a file", "floor of a store"]
-    return page(
-        figures,
-        table(["jobs", "sacct", *read_heads, "ingest", "report"], "lrrrrrrrr", times),
-        table(
-            [
-                "jobs",
-                "(ingest + report) / count",
-                "/ every field",
-                "/ CTAS",
-                "/ into a file",
-                "/ floor",
-                "floor / count",
-                "ingest / into a file",
-                "same, CPU",
-            ],
-            "lrrrrrrrr",
-            ratios,
-        ),
-        table(
-            [
-                "jobs",
-                "into a file CPU",
-                "ingest CPU",
-                "report CPU",
-                "into a file peak RSS",
-                "ingest peak RSS",
-                "report peak RSS",
-                "yield",
-                "load (1m) before",
-            ],
-            "lrrrrrrrr",
-            cpu,
-        ),
-        _ledger_verdict(figures),
-    )
+    rows = [_ledger_rows(size) for size in figures["sizes"]]
+    tables = [
+        table(head, "l" + "r" * (len(head) - 1), [row[i] for row in rows])
+        for i, head in enumerate(_LEDGER_HEADS)
+    ]
+    return page(figures, *tables, _ledger_verdict(figures))
 
 
 def collect(figures: Figures) -> str:
@@ -157,13 +104,13 @@ def collect(figures: Figures) -> str:
         before, after = size["report_before"]["wall_s"], size["report_after"]["wall_s"]
         rows.append(
             [
-                f"{size['history_rows']:,} ({_jobs(size['jobs'])} set)",
+                f"{size['history_rows']:,} ({jobs(size['jobs'])} set)",
                 f"{size['jobs_new']:,} / {size['jobs_updated']:,} / {size['jobs_unchanged']:,}",
-                f"{_s(size['collect']['wall_s'])} ({walls['collect']})",
-                f"{_s(size['day_alone']['wall_s'])} ({walls['day_alone']})",
-                f"**{_x(size['collect_over_day_alone'])}**",
+                f"{secs(size['collect']['wall_s'])} ({walls['collect']})",
+                f"{secs(size['day_alone']['wall_s'])} ({walls['day_alone']})",
+                f"**{times(size['collect_over_day_alone'])}**",
                 f"{before:.2f} -> {after:.2f} s ({size['report_growth']:+.1%})",
-                _mb(size["collect"]["peak_rss_mb"]),
+                megs(size["collect"]["peak_rss_mb"]),
             ]
         )
     verdicts = []
@@ -171,7 +118,7 @@ def collect(figures: Figures) -> str:
         if key != "recorded":
             goal, ok = size["targets"], size["targets_met"]
             verdicts.append(
-                f"At {_jobs(size['jobs'])} jobs: collect within {goal['collect_s']:g} s: "
+                f"At {jobs(size['jobs'])} jobs: collect within {goal['collect_s']:g} s: "
                 f"{met(ok['collect_at_most_5_s'])}; within {goal['collect_over_day_alone']:g}x "
                 f"the day alone: {met(ok['collect_at_most_2x_day_alone'])}; the report within "
                 f"{goal['report_growth']:.0%} of before: {met(ok['report_growth_at_most_10_percent'])}."
@@ -192,9 +139,9 @@ def collect_output(figures: Figures) -> str:
         rows.append(
             [
                 key.replace("MB", " MB"),
-                f"{_mb(size['streamed']['peak_rss_mb'])} ({over['streamed']:.2f}x)",
-                f"{_mb(size['in_memory']['peak_rss_mb'])} ({over['in_memory']:.2f}x)",
-                _mb(base),
+                f"{megs(size['streamed']['peak_rss_mb'])} ({over['streamed']:.2f}x)",
+                f"{megs(size['in_memory']['peak_rss_mb'])} ({over['in_memory']:.2f}x)",
+                megs(base),
             ]
         )
     head = ["output", "streamed: peak RSS (x the output above the interpreter)"]
@@ -211,17 +158,17 @@ def serve(figures: Figures) -> str:
         static, exporter = size["baseline_static"], size["baseline_exporter"]
         rows.append(
             [
-                _jobs(size["jobs"]),
-                _s(size["ingest"]["wall_s"], 1),
-                _s(size["first_snapshot_s"], 1),
-                _mb(size["serve_peak_rss_mb_building"]),
-                _mb(size["serve_rss_mb_after_load"]),
+                jobs(size["jobs"]),
+                secs(size["ingest"]["wall_s"], 1),
+                secs(size["first_snapshot_s"], 1),
+                megs(size["serve_peak_rss_mb_building"]),
+                megs(size["serve_rss_mb_after_load"]),
                 f"{ours['requests_per_s']:,.0f}",
-                _ms(ours["p50_ms"]),
-                f"**{_ms(ours['p99_ms'])}**",
-                _ms(static["p99_ms"]),
-                f"**{_x(size['p99_ratio_to_static'])}**",
-                f"{_ms(exporter['p99_ms'])} ({exporter['requests_per_s']:,.1f} req/s)",
+                millis(ours["p50_ms"]),
+                f"**{millis(ours['p99_ms'])}**",
+                millis(static["p99_ms"]),
+                f"**{times(size['p99_ratio_to_static'])}**",
+                f"{millis(exporter['p99_ms'])} ({exporter['requests_per_s']:,.1f} req/s)",
                 str(ours["errors"]),
                 str(size["load_average_1m"]),
             ]
@@ -279,9 +226,9 @@ def report_html(figures: Figures) -> str:
         f"`{figures['store']}`",
         f"{figures['page_bytes'] / 1e6:.2f} MB",
         f"{figures['html_wall_s'][best]:.1f} s ({figures['html_cpu_s'][best]:.1f} s)",
-        _s(min(figures["json_wall_s"]), 1),
-        _x(figures["ratio_html_to_json"], 1),
-        _mb(figures["html_peak_rss_mb"]),
+        secs(min(figures["json_wall_s"]), 1),
+        times(figures["ratio_html_to_json"], 1),
+        megs(figures["html_peak_rss_mb"]),
         "met" if figures["within_targets"] else "not met",
     ]
     head = ["store", "page", "`report --html` best wall (its CPU)", "`report --json` best wall"]
@@ -295,9 +242,9 @@ def weights(figures: Figures) -> str:
     row = [
         f"{shape['num_nodes']} nodes, {shape['days']} days",
         f"{typed['research_jobs']:,}",
-        f"{_s(untyped['wall_s'], 1)}, {_mb(untyped['peak_rss_mb'])}",
-        f"{_s(typed['wall_s'], 1)}, {_mb(typed['peak_rss_mb'])}",
-        f"{_x(figures['ratio_wall'])} time, {_x(figures['ratio_peak_rss'])} RSS",
+        f"{secs(untyped['wall_s'], 1)}, {megs(untyped['peak_rss_mb'])}",
+        f"{secs(typed['wall_s'], 1)}, {megs(typed['peak_rss_mb'])}",
+        f"{times(figures['ratio_wall'])} time, {times(figures['ratio_peak_rss'])} RSS",
     ]
     head = ["shape", "research jobs", "untyped", "typed", "typed / untyped"]
     note = f"Each report the median of {figures['repeats']} fresh processes."
@@ -311,15 +258,15 @@ def _phase(run: Figures, phase: str) -> str:
 def _simulate_row(label: str, run: Figures) -> list[str]:
     utilization = "-"
     if "utilization_s" in run:
-        utilization = f"{_phase(run, 'utilization')} for {_mb(run['utilization_mb'])}"
+        utilization = f"{_phase(run, 'utilization')} for {megs(run['utilization_mb'])}"
     return [
         label,
         _phase(run, "simulate"),
-        f"{_phase(run, 'write')} for {_mb(run['written_mb'])}",
+        f"{_phase(run, 'write')} for {megs(run['written_mb'])}",
         utilization,
         f"**{run['write_over_simulate']:.2f}** ({run['write_over_simulate_cpu']:.2f} in CPU)",
-        _mb(run["simulate_peak_rss_mb"]),
-        f"{_mb(run['write_peak_rss_mb'])} (from {run['write_start_rss_mb']:,.0f})",
+        megs(run["simulate_peak_rss_mb"]),
+        f"{megs(run['write_peak_rss_mb'])} (from {run['write_start_rss_mb']:,.0f})",
         f"{run['write_mb_per_s']:,.0f} MB/s (a plain copy {run['copy_mb_per_s']:,.0f} MB/s)",
     ]
 
@@ -363,36 +310,36 @@ def ladder(figures: Figures) -> str:
         rows = [
             [
                 "summary rebuild (each ingest pays it when a ladder is declared)",
-                _s(size["summary_refresh_s"]),
+                secs(size["summary_refresh_s"]),
                 "-",
             ],
             [
                 f"check from the summary tables, median of {n['summary']} (max)",
                 f"**{size['check_summary_median_s']:.3f} s** ({size['check_summary_max_s']:.3f} s)",
-                _s(size["check_summary_cpu_median_s"], 3),
+                secs(size["check_summary_cpu_median_s"], 3),
             ],
             [
                 f"check scanning the jobs (baseline), median of {n['scan']}",
-                _s(size["check_scan_median_s"]),
-                _s(size["check_scan_cpu_median_s"]),
+                secs(size["check_scan_median_s"]),
+                secs(size["check_scan_cpu_median_s"]),
             ],
             [
                 "baseline / summary",
-                _x(size["scan_over_summary"], 0),
-                _x(size["scan_over_summary_cpu"], 0),
+                times(size["scan_over_summary"], 0),
+                times(size["scan_over_summary_cpu"], 0),
             ],
             [
                 f"`gpuyield preflight` in a fresh process, median of {n['cli']}",
-                _s(size["cli_median_s"]),
+                secs(size["cli_median_s"]),
                 "-",
             ],
-            ["of which `import gpuyield.cli` alone", _s(size["cli_import_only_s"]), "-"],
+            ["of which `import gpuyield.cli` alone", secs(size["cli_import_only_s"]), "-"],
         ]
-        head = f"{_jobs(size['jobs'])} jobs, {size['store_mb']} MB store, load {size['load_average_1min']}"
+        head = f"{jobs(size['jobs'])} jobs, {size['store_mb']} MB store, load {size['load_average_1min']}"
         blocks.append(table([head, "wall", "CPU"], "lrr", rows))
         blocks.append(
             f"Peak RSS of the bench process (it also generated the store): "
-            f"{_mb(size['peak_rss_mb'])}. The check from the summary within "
+            f"{megs(size['peak_rss_mb'])}. The check from the summary within "
             f"{figures['target_s']:g} s (median): {met(size['under_target'])}."
         )
     return page(figures, *blocks)
@@ -421,7 +368,7 @@ def hostile(figures: Figures) -> str:
     said = (
         f"preflight's family match of a 41-character run name against a 12-`*` glob: "
         f"{match['hostile_ms']:.1f} ms, against {match['plain_ms']:.1f} ms for a plain glob and name "
-        f"({_x(match['ratio'])}). All within limits: {'yes' if figures['all_within_limits'] else '**no**'}."
+        f"({times(match['ratio'])}). All within limits: {'yes' if figures['all_within_limits'] else '**no**'}."
     )
     return page(figures, table(head, "llrrrrl", rows), said)
 
