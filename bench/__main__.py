@@ -2,8 +2,8 @@
 to bench/out/*.json, and with ``--docs`` into PAGE's tables (``bench/docs.py``).
 
 ``python -m bench --help`` lists them; ``python -m bench NAME --help`` is a benchmark's own help,
-and ``python -m bench NAME OPTIONS`` passes OPTIONS (other than ``--quick`` and ``--docs``) to its
-command line, the same as ``python -m bench.NAME OPTIONS``.
+and ``python -m bench NAME OPTIONS``, where OPTIONS hold any option other than ``--quick`` and
+``--docs``, is its own command line, ``python -m bench.NAME OPTIONS``, all OPTIONS passed on.
 """
 
 from __future__ import annotations
@@ -99,14 +99,14 @@ def main(argv: list[str]) -> int:
     return 0 if args.docs is None else write_docs(args.docs, ran)
 
 
-def write_docs(page: Path, ran: list[str]) -> int:
-    """Write the sections of the benchmarks just run into ``page`` (those it has: ``guard``, for
-    one, has no table there)."""
+def write_docs(page: Path, ran: list[str], out: Path = OUT) -> int:
+    """Write the sections of the benchmarks just run (their figures in ``out``) into ``page``:
+    those it has (``guard``, for one, has no table there)."""
     from bench import docs
 
     listed = docs.sections(page.read_text(encoding="utf-8"))
     try:
-        docs.write_docs(page, docs.load_figures(OUT, [name for name in ran if name in listed]))
+        docs.write_docs(page, docs.load_figures(out, [name for name in ran if name in listed]))
     except docs.DocsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -223,3 +223,33 @@ def test_the_command_rewrites_a_page_from_saved_figures(tmp_path: Path) -> None:
     assert missing.returncode == 1
     assert f"{saved / 'serve.json'}: not found" in missing.stderr
     assert page.read_text(encoding="utf-8") == expected
+
+
+def test_a_run_writes_the_sections_of_the_benchmarks_it_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.__main__ import write_docs
+
+    page = tmp_path / "benchmarks.md"
+    page.write_text(PAGE.read_text(encoding="utf-8"), encoding="utf-8")
+    assert write_docs(page, ["report_html", "guard"], FIXTURES) == 0
+    expected = docs.render(
+        PAGE.read_text(encoding="utf-8"), {"report_html": _fixture("report_html")}
+    )
+    assert page.read_text(encoding="utf-8") == expected
+    assert "no bench:guard section" in capsys.readouterr().out
+
+
+def test_the_runner_keeps_docs_for_itself_and_passes_other_options_on() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"], cwd=REPO, capture_output=True, text=True
+    )
+    assert "--docs PAGE" in done.stdout
+    # An option the benchmark does not have reaches its own parser (and is refused there).
+    refused = subprocess.run(
+        [sys.executable, "-m", "bench", "weights", "--docs", "x.md", "--no-such-option"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "python -m bench.weights" in refused.stderr
