@@ -8,6 +8,8 @@ figure the JSON lacks is a ``KeyError``: the benchmark has to record it, not the
 
 from __future__ import annotations
 
+import re
+
 from bench.docs_format import Figures, jobs, megs, met, millis, page, secs, table, times
 
 
@@ -345,6 +347,12 @@ def ladder(figures: Figures) -> str:
     return page(figures, *blocks)
 
 
+def _outcome(said: str) -> str:
+    """An outcome as a table cell: the case's file by its name (its temporary directory differs
+    every run), a ``|`` escaped."""
+    return re.sub(r"/\S*/(case\d+[^/:\s]*)", r"\1", said).replace("|", "\\|")
+
+
 def hostile(figures: Figures) -> str:
     """Each hostile input: what became of it, its wall time and peak RSS against the sample's."""
     rows = []
@@ -355,11 +363,11 @@ def hostile(figures: Figures) -> str:
         rows.append(
             [
                 case,
-                found["outcome"],
+                _outcome(found["outcome"]),
                 size,
                 f"{found['wall_s']:.2f}",
                 f"{found['peak_rss_mb']:,.0f}",
-                str(found.get("ratio", 1.0)),
+                str(found.get("ratio", "-")),
                 "yes" if found["within_limits"] else "**no**",
             ]
         )
