@@ -47,7 +47,7 @@ demo: $(VENV)/.core
 COVERAGE_FLOOR ?= 75
 
 test: $(VENV)/.dev
-	$(PY) -m pytest -q --cov=gpuyield --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
+	$(PY) -m pytest -q --durations=25 --cov=gpuyield --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 
 # Without the real Slurm lab (minutes, root) and the slowest tests: for quick local iterations.
 test-quick: $(VENV)/.dev
