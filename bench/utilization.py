@@ -233,6 +233,10 @@ def bench_size(num_gpus: int, out_dir: Path = OUT, *, repeat: int = 1) -> dict[s
         step: statistics.median(r[step]["wall_s"] for r in rounds)
         for step in ("bare_read", "ingest_slurm", "ingest_utilization", "report")
     }
+    cpu = {
+        step: statistics.median(r[step]["cpu_s"] for r in rounds)
+        for step in ("bare_read", "ingest_utilization", "report")
+    }
     rss = max(
         max(r["ingest_utilization"]["peak_rss_mb"], r["report"]["peak_rss_mb"]) for r in rounds
     )
@@ -248,6 +252,12 @@ def bench_size(num_gpus: int, out_dir: Path = OUT, *, repeat: int = 1) -> dict[s
         "ratio_to_bare_read": round(joined_s / wall["bare_read"], 2),
         "ingest_ratio": round(wall["ingest_utilization"] / wall["bare_read"], 2),
         "report_ratio": round(wall["report"] / wall["bare_read"], 2),
+        # CPU time (user + system) of each step's process: steadier than wall time when other
+        # work shares the cores.
+        "median_cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+        "cpu_ratio_to_bare_read": round(
+            (cpu["ingest_utilization"] + cpu["report"]) / cpu["bare_read"], 2
+        ),
         "peak_rss_mb": rss,
         "rounds": rounds,
     }
