@@ -37,7 +37,11 @@ def check_launch(
     if cached is None:
         return _from_store(db, gpus=gpus, family=family, run=run, at_s=at_s)
     with cached.body:
-        return _from_cache(cached, gpus=gpus, family=family, run=run, at_s=at_s)
+        try:
+            return _from_cache(cached, gpus=gpus, family=family, run=run, at_s=at_s)
+        except (ValueError, IndexError):  # a damaged line (the disk's, not ours): the store answers
+            pass
+    return _from_store(db, gpus=gpus, family=family, run=run, at_s=at_s)
 
 
 def _from_cache(

@@ -111,6 +111,19 @@ def test_a_write_ahead_log_or_a_foreign_file_is_not_read(ladder_store: LadderSto
         assert cache.read_bytes() == good
 
 
+def test_a_damaged_line_is_answered_from_the_store(ladder_store: LadderStore) -> None:
+    db = ladder_store.db
+    expected = verdicts(db)
+    cache = ladder_cache.path_for(db)
+    head, _, body = cache.read_bytes().partition(b"\n")
+    header, _, lines = body.partition(b"\n")
+    damaged = b"\n".join(
+        line.split(b"\t")[0] + b"\tx\ty" if line else line for line in lines.split(b"\n")
+    )
+    cache.write_bytes(head + b"\n" + header + b"\n" + damaged)
+    assert verdicts(db) == expected
+
+
 def test_a_cache_that_cannot_be_written_leaves_the_check_working(
     ladder_store: LadderStore,
 ) -> None:
