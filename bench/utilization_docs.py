@@ -125,4 +125,3 @@ def _cpu_cell(size: dict[str, Any]) -> str:
         return "-"
     joined = cpu["ingest_utilization"] + cpu["report"]
     return f"{cpu['bare_read']:.1f} s, {joined:.1f} s, {size['cpu_ratio_to_bare_read']:.2f}x"
-
