@@ -19,7 +19,7 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -e '.[dev,html,telemetry,train,spark,serve]'
 	touch $@
 
-.PHONY: demo test test-quick bench bench-quick lint install dist clean docs-figures
+.PHONY: demo test test-quick bench bench-quick bench-docs lint install dist clean docs-figures
 install: $(VENV)/.core
 
 # A wheel and an sdist in dist/, to install anywhere: pip install 'dist/gpuyield-0.1.0-py3-none-any.whl[serve]'
@@ -47,7 +47,7 @@ demo: $(VENV)/.core
 COVERAGE_FLOOR ?= 75
 
 test: $(VENV)/.dev
-	$(PY) -m pytest -q --cov=gpuyield --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
+	$(PY) -m pytest -q --durations=25 --cov=gpuyield --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)
 
 # Without the real Slurm lab (minutes, root) and the slowest tests: for quick local iterations.
 test-quick: $(VENV)/.dev
@@ -58,9 +58,14 @@ test-quick: $(VENV)/.dev
 docs-figures: $(VENV)/.dev
 	$(PY) docs/figures.py
 
-# The full run writes about 2.6 GB of generated data under bench/out/ and takes many minutes.
+# The full run writes about 2.6 GB of generated data under bench/out/ and takes many minutes;
+# then it writes each benchmark's table into docs/benchmarks.md (bench/docs.py). Review, commit.
 bench: $(VENV)/.dev
-	$(PY) -m bench
+	$(PY) -m bench --docs docs/benchmarks.md
+
+# docs/benchmarks.md's tables rewritten from the figures saved in bench/out/ (no benchmark runs).
+bench-docs: $(VENV)/.dev
+	$(PY) -m bench.docs --from bench/out docs/benchmarks.md
 
 bench-quick: $(VENV)/.dev
 	$(PY) -m bench --quick

@@ -38,6 +38,7 @@ from typing import Any
 
 from bench.gen_slurm import Generated, GenParams, cached
 from bench.ledger import OUT, measure
+from bench.runner import start_recording, write_figures
 from gpuyield.hostlist import expand_hostlist
 
 QUICK_SIZES = (100_000,)
@@ -275,6 +276,11 @@ def bench_size(params: GenParams, root: Path = OUT) -> dict[str, Any]:
         "report_after": report_after,
         "collect_over_day_alone": round(ratio, 3),
         "report_growth": round(growth, 3),
+        "targets": {
+            "collect_s": TARGET_COLLECT_S,
+            "collect_over_day_alone": TARGET_RATIO,
+            "report_growth": TARGET_REPORT_GROWTH,
+        },
         "targets_met": {
             "collect_at_most_5_s": collect["wall_s"] <= TARGET_COLLECT_S,
             "collect_at_most_2x_day_alone": ratio <= TARGET_RATIO,
@@ -307,9 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, action="append", help="data set size (repeatable)")
     parser.add_argument("--quick", action="store_true", help="100k jobs")
     args = parser.parse_args(argv)
+    started = start_recording(
+        " ".join(["python -m bench.collect", *(sys.argv[1:] if argv is None else argv)])
+    )
     figures = run(quick=args.quick, sizes=tuple(args.jobs) if args.jobs else None)
-    OUT.mkdir(exist_ok=True)
-    (OUT / "collect.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_figures("collect", figures, started)
     return 0
 
 

@@ -169,6 +169,10 @@ def bench_size(num_jobs: int) -> dict[str, Any]:
         "check_scan_median_s": round(slow_s, 3),
         "check_scan_cpu_median_s": round(statistics.median(slow_cpu), 3),
         "scan_over_summary": round(slow_s / fast_s, 1),
+        "scan_over_summary_cpu": round(
+            statistics.median(slow_cpu) / max(statistics.median(fast_cpu), 1e-4), 1
+        ),
+        "repeats": {"summary": REPEATS, "scan": SCAN_REPEATS, "cli": CLI_REPEATS},
         "cli_median_s": round(statistics.median(cli), 3),
         "cli_import_only_s": round(_import_only(), 3),
         "under_target": fast_s < TARGET_S,

@@ -33,6 +33,7 @@ from typing import Any
 
 from bench.gen_slurm import GenParams, cached
 from bench.ledger import OUT, gpuyield_argv, machine, measure
+from bench.runner import start_recording, write_figures
 
 CORES = 2
 # Two sizes per input at full size: the report's fixed part and its cost per row are the line
@@ -294,9 +295,9 @@ def main(argv: list[str]) -> int:
     size.add_argument("--quick", action="store_true", help="the small configuration (minutes)")
     size.add_argument("--jobs", type=int, metavar="N", help="only the jobs case, at N jobs")
     args = parser.parse_args(argv)
+    started = start_recording(" ".join(["python -m bench.lake", *argv]))
     figures = run(quick=args.quick, jobs=args.jobs)
-    OUT.mkdir(exist_ok=True)
-    (OUT / "lake.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_figures("lake", figures, started)
     return 0
 
 

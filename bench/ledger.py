@@ -43,6 +43,7 @@ import duckdb
 
 from bench.gen_cluster import slurm_time
 from bench.gen_slurm import Generated, GenParams, cached
+from bench.runner import start_recording, write_figures
 
 OUT = Path(__file__).parent / "out"
 QUICK_SIZES = (100_000,)
@@ -460,7 +461,12 @@ def run(
             print("\n".join(lines))
     return {
         "machine": machine(),
-        "targets": {"ratio_to_count": TARGET_RATIO, "peak_rss_mb": TARGET_RSS_MB},
+        "targets": {
+            "ratio_to_count": TARGET_RATIO,
+            "peak_rss_mb": TARGET_RSS_MB,
+            "ingest_to_into_file": TARGET_INGEST_TO_FILE,
+            "ingest_rss_over_into_file_mb": TARGET_INGEST_RSS_OVER_FILE_MB,
+        },
         "sizes": results,
     }
 
@@ -473,9 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="100k jobs only")
     parser.add_argument("--profile", action="store_true", help="also rerun both under cProfile")
     args = parser.parse_args(argv)
+    started = start_recording(
+        " ".join(["python -m bench.ledger", *(sys.argv[1:] if argv is None else argv)])
+    )
     figures = run(args.quick, tuple(args.jobs) if args.jobs else None, profile=args.profile)
-    OUT.mkdir(exist_ok=True)
-    (OUT / "ledger.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+    write_figures("ledger", figures, started)
     return 0
 
 

@@ -2,15 +2,18 @@
 
 The issue's bound is 150 ms of wall time on an idle machine. The same run measures, each the median
 of REPEATS fresh processes, wall and CPU time (user + system, of the child): the interpreter alone
-(`python -c pass`, the floor), the check as the console script answers it (`gpuyield.__main__`: the
-grammar, DuckDB's engine, the store), and the baseline, the same check through the full CLI
-(typer, pydantic, rich, DuckDB's Python layer): what every check cost before. Two asks: a
-family refused 4,096 GPUs (by --family) and a run allowed (by --run, through the manifest's
-patterns). The report carries `python -X importtime` of the fast path: how many modules it imports, their total, and the
-slowest twelve by their own time. The store is written straight into DuckDB (bench/ladder.py's
-generator: 10% of the jobs in 2,000 families); its size barely matters, the summary table answers.
-CPU time is given beside wall time because the machines this runs on are shared: wall time under
-load measures the neighbours, and the load average is in the figures.
+(`python -c pass`, the floor); the check as the console script answers it (`gpuyield.__main__`)
+from the ladder cache beside the store (`gpuyield.ladder_cache`: what every check but the first
+after a store changed reads); the same with the cache removed before each run (the first check
+after an ingest: DuckDB's engine opens the store, and the check writes the cache); and the
+baseline, the same check through the full CLI (typer, pydantic, rich, DuckDB's Python layer)
+without the cache: what every check cost before. Two asks: a family refused 4,096 GPUs (by
+--family) and a run allowed (by --run, through the manifest's patterns: RE2, so DuckDB's engine,
+in memory). The report carries `python -X importtime` of the cached path: how many modules it
+imports, their total, and the slowest twelve by their own time. The store is written straight into
+DuckDB (bench/ladder.py's generator: 10% of the jobs in 2,000 families). CPU time is given beside
+wall time because the machines this runs on are shared: wall time under load measures the
+neighbours, and the load average is in the figures.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.ladder import FULL_JOBS, build_store
-from gpuyield import rungs, store
+from gpuyield import ladder_cache, rungs, store
 
 QUICK_JOBS = 100_000
 REPEATS = 15
@@ -37,11 +40,15 @@ FAST = "import sys; from gpuyield.__main__ import main; main()"  # the console s
 FULL = "from gpuyield.cli import main; main()"  # the CLI as it ran before the fast path
 
 
-def _timed(argv: list[str], repeats: int) -> dict[str, Any]:
-    """Median wall and CPU seconds of ``argv`` in fresh processes; its last output and status."""
+def _timed(argv: list[str], repeats: int, *, cold: Path | None = None) -> dict[str, Any]:
+    """Median wall and CPU seconds of ``argv`` in fresh processes; its last output and status.
+    ``cold``: a store whose ladder cache is removed before each run (the first check after the
+    store changed)."""
     walls, cpus = [], []
     done: subprocess.CompletedProcess[str] | None = None
     for _ in range(repeats):
+        if cold is not None:
+            ladder_cache.path_for(cold).unlink(missing_ok=True)
         before, started = os.times(), time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
         walls.append(time.perf_counter() - started)
@@ -61,6 +68,10 @@ def _timed(argv: list[str], repeats: int) -> dict[str, Any]:
         "stdout": done.stdout,
         "stderr": done.stderr,
     }
+
+
+def _figures(timed: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in timed.items() if k not in ("stdout", "stderr")}
 
 
 def importtime(argv: list[str]) -> dict[str, Any]:
@@ -114,18 +125,24 @@ def bench_store(db: Path, num_jobs: int, repeats: int = REPEATS) -> dict[str, An
     figures: dict[str, Any] = {"load_average_1min_before": round(os.getloadavg()[0], 1)}
     figures["interpreter"] = _timed([python, "-c", "pass"], repeats)
     for ask, argv in asks.items():
-        fast = _timed([python, "-c", FAST, *argv], repeats)
-        full = _timed([python, "-c", FULL, *argv], repeats)
-        said = [(t["status"], t["stdout"], t["stderr"]) for t in (fast, full)]
-        assert said[0] == said[1], f"the fast path and the CLI differ on {ask}: {said}"
+        cached = _timed([python, "-c", FAST, *argv], repeats)  # its first run writes the cache
+        uncached = _timed([python, "-c", FAST, *argv], repeats, cold=db)
+        full = _timed([python, "-c", FULL, *argv], repeats, cold=db)
+        said = [(t["status"], t["stdout"], t["stderr"]) for t in (cached, uncached, full)]
+        assert said[0] == said[1] == said[2], f"the paths differ on {ask}: {said}"
         figures[ask] = {
-            "fast": {k: v for k, v in fast.items() if k not in ("stdout", "stderr")},
-            "baseline_full_cli": {k: v for k, v in full.items() if k not in ("stdout", "stderr")},
+            "fast": _figures(cached),
+            "first_after_a_change": _figures(uncached),
+            "baseline_full_cli": _figures(full),
             "baseline_over_fast_cpu": round(
-                full["cpu_median_s"] / max(fast["cpu_median_s"], 1e-3), 1
+                full["cpu_median_s"] / max(cached["cpu_median_s"], 1e-3), 1
             ),
-            "verdict": (fast["stdout"] + fast["stderr"]).strip(),
+            "verdict": (cached["stdout"] + cached["stderr"]).strip(),
         }
+    ladder_cache.path_for(db).unlink(missing_ok=True)
+    subprocess.run(
+        [python, "-c", FAST, *next(iter(asks.values()))], capture_output=True, check=False
+    )
     first = next(iter(asks.values()))
     figures["importtime_fast"] = importtime([python, "-c", FAST, *first])
     figures["importtime_full_cli_total_ms"] = importtime([python, "-c", FULL, *first])["total_ms"]
@@ -150,10 +167,10 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "target_s": TARGET_S,
         }
         figures.update(bench_store(db, num_jobs))
-    fast = figures["refused_by_family"]["fast"]
-    assert fast["status"] == 3 and figures["allowed_by_run"]["fast"]["status"] == 0
-    figures["under_target_wall"] = fast["wall_median_s"] < TARGET_S
-    figures["under_target_cpu"] = fast["cpu_median_s"] < TARGET_S
+    fast = [figures[ask]["fast"] for ask in ("refused_by_family", "allowed_by_run")]
+    assert fast[0]["status"] == 3 and fast[1]["status"] == 0
+    figures["under_target_wall"] = all(f["wall_median_s"] < TARGET_S for f in fast)
+    figures["under_target_cpu"] = all(f["cpu_median_s"] < TARGET_S for f in fast)
     print(json.dumps(figures, indent=2))
     return figures
 

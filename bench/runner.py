@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
+import os
+import platform
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,14 +57,61 @@ def benchmark_parser(name: str) -> argparse.ArgumentParser:
     return parser
 
 
-def write_figures(name: str, figures: dict[str, Any]) -> None:
-    """Save a benchmark's figures as ``bench/out/<name>.json``."""
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Recorded:
+    """Which command measured a benchmark's figures, when, at which commit and under what load:
+    the line above every table docs/benchmarks.md renders from ``bench/out/<name>.json``."""
+
+    command: str
+    when: str
+    commit: str
+    cpus: int
+    # Other work on the (shared) machine slows every figure; the 1-minute load average says how
+    # much, at the start of the run and at its end.
+    load_avg_1m_start: float
+    load_avg_1m_end: float | None
+    python: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _commit() -> str:
+    """``git describe --always --dirty`` of the checkout the benchmark ran from."""
+    done = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=9"],
+        cwd=BENCH_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def start_recording(command: str) -> Recorded:
+    """What is known before a benchmark starts (its end load average comes in ``write_figures``)."""
+    return Recorded(
+        command=command,
+        when=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        commit=_commit(),
+        cpus=os.cpu_count() or 0,
+        load_avg_1m_start=round(os.getloadavg()[0], 2),
+        load_avg_1m_end=None,
+        python=platform.python_version(),
+    )
+
+
+def write_figures(name: str, figures: dict[str, Any], started: Recorded) -> None:
+    """Save a benchmark's figures as ``bench/out/<name>.json``, with how they were recorded."""
+    ended = dataclasses.replace(started, load_avg_1m_end=round(os.getloadavg()[0], 2))
     OUT.mkdir(exist_ok=True)
-    (OUT / f"{name}.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+    saved = {**figures, "recorded": ended.to_dict()}
+    (OUT / f"{name}.json").write_text(json.dumps(saved, indent=2, default=str) + "\n")
 
 
 def benchmark_main(name: str, run: Callable[..., dict[str, Any]], argv: list[str]) -> int:
     """Parse ``--quick`` (or print help), run the benchmark, save its figures."""
     args = benchmark_parser(name).parse_args(argv)
-    write_figures(name, run(quick=args.quick))
+    started = start_recording(" ".join([f"python -m bench.{name}", *argv]))
+    write_figures(name, run(quick=args.quick), started)
     return 0

@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.gen_slurm import GenParams, cached
 from bench.ledger import OUT, _fresh, _memory_mb, ledger_argv, machine, measure
+from bench.runner import start_recording, write_figures
 
 QUICK_SIZES = (100_000,)
 FULL_SIZES = (10_000_000,)
@@ -232,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, action="append", help="size (repeatable)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
+    started = start_recording(
+        " ".join(["python -m bench.serve", *(sys.argv[1:] if argv is None else argv)])
+    )
     figures = run(quick=args.quick, sizes=tuple(args.jobs) if args.jobs else None)
-    (OUT / "serve.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+    write_figures("serve", figures, started)
     return 0
 
 

@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.ledger import OUT, machine, measure
+from bench.ledger import machine, measure
+from bench.runner import start_recording, write_figures
 from gpuyield.simulate.ettr import JobModel, run_model
 from gpuyield.simulate.scenario import Policy
 
@@ -299,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="runs of each (medians reported)")
     args = parser.parse_args(argv)
+    started = start_recording(
+        " ".join(["python -m bench.simulate", *(sys.argv[1:] if argv is None else argv)])
+    )
     figures = run(
         args.quick,
         days=args.days,
@@ -306,8 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline=args.baseline_src,
         rounds=args.rounds,
     )
-    OUT.mkdir(exist_ok=True)
-    (OUT / "simulate.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+    write_figures("simulate", figures, started)
     return 0
 
 

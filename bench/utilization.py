@@ -38,7 +38,8 @@ import duckdb
 import numpy as np
 
 from bench.ledger import OUT, gpuyield_argv, machine, measure
-from bench.utilization_docs import breakdown, write_docs
+from bench.runner import start_recording, write_figures
+from bench.utilization_docs import breakdown
 
 T0_S = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY_S = 86_400
@@ -232,6 +233,10 @@ def bench_size(num_gpus: int, out_dir: Path = OUT, *, repeat: int = 1) -> dict[s
         step: statistics.median(r[step]["wall_s"] for r in rounds)
         for step in ("bare_read", "ingest_slurm", "ingest_utilization", "report")
     }
+    cpu = {
+        step: statistics.median(r[step]["cpu_s"] for r in rounds)
+        for step in ("bare_read", "ingest_utilization", "report")
+    }
     rss = max(
         max(r["ingest_utilization"]["peak_rss_mb"], r["report"]["peak_rss_mb"]) for r in rounds
     )
@@ -247,6 +252,12 @@ def bench_size(num_gpus: int, out_dir: Path = OUT, *, repeat: int = 1) -> dict[s
         "ratio_to_bare_read": round(joined_s / wall["bare_read"], 2),
         "ingest_ratio": round(wall["ingest_utilization"] / wall["bare_read"], 2),
         "report_ratio": round(wall["report"] / wall["bare_read"], 2),
+        # CPU time (user + system) of each step's process: steadier than wall time when other
+        # work shares the cores.
+        "median_cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+        "cpu_ratio_to_bare_read": round(
+            (cpu["ingest_utilization"] + cpu["report"]) / cpu["bare_read"], 2
+        ),
         "peak_rss_mb": rss,
         "rounds": rounds,
     }
@@ -278,6 +289,7 @@ def main(argv: list[str]) -> int:
     if args.from_json is not None:
         figures = json.loads(args.from_json.read_text())
     else:
+        started = start_recording(" ".join(["python -m bench.utilization", *argv]))
         figures = {"machine": machine(), "sizes": []}
         for gpus in args.gpus:
             size = bench_size(gpus, repeat=args.repeat)
@@ -285,10 +297,11 @@ def main(argv: list[str]) -> int:
                 size["breakdown"] = breakdown(gpus)
             figures["sizes"].append(size)
             print(json.dumps(_brief(size), indent=2, default=str), flush=True)
-        OUT.mkdir(exist_ok=True)
-        (OUT / "utilization.json").write_text(json.dumps(figures, indent=2, default=str) + "\n")
+        write_figures("utilization", figures, started)
     if args.docs is not None:
-        write_docs(args.docs, figures)
+        from bench.docs import write_docs
+
+        write_docs(args.docs, {"utilization": figures})
     return 0
 
 

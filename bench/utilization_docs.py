@@ -1,8 +1,9 @@
 """The utilization benchmark's figures as docs/benchmarks.md shows them, and where an ingest's
 time goes (each SQL statement of one ingest, timed in-process).
 
-The page's table is written from the benchmark's output (``write_docs``), between the markers
-``<!-- bench:utilization:begin -->`` and ``<!-- bench:utilization:end -->``, never typed.
+The page's table is written from the benchmark's output (``markdown``, through ``bench/docs.py``),
+between the markers ``<!-- bench:utilization:begin -->`` and ``<!-- bench:utilization:end -->``,
+never typed.
 """
 
 from __future__ import annotations
@@ -10,11 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
-
-BEGIN = "<!-- bench:utilization:begin -->"
-END = "<!-- bench:utilization:end -->"
 
 # Statements of an ingest by what they do (the first that matches names a statement).
 PHASES = (
@@ -28,7 +25,6 @@ PHASES = (
 
 _PROFILE = r"""
 import json, sys, time
-from pathlib import Path
 from gpuyield import store
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.ingest.utilization import ingest_utilization
@@ -80,17 +76,26 @@ def _rounded(values: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(values.items(), key=lambda kv: -kv[1])}
 
 
+def _commit(figures: dict[str, Any]) -> str:
+    """The commit measured, where the run recorded it (runs since bench/runner.py's Recorded)."""
+    if "recorded" not in figures:
+        return ""
+    r = figures["recorded"]
+    return f" Commit `{r['commit']}`, `{r['command']}`, load average {r['load_avg_1m_end']} at the end."
+
+
 def markdown(figures: dict[str, Any]) -> str:
     """The section's text: the machine, a row per size, and the breakdowns when measured."""
     m = figures["machine"]
     lines = [
         f"Measured {m['when']} on {m['cpus']} cores (load average {m['load_avg_1m']} at the "
         f"start; DuckDB {m['duckdb']}), by `python -m bench.utilization`; each step a fresh "
-        "process, medians of the rounds; ratios against the bare read of the same round set.",
+        "process, medians of the rounds; ratios against the bare read of the same round set."
+        + _commit(figures),
         "",
         "| GPUs | samples | JSON | bare read | ingest utilization | report | ingest + report "
-        "| ratio | peak RSS | target (3x, 4 GB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| ratio | CPU: bare read, ingest + report, ratio | peak RSS | target (3x, 4 GB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for size in figures["sizes"]:
         wall = size["median_wall_s"]
@@ -99,7 +104,8 @@ def markdown(figures: dict[str, Any]) -> str:
             f"| {wall['bare_read']:.1f} s | {wall['ingest_utilization']:.1f} s "
             f"({size['ingest_ratio']:.1f}x) | {wall['report']:.1f} s ({size['report_ratio']:.1f}x) "
             f"| {size['ingest_and_report_s']:.1f} s | **{size['ratio_to_bare_read']:.2f}x** "
-            f"| {size['peak_rss_mb'] / 1024:.1f} GB | {'met' if size['meets_target'] else 'not met'} |"
+            f"| {_cpu_cell(size)} | {size['peak_rss_mb'] / 1024:.1f} GB "
+            f"| {'met' if size['meets_target'] else 'not met'} |"
         )
     for size in figures["sizes"]:
         if "breakdown" in size:
@@ -111,11 +117,11 @@ def markdown(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(page: Path, figures: dict[str, Any]) -> None:
-    """Replace the page's utilization section (between the markers) with ``markdown``."""
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{page} has no {BEGIN} ... {END} section to write")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{BEGIN}\n{markdown(figures)}\n{END}{tail}")
+def _cpu_cell(size: dict[str, Any]) -> str:
+    """CPU seconds of the bare read and of ingest + report, and their ratio (runs from before
+    the CPU time was kept show a dash)."""
+    cpu = size.get("median_cpu_s")
+    if cpu is None:
+        return "-"
+    joined = cpu["ingest_utilization"] + cpu["report"]
+    return f"{cpu['bare_read']:.1f} s, {joined:.1f} s, {size['cpu_ratio_to_bare_read']:.2f}x"

@@ -89,7 +89,7 @@ _LAZY = {
     "sync_store": "gpuyield.lake",
     "check_lake": "gpuyield.lake.check",
     "size_fleets": "gpuyield.lake.sizing",
-    "check_launch": "gpuyield.rungs",
+    "check_launch": "gpuyield.launch",
     "run_fit": "gpuyield.whatif",
     "run_whatif": "gpuyield.whatif",
 }

@@ -86,7 +86,7 @@ def preflight(argv: list[str]) -> int | None:
     if given is None or arguments is None:
         return None
     from gpuyield.errors import GpuyieldError
-    from gpuyield.rungs import check_launch
+    from gpuyield.launch import check_launch
 
     try:
         answer = check_launch(

@@ -23,6 +23,7 @@ def test_preflight_bench_small(tmp_path: Path) -> None:
         "refused: family fam1500 on 4096 GPUs"
     )
     assert allowed["fast"]["status"] == 0 and allowed["verdict"].startswith("ok: family fam0003")
+    assert refused["first_after_a_change"]["status"] == refused["baseline_full_cli"]["status"] == 3
     timed = figures["importtime_fast"]
     assert timed["modules"] > 10 and len(timed["slowest"]) == 12
     assert not any(

@@ -318,3 +318,52 @@ def test_files_read_in_batches_store_what_one_batch_stores(
     assert _stored(batched) == _stored(whole)
     assert _groups(batched) == _groups(whole)
     assert all(row[7] is not None and row[8] is not None for row in _stored(batched))
+
+
+def _gpu_names(db: Path) -> list[tuple[object, ...]]:
+    from gpuyield.store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return con.execute("SELECT * EXCLUDE (ingest_id) FROM gpu_names ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+
+
+def test_both_readers_keep_the_same_gpu_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DCGM's ``modelName`` label, kept by DuckDB's reader as it reads the samples, is what the
+    labels give when read on their own (the Python reader's way): host names made Slurm's, empty
+    labels ignored, and the label of a series of a metric the ingest does not read counted too."""
+
+    def series(host: str, metric: str, model: str) -> dict[str, object]:
+        labels = {"__name__": metric, "Hostname": host, "gpu": "0", "modelName": model}
+        return {"metric": labels, "values": [[1_767_225_600, "0.5"]]}
+
+    samples = _write(
+        tmp_path,
+        {
+            "status": "success",
+            "data": {
+                "resultType": "matrix",
+                "result": [
+                    series("n1.cluster.local", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "NVIDIA H100 PCIe"),
+                    series("n2:9400", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", ""),
+                    series("n3", "DCGM_FI_DEV_FB_USED", "NVIDIA A100-SXM4-80GB"),
+                    series("10.0.0.4:9400", "DCGM_FI_PROF_SM_ACTIVE", "NVIDIA L40S"),
+                ],
+            },
+        },
+    )
+    fast = tmp_path / "fast.duckdb"
+    ingest_utilization(fast, prom_json=[samples])
+    use_python_reader(monkeypatch)
+    slow = tmp_path / "slow.duckdb"
+    ingest_utilization(slow, prom_json=[samples])
+    assert [row[1:3] for row in _gpu_names(fast)] == [
+        ("10.0.0.4", "NVIDIA L40S"),
+        ("n1", "NVIDIA H100 PCIe"),
+        ("n3", "NVIDIA A100-SXM4-80GB"),
+    ]
+    assert _gpu_names(fast) == _gpu_names(slow)

@@ -125,7 +125,7 @@ def preflight_command(
     For a Slurm job_submit/prolog hook or a CI step (examples/ladder/); 1 is an error.
     """
     from gpuyield.cli._common import errors_mapped
-    from gpuyield.rungs import check_launch
+    from gpuyield.launch import check_launch
 
     if (family is None) == (run is None):
         usage_error("give --family or --run (not both)", hint="e.g. --family llama-v3")

@@ -209,15 +209,38 @@ def load_staged(con: duckdb.DuckDBPyConnection, ingest_id: int) -> None:
     )
 
 
+#: SQL over a job's columns: the job has rows in ``job_nodes`` (it ran, on nodes it names).
+HAS_JOB_NODES_SQL = "node_list IS NOT NULL AND start_s IS NOT NULL"
+#: SQL over a job's columns: its node list names one node, stored in ``job_nodes`` as it is
+#: (no list to expand). Such a job has exactly one ``job_nodes`` row, whose node is ``node_list``.
+ONE_NODE_SQL = "NOT (contains(node_list, '[') OR contains(node_list, ','))"
+
+
+# A node list of one range, ``prefix[low-high]``: most lists of several nodes a scheduler prints.
+_ONE_RANGE_SQL = r"regexp_full_match(node_list, '[^,\[\]]*\[\d+-\d+\]')"
+_LOW_SQL = "split_part(split_part(node_list, '[', 2), '-', 1)"
+_HIGH_SQL = "rtrim(split_part(node_list, '-', -1), ']')"
+
+
 def _insert_job_nodes(con: duckdb.DuckDBPyConnection, jobs_sql: str) -> None:
     """One row per job and node; most jobs run on one node, which needs no list expanded."""
-    multi_sql = "contains(node_list, '[') OR contains(node_list, ',')"
-    ran_sql = "node_list IS NOT NULL AND start_s IS NOT NULL"
     con.execute(
         f"""INSERT INTO job_nodes SELECT job_key, node_list FROM ({jobs_sql})
-            WHERE {ran_sql} AND NOT ({multi_sql})"""
+            WHERE {HAS_JOB_NODES_SQL} AND {ONE_NODE_SQL}"""
+    )
+    several_sql = f"{HAS_JOB_NODES_SQL} AND NOT {ONE_NODE_SQL}"
+    # One range: its numbers unnested as rows and named by plain expressions, the names
+    # hostlist_expand gives (zero-padded to the low end's width): its per-name lambdas cost 3x
+    # the CPU (2.6 s against 0.8 s for the 1.3M names of 230k lists at 10M jobs).
+    con.execute(
+        f"""INSERT INTO job_nodes SELECT job_key, split_part(node_list, '[', 1) || CASE
+                WHEN length(CAST(i AS VARCHAR)) >= length({_LOW_SQL}) THEN CAST(i AS VARCHAR)
+                ELSE lpad(CAST(i AS VARCHAR), CAST(length({_LOW_SQL}) AS INTEGER), '0') END
+            FROM (SELECT job_key, node_list,
+                    unnest(range(CAST({_LOW_SQL} AS BIGINT), CAST({_HIGH_SQL} AS BIGINT) + 1)) AS i
+                  FROM ({jobs_sql}) WHERE {several_sql} AND {_ONE_RANGE_SQL})"""
     )
     con.execute(
         f"""INSERT INTO job_nodes SELECT job_key, unnest(hostlist_expand(node_list))
-            FROM ({jobs_sql}) WHERE {ran_sql} AND ({multi_sql})"""
+            FROM ({jobs_sql}) WHERE {several_sql} AND NOT {_ONE_RANGE_SQL}"""
     )

@@ -364,17 +364,29 @@ def _store_batch(run: UtilizationRun) -> None:
     declared = {s.ingest_id: s.declared_step_s for s in batch}
     run.stored |= load.load(con, declared, cluster=plan.cluster)
     for source in batch:
-        _store_gpu_models(con, source, plan)
+        _store_gpu_models(con, source, plan, fast=run.fast)
     run.batch, run.batch_bytes = [], 0
 
 
-def _store_gpu_models(con: duckdb.DuckDBPyConnection, source: _Source, plan: _Plan) -> None:
+def _store_gpu_models(
+    con: duckdb.DuckDBPyConnection, source: _Source, plan: _Plan, *, fast: bool
+) -> None:
     """DCGM's ``modelName`` label of the source's saved answers: which GPU model each node
-    holds (ledger/weights)."""
+    holds (ledger/weights). DuckDB's reader kept the labels as it read the samples; after the
+    Python reader, ``gpu_models`` reads the files' labels again."""
     if not source.saved:
         return
-    paths = [x.path for x in source.saved]
-    models = gpu_models.dcgm_names(paths, plan.names.node_labels, node_name)
+    if fast:
+        rows = con.execute(
+            """SELECT DISTINCT node, model FROM gy_series
+               WHERE ingest_id = $id AND model IS NOT NULL AND node IS NOT NULL""",
+            {"id": source.ingest_id},
+        ).fetchall()
+        found = (gpu_models.NodeName(node=n, name=m, line=None) for n, m in rows)
+        models = sorted(found, key=lambda n: (n.node, n.name))
+    else:
+        paths = [x.path for x in source.saved]
+        models = gpu_models.dcgm_names(paths, plan.names.node_labels, node_name)
     gpu_models.store_dcgm_names(con, models, source.ingest_id, plan.cluster)
 
 
@@ -437,5 +449,5 @@ def _stage_usage(con: duckdb.DuckDBPyConnection, path: Path, ingest_id: int, pla
 def _stage_table(con: duckdb.DuckDBPyConnection, table: pa.Table, ingest_id: int) -> None:
     ids = pa.array([ingest_id] * table.num_rows, pa.int64())
     con.register("gy_staged_arrow", table.append_column("ingest_id", ids))
-    con.execute("INSERT INTO gy_series SELECT * FROM gy_staged_arrow")
+    con.execute("INSERT INTO gy_series BY NAME SELECT * FROM gy_staged_arrow")
     con.unregister("gy_staged_arrow")

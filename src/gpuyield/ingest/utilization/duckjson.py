@@ -75,6 +75,7 @@ def stage_sql(paths: list[Path], names: MetricNames) -> str:
         ), known AS (
             SELECT filename, ingest_id, field, r.role, r.scale, {_node_sql(names)} AS node,
                    {_gpu_text_sql(names)} AS gpu_text, {_job_label_sql(names)} AS label,
+                   nullif(s.metric['modelName'], '') AS model,
                    CASE WHEN s.metric IS NOT NULL THEN s."values"
                         ELSE {_refused_sql("a series without a metric")} END AS vs
             FROM series LEFT JOIN gy_metric_roles r
@@ -85,21 +86,26 @@ def stage_sql(paths: list[Path], names: MetricNames) -> str:
                                                      THEN TRY_CAST(p[1] AS DOUBLE) END) AS tl,
                    list_transform(vs, lambda p: CASE WHEN len(p) = 2
                                                      THEN TRY_CAST(p[2] AS DOUBLE) END) AS rl
-            FROM known WHERE role IS NOT NULL
+            -- A series of a metric not read is kept only for its ``modelName`` label (DCGM's
+            -- name of the node's GPU model, ``gpu_models``): a row without role or times,
+            -- unchecked, that no step after the staging reads as a series.
+            FROM known WHERE role IS NOT NULL OR model IS NOT NULL
         )
         SELECT filename AS source, field, role,
-               CASE WHEN {_OK_SERIES} THEN node
+               CASE WHEN role IS NULL OR ({_OK_SERIES}) THEN node
                     ELSE {_refused_sql("a series without node, GPU or values")} END AS node,
                TRY_CAST(gpu_text AS BIGINT) AS gpu,
                CASE WHEN role = {job_sql} THEN NULL ELSE label END AS job_label,
-               CASE WHEN {_OK_TIMES} THEN CAST(tl AS BIGINT[])
+               CASE WHEN role IS NULL THEN NULL
+                    WHEN {_OK_TIMES} THEN CAST(tl AS BIGINT[])
                     ELSE {_refused_sql("a malformed time")} END AS ts,
-               CASE WHEN NOT ({_OK_VALUES}) THEN {_refused_sql("a malformed value")}
+               CASE WHEN role IS NULL THEN NULL
+                    WHEN NOT ({_OK_VALUES}) THEN {_refused_sql("a malformed value")}
                     WHEN role = {job_sql} AND NOT ({_OK_JOB_IDS})
                         THEN {_refused_sql("a malformed job id")}
                     WHEN role = {job_sql} OR scale = 1 THEN rl
                     ELSE list_transform(rl, lambda x: x * scale) END AS vs,
-               NULL::BIGINT AS step_s, ingest_id
+               NULL::BIGINT AS step_s, ingest_id, model
         FROM typed
     """
 

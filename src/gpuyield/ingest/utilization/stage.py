@@ -44,8 +44,11 @@ DEFAULT_STEP_S = 60
 #: Activity is a fraction: above this (1 + rounding) it was given as a percentage.
 _MAX_ACTIVITY = 1.0 + 1e-9
 
+#: ``model``: DCGM's ``modelName`` label of the series, which DuckDB's reader keeps (the Python
+#: reader leaves it empty: ``gpu_models`` reads the labels of those files itself). A row of a
+#: metric not read carries only that label: no role, no times (no step below reads it).
 STAGE_COLUMNS = """source VARCHAR, field VARCHAR, role VARCHAR, node VARCHAR, gpu BIGINT,
-    job_label VARCHAR, ts BIGINT[], vs DOUBLE[], step_s BIGINT, ingest_id BIGINT"""
+    job_label VARCHAR, ts BIGINT[], vs DOUBLE[], step_s BIGINT, ingest_id BIGINT, model VARCHAR"""
 
 
 def create(con: duckdb.DuckDBPyConnection) -> None:
