@@ -47,6 +47,7 @@ PROBLEMS = {
     "nodes_cap": ("nodelist", "NodeList names more nodes than the cluster has: {value}"),
     "nodes_order": ("nodelist", "NodeList has a descending range (high-low): {value}"),
     "no_end": ("end", "a finished job without an end time or ElapsedRaw: {value}"),
+    "no_nodes": ("nodelist", "a job that held GPUs for a while names no node: {value!r}"),
 }
 
 
@@ -171,6 +172,13 @@ def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str
         (
             "no_end",
             f"NOT is_step AND end_s IS NULL AND start_s IS NOT NULL AND state IN ({finished})",
+        ),
+        # Its GPU time would be counted by job but on no node: the ledger could not conserve.
+        # Slurm names the nodes of every job that ran; a job that ran 0 seconds held nothing.
+        (
+            "no_nodes",
+            "NOT is_step AND coalesce(node_list, '') = '' AND start_s IS NOT NULL "
+            "AND coalesce(num_gpus, 0) > 0 AND NOT coalesce(end_s = start_s OR elapsed_s = 0, false)",
         ),
     ]
     if has_nnodes:
