@@ -290,6 +290,9 @@ def plausible_sacct(draw: st.DrawFn) -> tuple[str, dict[str, tuple[str | None, s
     for job in range(1, draw(st.integers(1, 6)) + 1):
         end = draw(st.sampled_from([f"2026-01-01T0{job}:30:00", "Unknown"]))
         name, comment = draw(_NAME), draw(_COMMENT)
+        tres = draw(st.sampled_from(["gres/gpu=8", "cpu=1,gres/gpu=2", "cpu=1", ""]))
+        # A job that ran on GPUs names its nodes (one that names none is refused at ingest).
+        nodes = ["n1", "n[1-2]"] + ([] if "gpu" in tres else ["None assigned"])
         fields = [
             str(job),
             str(job),
@@ -297,8 +300,8 @@ def plausible_sacct(draw: st.DrawFn) -> tuple[str, dict[str, tuple[str | None, s
             "COMPLETED" if end != "Unknown" else "RUNNING",
             f"2026-01-01T0{job}:00:00",
             end,
-            draw(st.sampled_from(["gres/gpu=8", "cpu=1,gres/gpu=2", "cpu=1", ""])),
-            draw(st.sampled_from(["n1", "n[1-2]", "None assigned"])),
+            tres,
+            draw(st.sampled_from(nodes)),
             comment,
             draw(st.sampled_from(["", "None", "Priority"])),  # often empty: the pipe bug's case
         ]
