@@ -18,10 +18,10 @@ HEADER = "JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|E
 TRES = "billing=8,cpu=8,gres/gpu=8,node=1"
 
 
-def _sacct(tmp_path: Path, first_nodes: str, first_elapsed: int = 600) -> Path:
+def _sacct(tmp_path: Path, first_nodes: str, first_elapsed: int = 600, first_id: str = "1") -> Path:
     end = "2026-11-30T10:10:00" if first_elapsed else "2026-11-30T10:00:00"
     rows = [
-        f"1|1|train|alice|ml|gpu|COMPLETED|2026-11-30T10:00:00|2026-11-30T10:00:00|{end}|"
+        f"{first_id}|1|train|alice|ml|gpu|COMPLETED|2026-11-30T10:00:00|2026-11-30T10:00:00|{end}|"
         f"{first_elapsed}|{TRES}|{first_nodes}|1|run=a",
         f"2|2|probe|bob|ml|gpu|FAILED|2026-11-30T10:05:00|2026-11-30T10:05:00|"
         f"2026-11-30T10:15:00|600|{TRES}|n2|1|run=b",
@@ -35,11 +35,13 @@ def _inputs(sacct: Path) -> SlurmInputs:
     return SlurmInputs(sacct=sacct, nodes=SAMPLE / "scontrol-show-nodes-oneliner.txt")
 
 
-@pytest.mark.parametrize("nodes", ["", "None assigned"])
-def test_a_job_that_ran_on_gpus_without_nodes_is_refused(tmp_path: Path, nodes: str) -> None:
+@pytest.mark.parametrize(("nodes", "job_id"), [("", "1"), ("None assigned", "1"), ("", "")])
+def test_a_job_that_ran_on_gpus_without_nodes_is_refused(
+    tmp_path: Path, nodes: str, job_id: str
+) -> None:
     db = tmp_path / "s.duckdb"
     with pytest.raises(ParseError, match="held GPUs for a while names no node") as refused:
-        ingest_slurm(db, _inputs(_sacct(tmp_path, nodes)))
+        ingest_slurm(db, _inputs(_sacct(tmp_path, nodes, first_id=job_id)))
     assert refused.value.path is not None and Path(refused.value.path).name == "sacct.psv"
     assert refused.value.line == 2 and refused.value.field == "NodeList"
 

@@ -177,7 +177,7 @@ def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str
         # Slurm names the nodes of every job that ran; a job that ran 0 seconds held nothing.
         (
             "no_nodes",
-            "NOT is_step AND coalesce(node_list, '') = '' AND start_s IS NOT NULL "
+            "NOT coalesce(is_step, false) AND coalesce(node_list, '') = '' AND start_s IS NOT NULL "
             "AND coalesce(num_gpus, 0) > 0 AND NOT coalesce(end_s = start_s OR elapsed_s = 0, false)",
         ),
     ]
