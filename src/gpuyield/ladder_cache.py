@@ -248,11 +248,11 @@ def stage(
     staged = Path(name)
     body = staged.with_suffix(".body")
     try:
-        query = _BODY_SQL.format(
+        body_sql = _BODY_SQL.format(
             summary=identifier(summary_table), families=identifier(families_table)
         )
         con.execute(
-            f"COPY ({query}) TO {literal(str(body))} (FORMAT csv, HEADER false, QUOTE '', "
+            f"COPY ({body_sql}) TO {literal(str(body))} (FORMAT csv, HEADER false, QUOTE '', "
             "ESCAPE '')"
         )
         # Whoever may read the store may read its copy (mkstemp makes it private).
