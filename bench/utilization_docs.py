@@ -25,6 +25,7 @@ PHASES = (
 
 _PROFILE = r"""
 import json, sys, time
+from pathlib import Path
 from gpuyield import store
 from gpuyield.ingest.slurm import SlurmInputs, ingest_slurm
 from gpuyield.ingest.utilization import ingest_utilization
