@@ -13,6 +13,8 @@ import subprocess
 import sys
 from typing import Any
 
+from bench import docs_format
+
 # Statements of an ingest by what they do (the first that matches names a statement).
 PHASES = (
     ("INSERT INTO gy_series", "read the JSON (DuckDB's reader, checked per series)"),
@@ -77,22 +79,23 @@ def _rounded(values: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(values.items(), key=lambda kv: -kv[1])}
 
 
-def _commit(figures: dict[str, Any]) -> str:
-    """The commit measured, where the run recorded it (runs since bench/runner.py's Recorded)."""
-    if "recorded" not in figures:
-        return ""
-    r = figures["recorded"]
-    return f" Commit `{r['commit']}`, `{r['command']}`, load average {r['load_avg_1m_end']} at the end."
+def _measured_line(figures: dict[str, Any]) -> str:
+    """When, where and by what command the figures were measured (the line every benchmark's
+    section opens with), and how the steps were run."""
+    how = (
+        "Each step a fresh process, medians of the rounds; ratios against the bare read of the "
+        f"same round set; DuckDB {figures['machine']['duckdb']}."
+    )
+    if "recorded" not in figures:  # runs from before bench/runner.py's Recorded
+        m = figures["machine"]
+        return f"Measured {m['when']} on {m['cpus']} cores (load average {m['load_avg_1m']}). {how}"
+    return f"{docs_format.recorded(figures)} {how}"
 
 
 def markdown(figures: dict[str, Any]) -> str:
     """The section's text: the machine, a row per size, and the breakdowns when measured."""
-    m = figures["machine"]
     lines = [
-        f"Measured {m['when']} on {m['cpus']} cores (load average {m['load_avg_1m']} at the "
-        f"start; DuckDB {m['duckdb']}), by `python -m bench.utilization`; each step a fresh "
-        "process, medians of the rounds; ratios against the bare read of the same round set."
-        + _commit(figures),
+        _measured_line(figures),
         "",
         "| GPUs | samples | JSON | bare read | ingest utilization | report | ingest + report "
         "| ratio | CPU: bare read, ingest + report, ratio | peak RSS | target (3x, 4 GB) |",
@@ -108,14 +111,41 @@ def markdown(figures: dict[str, Any]) -> str:
             f"| {_cpu_cell(size)} | {size['peak_rss_mb'] / 1024:.1f} GB "
             f"| {'met' if size['meets_target'] else 'not met'} |"
         )
+    lines += _per_gigabyte(figures["sizes"])
     for size in figures["sizes"]:
         if "breakdown" in size:
             total = size["breakdown"]["total_s"]
-            title = f"Where one ingest's time went at {size['gpus']:,} GPUs ({total:.1f} s):"
+            title = (
+                f"Where one ingest's time went at {size['gpus']:,} GPUs ({total:.1f} s; wall "
+                "seconds in-process, one more ingest after the rounds, `--breakdown`):"
+            )
             lines += ["", title, ""]
             lines += ["| phase | seconds |", "|---|---:|"]
             lines += [f"| {k} | {v:.1f} |" for k, v in size["breakdown"]["phases_s"].items()]
     return "\n".join(lines)
+
+
+def _per_gigabyte(sizes: list[dict[str, Any]]) -> list[str]:
+    """CPU seconds per GB of JSON, each step: whether a step's cost grows faster than the data
+    (the ratio can grow because the baseline gets cheaper per byte, not only because a step
+    gets dearer)."""
+    measured = [s for s in sizes if "median_cpu_s" in s and s.get("sample_mb")]
+    if not measured:
+        return []
+    lines = [
+        "",
+        "CPU seconds per GB of JSON (the same runs):",
+        "",
+        "| GPUs | bare read | ingest utilization | report |",
+        "|---:|---:|---:|---:|",
+    ]
+    for size in measured:
+        cpu, gigabytes = size["median_cpu_s"], size["sample_mb"] / 1000
+        lines.append(
+            f"| {size['gpus']:,} | {cpu['bare_read'] / gigabytes:.1f} s "
+            f"| {cpu['ingest_utilization'] / gigabytes:.1f} s | {cpu['report'] / gigabytes:.1f} s |"
+        )
+    return lines
 
 
 def _cpu_cell(size: dict[str, Any]) -> str:

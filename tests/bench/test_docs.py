@@ -98,8 +98,10 @@ def _ft(f: dict[str, Any]) -> list[str]:
 
 
 def _utilization(f: dict[str, Any]) -> list[str]:
-    size = f["sizes"][0]
-    return [f"**{size['ratio_to_bare_read']:.2f}x**", f"{size['gpus']:,}"]
+    size = f["sizes"][-1]
+    cpu_per_gb = size["median_cpu_s"]["ingest_utilization"] / (size["sample_mb"] / 1000)
+    shown = [f"**{size['ratio_to_bare_read']:.2f}x**", f"{size['gpus']:,}", f"{cpu_per_gb:.1f} s"]
+    return shown + [f"at {size['gpus']:,} GPUs ({size['breakdown']['total_s']:.1f} s;"]
 
 
 SHOWN: dict[str, Callable[[dict[str, Any]], list[str]]] = {
@@ -121,9 +123,6 @@ SHOWN: dict[str, Callable[[dict[str, Any]], list[str]]] = {
 def test_fixtures_are_recorded_runs() -> None:
     assert len(RECORDED) >= 7
     for name in RECORDED:
-        if name == "utilization":  # recorded (8k GPUs, 2026-12-02 16:51) before Recorded existed
-            assert _fixture(name)["machine"]["when"].startswith("2026-12-02T")
-            continue
         recorded = _fixture(name)["recorded"]
         assert recorded["command"].startswith("python -m bench"), name
         assert re.fullmatch(r"[0-9a-f]{9}(-dirty)?", recorded["commit"]), name
@@ -137,12 +136,9 @@ def test_renders_the_table_between_the_markers_and_nothing_else(name: str) -> No
     assert _outside(rendered, name) == _outside(page, name)
     inside = _between(rendered, name)
     assert inside == "\n" + docs.RENDERERS[name](figures) + "\n"
-    if "recorded" in figures:
-        r = figures["recorded"]
-        assert f"`{r['command']}`" in inside and f"`{r['commit']}`" in inside
-        assert str(r["load_avg_1m_start"]) in inside and r["when"] in inside
-    else:  # the utilization run before Recorded: its machine line
-        assert figures["machine"]["when"] in inside
+    r = figures["recorded"]
+    assert f"`{r['command']}`" in inside and f"`{r['commit']}`" in inside
+    assert str(r["load_avg_1m_start"]) in inside and r["when"] in inside
     for shown in SHOWN[name](figures):
         assert shown in inside, (name, shown)
     assert docs.render(rendered, {name: figures}) == rendered
