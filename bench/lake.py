@@ -179,14 +179,16 @@ def _measured(engine: str, source: Path, master: str | None, env: dict[str, str]
     return figures
 
 
-def _spark_env(work: Path) -> dict[str, str]:
-    """The driver's settings, as a user would give them: a spark-defaults.conf."""
+def _spark_env(work: Path, extra_conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The driver's settings, as a user would give them: a spark-defaults.conf (``extra_conf``:
+    more of them, ``--spark-conf``, to measure a setting against the defaults)."""
     conf = work / "conf"
     conf.mkdir(parents=True, exist_ok=True)
+    extra = "".join(f"{key} {value}\n" for key, value in (extra_conf or {}).items())
     (conf / "spark-defaults.conf").write_text(
         f"spark.driver.memory {DRIVER_MEMORY}\nspark.executor.memory {EXECUTOR_MEMORY}\n"
         f"spark.executor.cores {CORES}\nspark.cores.max {CORES}\nspark.ui.enabled false\n"
-        "spark.driver.host 127.0.0.1\nspark.driver.bindAddress 127.0.0.1\n"
+        "spark.driver.host 127.0.0.1\nspark.driver.bindAddress 127.0.0.1\n" + extra
     )
     return {
         **os.environ,
@@ -259,9 +261,11 @@ def write_costs(results: dict[str, Any]) -> Path:
     return COSTS
 
 
-def run(*, quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
+def run(
+    *, quick: bool = False, jobs: int | None = None, spark_conf: dict[str, str] | None = None
+) -> dict[str, Any]:
     """``python -m bench lake``: both cases on the three engines (``jobs``: the jobs case alone,
-    at that many jobs; no costs written)."""
+    at that many jobs; no costs written; ``spark_conf``: settings added to the driver's)."""
     from tests.spark_cluster import running_cluster
 
     if jobs is not None:
@@ -270,15 +274,16 @@ def run(*, quick: bool = False, jobs: int | None = None) -> dict[str, Any]:
         cases = [("jobs", n) for n in (QUICK_JOBS if quick else FULL_JOBS)]
         cases += [("utilization", n) for n in (QUICK_GPUS if quick else FULL_GPUS)]
     results: dict[str, Any] = {"machine": machine(), "cores": CORES, "cases": []}
+    results["spark_conf"] = dict(spark_conf or {})
     with tempfile.TemporaryDirectory(prefix="bench-lake-") as tmp:
         work = Path(tmp)
         with running_cluster(work / "cluster", worker_memory=WORKER_MEMORY) as cluster:
-            env = _spark_env(work)
+            env = _spark_env(work, spark_conf)
             for case, size in cases:
                 results["cases"].append(bench_case(case, size, cluster.master_url, env))
                 print(json.dumps(results["cases"][-1], indent=2), flush=True)
     results["target_ratio"] = TARGET_RATIO
-    if not quick and jobs is None:
+    if not quick and jobs is None and not spark_conf:
         results["costs"] = str(write_costs(results))
     return results
 
@@ -294,11 +299,27 @@ def main(argv: list[str]) -> int:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="the small configuration (minutes)")
     size.add_argument("--jobs", type=int, metavar="N", help="only the jobs case, at N jobs")
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting added to the driver's spark-defaults.conf (repeatable; the fitted "
+        "costs are then not written: they are the defaults')",
+    )
     args = parser.parse_args(argv)
+    spark_conf = dict(_setting(item) for item in args.spark_conf)
     started = start_recording(" ".join(["python -m bench.lake", *argv]))
-    figures = run(quick=args.quick, jobs=args.jobs)
+    figures = run(quick=args.quick, jobs=args.jobs, spark_conf=spark_conf)
     write_figures("lake", figures, started)
     return 0
+
+
+def _setting(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"--spark-conf takes KEY=VALUE, not {item!r}")
+    return key.strip(), value.strip()
 
 
 if __name__ == "__main__":
