@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuyield.lake.spark_jvm import jvm_settings
+
 START_TIMEOUT_S = 180
 WORKER_CORES = 2
 EXECUTOR_MEMORY = "1g"
@@ -182,7 +184,7 @@ def session_for(cluster: SparkCluster, work: Path):
     os.environ.update({"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable})
     from pyspark.sql import SparkSession
 
-    session = (
+    builder = (
         SparkSession.builder.master(cluster.master_url)
         .appName("gpuyield tests")
         .config("spark.driver.host", "127.0.0.1")
@@ -194,7 +196,11 @@ def session_for(cluster: SparkCluster, work: Path):
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.warehouse.dir", str(work / "warehouse"))
-        .getOrCreate()
     )
+    # The JVM flags gpuyield gives a session it starts itself (lake/spark_jvm.py), so the tests'
+    # driver and executors run as a user's report would.
+    for key, value in jvm_settings().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -27,6 +27,7 @@ from gpuyield.lake.read import (
     moved_ids_sql,
     table_columns,
 )
+from gpuyield.lake.spark_jvm import jvm_settings
 from gpuyield.sqltext import identifier
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ def spark_session(master: str | None) -> Iterator[SparkSession]:
     # Shuffle partitions: a few per core the cluster offers, not Spark's 200 (most of a report's
     # queries are small; adaptive execution merges partitions but still plans 200 tasks).
     builder = builder.config("spark.sql.shuffle.partitions", _shuffle_partitions())
+    for key, value in jvm_settings().items():
+        builder = builder.config(key, value)
     try:
         session = builder.getOrCreate()
     except Exception as error:  # py4j and Spark raise plain exceptions
