@@ -66,6 +66,7 @@ bench: $(VENV)/.dev
 # docs/benchmarks.md's tables rewritten from the figures saved in bench/out/ (no benchmark runs).
 bench-docs: $(VENV)/.dev
 	$(PY) -m bench.docs --from bench/out docs/benchmarks.md
+	$(PY) -m bench.docs --from bench/out docs/scale.md
 
 bench-quick: $(VENV)/.dev
 	$(PY) -m bench --quick

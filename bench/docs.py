@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench import docs_tables, utilization_docs
+from bench import docs_tables, lake_docs, utilization_docs
 from bench.runner import OUT
 
 # A benchmark's figures (its bench/out/<name>.json) -> the Markdown between its markers.
@@ -40,6 +40,7 @@ RENDERERS: dict[str, Renderer] = {
     "hostile": docs_tables.hostile,
     "ft": docs_tables.ft,
     "utilization": utilization_docs.markdown,
+    "lake_settings": lake_docs.markdown,
 }
 
 _BEGIN = re.compile(r"<!-- bench:([a-z_]+):begin -->")
