@@ -206,6 +206,26 @@ def test_typed_and_untyped_gpus_are_not_double_counted(fresh_db, tmp_path: Path)
     }
 
 
+def test_a_typed_gpu_count_that_is_not_whole_is_refused(fresh_db, tmp_path: Path) -> None:
+    # The job's total reads (gres/gpu=4), but its split by type would be wrong; only rows whose
+    # TRES names a typed entry are checked for one, and such a row is refused wherever it sits.
+    path = write_sacct(
+        tmp_path,
+        [
+            "1|1|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=4|n1",
+            "2|2|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=4,gres/gpu:a100=1.5|n2",
+            "3|3|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu:h100=x,cpu=2|n3",
+            "4|4|COMPLETED|2026-01-01T00:00:00|2026-01-01T00:01:00|gres/gpu=2,gres/gpu:a100=2|n4",
+        ],
+    )
+    summary = ingest(fresh_db, path, lenient=True)
+    rejects = fresh_db.execute("SELECT line, field FROM rejects ORDER BY line").fetchall()
+    assert rejects == [(3, "AllocTRES"), (4, "AllocTRES")]
+    assert summary.files[0].rows_rejected == 2
+    kept = fresh_db.execute("SELECT job_id, num_gpus, gpu_types FROM jobs ORDER BY 1").fetchall()
+    assert kept == [("1", 4, None), ("4", 2, "a100=2")]
+
+
 def test_timezone_shifts_times(fresh_db, tmp_path: Path) -> None:
     path = write_sacct(
         tmp_path, ["1|1|COMPLETED|2026-07-01T10:00:00|2026-07-01T11:00:00|gres/gpu=1|n1"]

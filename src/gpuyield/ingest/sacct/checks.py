@@ -117,8 +117,12 @@ def bad_typed_sql(tres_sql: str) -> str:
     """SQL: a ``gres/gpu:TYPE=N`` entry whose count is not a whole number (the job's total may
     still read, but its split by type would be wrong)."""
     values = f"regexp_extract_all({tres_sql}, '(?:^|,)gres/gpu:[^=,]+=([^,]*)', 1)"
-    return f"""coalesce(list_bool_or(list_transform({values},
-                    lambda x: NOT regexp_full_match(x, '{_WHOLE}'))), false)"""
+    # Only a TRES naming a typed entry has one to check: the CASE keeps the list work off the
+    # others (most rows; 0.2 s of CPU at 1M jobs), where an AND in a projection would not.
+    return f"""CASE WHEN contains({tres_sql}, 'gres/gpu:') THEN
+                    coalesce(list_bool_or(list_transform({values},
+                        lambda x: NOT regexp_full_match(x, '{_WHOLE}'))), false)
+                ELSE false END"""
 
 
 def gres_gpus_sql(gres_sql: str) -> str:
@@ -148,13 +152,37 @@ def end_sql(began_sql: str, ended_sql: str, elapsed_sql: str, state_sql: str) ->
         CASE WHEN {state_sql} IN ({finished}) THEN {began_sql} + {elapsed_sql} END)"""
 
 
+def one_range_sql(node_list_sql: str) -> str:
+    """SQL: whether a node list is one name with one range (``n[05709-05724]``), the form Slurm
+    prints for every job on consecutive nodes; its size and names need no list functions."""
+    return rf"regexp_full_match({node_list_sql}, '[^,\[\]]*\[\d+-\d+\]')"
+
+
+def range_low_sql(node_list_sql: str) -> str:
+    """SQL: the low end of a ``one_range_sql`` list, as printed (``05709``)."""
+    return f"split_part(split_part({node_list_sql}, '[', 2), '-', 1)"
+
+
+def range_high_sql(node_list_sql: str) -> str:
+    """SQL: the high end of a ``one_range_sql`` list, as printed (``05724``); the prefix may hold
+    a ``-`` (``gpu-n[1-4]``), the range's own is the last one."""
+    return f"rtrim(split_part({node_list_sql}, '-', -1), ']')"
+
+
 def node_count_sql(node_list_sql: str) -> str:
     """SQL: ``hostlist_size`` of a node list, without its regular expressions for the list of one
     name most jobs have (no ``,``, ``[`` or ``]``), which names one node; NULL or '' names none. At 1M
-    jobs the macro's per-row list work was a tenth of the direct load's CPU time."""
+    jobs the macro's per-row list work was a tenth of the direct load's CPU time. A list of one
+    range counts as its high end less its low end plus one, as the macro counts it (DOUBLE, at
+    least 0): at 1M jobs the two checks that count nodes took 0.44 s of CPU with the macro on
+    those lists, 0.13 s without it."""
     multi_sql = " OR ".join(f"contains({node_list_sql}, {literal(c)})" for c in ",[]")
+    low_sql = f"TRY_CAST({range_low_sql(node_list_sql)} AS DOUBLE)"
+    high_sql = f"TRY_CAST({range_high_sql(node_list_sql)} AS DOUBLE)"
     return f"""(CASE WHEN {node_list_sql} IS NULL OR {node_list_sql} = '' THEN CAST(0 AS DOUBLE)
-        WHEN {multi_sql} THEN hostlist_size({node_list_sql}) ELSE CAST(1 AS DOUBLE) END)"""
+        WHEN NOT ({multi_sql}) THEN CAST(1 AS DOUBLE)
+        WHEN {one_range_sql(node_list_sql)} THEN greatest(0.0, {high_sql} - {low_sql} + 1)
+        ELSE hostlist_size({node_list_sql}) END)"""
 
 
 def checks(gres_sql: str, *, has_nnodes: bool, max_nodes: int) -> list[tuple[str, str]]:

@@ -217,9 +217,9 @@ ONE_NODE_SQL = "NOT (contains(node_list, '[') OR contains(node_list, ','))"
 
 
 # A node list of one range, ``prefix[low-high]``: most lists of several nodes a scheduler prints.
-_ONE_RANGE_SQL = r"regexp_full_match(node_list, '[^,\[\]]*\[\d+-\d+\]')"
-_LOW_SQL = "split_part(split_part(node_list, '[', 2), '-', 1)"
-_HIGH_SQL = "rtrim(split_part(node_list, '-', -1), ']')"
+_ONE_RANGE_SQL = checks.one_range_sql("node_list")
+_LOW_SQL = checks.range_low_sql("node_list")
+_HIGH_SQL = checks.range_high_sql("node_list")
 
 
 def _insert_job_nodes(con: duckdb.DuckDBPyConnection, jobs_sql: str) -> None:

@@ -207,21 +207,24 @@ def _problems_sql(checks: list[tuple[str, str]], *, codes: bool) -> str:
     return f"CASE WHEN {any_sql} THEN '?' ELSE '' END"
 
 
-def _num_gpus_sql(tres_sql: str) -> str:
-    """SQL for a job's GPU count over ``gpu_at`` (where ``gres/gpu=`` starts) and ``gres_gpus``."""
-    # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
+def _gpu_text_sql(tres_sql: str) -> str:
+    """SQL for the text of a job's ``gres/gpu=`` count over ``gpu_at`` (where it starts); NULL
+    without one. Taken once per row: the count's check and cast both read it."""
     return f"""CASE
         -- The value after the first "gres/gpu=" when it starts a key (first, or after a comma):
         -- string functions on its position, twice cheaper than splitting the whole list.
         WHEN gpu_at = 1 OR (gpu_at > 1 AND substr({tres_sql}, gpu_at - 1, 1) = ',') THEN
-             {sacct_checks.whole_sql(f"split_part(substr({tres_sql}, gpu_at + 9), ',', 1)")}
+             split_part(substr({tres_sql}, gpu_at + 9), ',', 1)
         -- Not a key there (some other key ends in it): the value after ",gres/gpu=" anywhere.
-        WHEN gpu_at > 0 THEN
-             {
-        sacct_checks.whole_sql(
-            f"split_part(split_part(',' || {tres_sql}, ',gres/gpu=', 2), ',', 1)"
-        )
-    }
+        WHEN gpu_at > 0 THEN split_part(split_part(',' || {tres_sql}, ',gres/gpu=', 2), ',', 1)
+    END"""
+
+
+def _num_gpus_sql(tres_sql: str) -> str:
+    """SQL for a job's GPU count over ``gpu_text`` (``_gpu_text_sql``) and ``gres_gpus``."""
+    # gres/gpu=N when present; typed entries only without it (Slurm prints both: never add them).
+    return f"""CASE
+        WHEN gpu_text IS NOT NULL THEN {sacct_checks.whole_sql("gpu_text")}
         WHEN contains({tres_sql}, 'gres/gpu:') THEN {sacct_checks.typed_gpus_sql(tres_sql)}
         WHEN {tres_sql} IS NOT NULL THEN 0
         ELSE gres_gpus
@@ -273,5 +276,7 @@ def _raw_typed_sql(
                      ELSE {_spaceless_sql(f_sql("nodelist"))} END AS node_list,
                 {f_sql("comment")} AS comment, {f_sql("reason")} AS reason,
                 strpos({id_sql}, '.') > 0 OR strpos({raw_id_sql}, '.') > 0 AS is_step
-            FROM (SELECT *, strpos({tres_sql}, 'gres/gpu=') AS gpu_at,
-                    {sacct_checks.gres_gpus_sql(f_sql("allocgres"))} AS gres_gpus FROM {source_sql})"""
+            FROM (SELECT *, {_gpu_text_sql(tres_sql)} AS gpu_text
+                  FROM (SELECT *, strpos({tres_sql}, 'gres/gpu=') AS gpu_at,
+                          {sacct_checks.gres_gpus_sql(f_sql("allocgres"))} AS gres_gpus
+                        FROM {source_sql}))"""
